@@ -1,3 +1,45 @@
 """recallite_core: the memory engine behind recallite-mcp. Knows nothing of MCP."""
 
+from .config import RecalliteConfig
+from .embedder import CallableEmbedder, Embedder, HashEmbedder, resolve_embedder
+from .engine import Recallite
+from .errors import (
+    ClosedError,
+    ContentTooLargeError,
+    EmbedderError,
+    EmbedderMismatchError,
+    EmbedderUnavailableError,
+    InvalidInputError,
+    InvalidTransitionError,
+    MemoryNotFoundError,
+    NotFoundError,
+    RecalliteError,
+    RetrievalNotFoundError,
+    SchemaVersionError,
+    StoreError,
+    TrustPolicyError,
+)
+from .models import (
+    ContextResult,
+    FeedbackResult,
+    Memory,
+    RecallHit,
+    RecallResult,
+    Relation,
+    RelationCounts,
+    ScoreBreakdown,
+    Source,
+    Stats,
+)
+from .validation import Limits
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "Recallite", "RecalliteConfig", "Limits", "Embedder", "HashEmbedder", "CallableEmbedder", "resolve_embedder",
+    "Memory", "Source", "RecallHit", "RecallResult", "ScoreBreakdown", "ContextResult", "FeedbackResult",
+    "Relation", "RelationCounts", "Stats", "RecalliteError", "InvalidInputError", "ContentTooLargeError",
+    "NotFoundError", "MemoryNotFoundError", "RetrievalNotFoundError", "InvalidTransitionError", "TrustPolicyError",
+    "EmbedderError", "EmbedderUnavailableError", "EmbedderMismatchError", "StoreError", "SchemaVersionError",
+    "ClosedError",
+]

@@ -1,0 +1,1005 @@
+"""The public facade: ``Recallite``. Plain synchronous Python, safe to call from threads."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import statistics
+import time
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from . import policy
+from .codec import encode_vector
+from .config import RecalliteConfig
+from .context import render
+from .embedder import Embedder, resolve_embedder
+from .errors import (
+    ClosedError,
+    EmbedderMismatchError,
+    InvalidInputError,
+    InvalidTransitionError,
+    MemoryNotFoundError,
+    RetrievalNotFoundError,
+    TrustPolicyError,
+)
+from .models import (
+    MEMORY_TYPES,
+    OUTCOMES,
+    RELATION_TYPES,
+    STATUSES,
+    ConsolidationGroup,
+    ContextResult,
+    FeedbackResult,
+    Memory,
+    RecallResult,
+    Relation,
+    RelationCounts,
+    Stats,
+    UsefulnessChange,
+)
+from .retriever import RecallFilter, Retriever
+from .rows import MEMORY_COLUMNS, load_memories, memory_from_row, ts
+from .store import Store
+from .tokens import estimate_tokens
+from .validation import (
+    check_content,
+    check_limit,
+    check_metadata,
+    check_optional_name,
+    check_query,
+    check_scope,
+    check_source,
+    check_tags,
+    check_title,
+    check_unit,
+    content_hash,
+    derive_title,
+    fmt_id,
+    parse_id,
+)
+from .vector_index import VectorIndex
+
+log = logging.getLogger("recallite")
+
+Progress = Callable[[int, int], None]
+
+
+class _Prepared:
+    """A validated memory ready to insert."""
+
+    __slots__ = ("type", "title", "content", "status", "source", "scope", "session", "tags", "metadata",
+                 "confidence", "importance", "hash", "tokens", "embed_text")
+
+    def __init__(self, **kw):
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+def embedding_text(title: str, content: str) -> str:
+    """What the embedder sees for a memory: the title when it adds words, then the content."""
+    if title and not content.lower().startswith(title.rstrip("…").lower()):
+        return f"{title}. {content}"
+    return content
+
+
+class Recallite:
+    """Persistent, outcome-aware agent memory in one SQLite file.
+
+    Open with :meth:`open`. Every public write is one transaction; every method is safe to
+    call from several threads (calls are serialised on one connection).
+    """
+
+    def __init__(self, store: Store, embedder: Embedder, config: RecalliteConfig | None = None):
+        self.store = store
+        self.embedder = embedder
+        self.config = config or RecalliteConfig()
+        self.index = VectorIndex(embedder.dimensions)
+        self.retriever = Retriever(store, embedder, self.index, self.config)
+        self._closed = False
+
+    # -- opening and closing ----------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        path: str | None = None,
+        *,
+        embedder: "str | Embedder | Callable | None" = "default",
+        dims: int | None = None,
+        config: RecalliteConfig | None = None,
+        on_embedder_mismatch: str = "error",
+    ) -> "Recallite":
+        """Open (creating if needed) the store at ``path``; ``None`` or ":memory:" is a private in-memory store.
+
+        ``embedder``: "default" (MiniLM ONNX, offline; hash fallback with a warning),
+        "hash", "onnx", an Embedder object, or a callable ``texts -> vectors`` with ``dims``.
+        ``on_embedder_mismatch``: "error" (default) or "reindex" when the file was embedded
+        with another model.
+        """
+        config = config or RecalliteConfig()
+        emb = resolve_embedder(embedder, dims)
+        store = Store(path, busy_timeout_ms=config.busy_timeout_ms)
+        try:
+            mem = cls(store, emb, config)
+            mem._check_embedder(on_embedder_mismatch)
+        except BaseException:
+            store.close()
+            raise
+        return mem
+
+    def _check_embedder(self, on_mismatch: str) -> None:
+        name, dims = self.store.get_meta("embedder"), self.store.get_meta("dimensions")
+        ours = (self.embedder.name, str(self.embedder.dimensions))
+        if (name, dims) == ours:
+            return
+        with self.store.reading() as conn:
+            vectors = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+        if name is None or vectors == 0:
+            with self.store.transaction() as conn:
+                self.store.set_meta(conn, "embedder", ours[0])
+                self.store.set_meta(conn, "dimensions", ours[1])
+            return
+        if on_mismatch == "reindex":
+            self.reindex()
+            return
+        raise EmbedderMismatchError(
+            f"{self.store.path or 'This store'} was embedded with {name} ({dims} dimensions); this process uses "
+            f"{ours[0]} ({ours[1]} dimensions). Open it with the same embedder, or re-embed every memory with "
+            f"the new one: `recallite-mcp reindex --db {self.store.path or '<db>'}` "
+            "(Python: Recallite.open(path, embedder=..., on_embedder_mismatch='reindex'))."
+        )
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.store.close()
+
+    def __enter__(self) -> "Recallite":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _live(self) -> None:
+        if self._closed:
+            raise ClosedError("This Recallite is closed. Open it again with Recallite.open(path).")
+
+    @property
+    def limits(self):
+        return self.config.limits
+
+    # -- writing memories -------------------------------------------------------------------------
+    def _prepare(
+        self,
+        *,
+        content: Any,
+        type: str = "observation",
+        title: Any = None,
+        source: Any = None,
+        tags: Any = None,
+        metadata: Any = None,
+        importance: Any = None,
+        scope: Any = None,
+        session: Any = None,
+        status: str | None = None,
+        allow_unsafe_status_override: bool = False,
+        confidence: Any = None,
+    ) -> _Prepared:
+        lim = self.limits
+        if not isinstance(type, str):
+            raise InvalidInputError(f"type must be one of {', '.join(MEMORY_TYPES)}.")
+        policy.check_type(type)
+        text = check_content(content, lim)
+        ttl = check_title(title, lim) or derive_title(text)
+        src = check_source(source)
+        if status is not None and not isinstance(status, str):
+            raise InvalidInputError(f"status must be one of {', '.join(STATUSES)}.")
+        st = policy.initial_status(type, src.type, status, allow_unsafe_status_override)
+        conf = check_unit("confidence", confidence, policy.SOURCE_CONFIDENCE[src.type])
+        if confidence is not None and policy.trust_of(src.type) != policy.TRUSTED and not allow_unsafe_status_override:
+            conf = min(conf, policy.SOURCE_CONFIDENCE[src.type])  # untrusted text cannot vouch for itself
+        return _Prepared(
+            type=type,
+            title=ttl,
+            content=text,
+            status=st,
+            source=src,
+            scope=check_scope(scope, lim, self.config.default_scope),
+            session=check_optional_name(session, "session", lim),
+            tags=check_tags(tags, lim),
+            metadata=check_metadata(metadata, lim),
+            confidence=conf,
+            importance=check_unit("importance", importance, 0.5),
+            hash=content_hash(text),
+            tokens=estimate_tokens(text) + estimate_tokens(ttl),
+            embed_text=embedding_text(ttl, text),
+        )
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.empty((0, self.embedder.dimensions), dtype=np.float32)
+        out = []
+        bs = max(1, self.config.embed_batch_size) * 16
+        for i in range(0, len(texts), bs):
+            out.append(np.asarray(self.embedder.embed(texts[i : i + bs]), dtype=np.float32))
+        vecs = np.vstack(out)
+        if vecs.shape != (len(texts), self.embedder.dimensions):
+            raise EmbedderMismatchError(
+                f"The embedder returned shape {vecs.shape}; expected ({len(texts)}, {self.embedder.dimensions})."
+            )
+        return vecs
+
+    def _insert(self, conn, p: _Prepared, vector: np.ndarray, now: float, extra: dict | None = None) -> int:
+        extra = extra or {}
+        cur = conn.execute(
+            "INSERT INTO memories (type, title, content, status, source_type, source_id, scope, session, tags, metadata, "
+            "confidence, usefulness, importance, success_count, failure_count, access_count, last_accessed_at, "
+            "created_at, updated_at, content_hash, tokens) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                p.type, p.title, p.content, p.status, p.source.type, p.source.id, p.scope, p.session,
+                json.dumps(p.tags, ensure_ascii=False), json.dumps(p.metadata, ensure_ascii=False),
+                p.confidence, extra.get("usefulness", 0.5), p.importance, extra.get("success_count", 0),
+                extra.get("failure_count", 0), extra.get("access_count", 0), extra.get("last_accessed_at"),
+                extra.get("created_at", now), extra.get("updated_at", now), p.hash, p.tokens,
+            ),
+        )
+        mid = cur.lastrowid
+        conn.execute(
+            "INSERT INTO vectors (memory_id, vector) VALUES (?, ?)", (mid, encode_vector(vector, self.embedder.dimensions))
+        )
+        return mid
+
+    def _find_duplicate(self, conn, p: _Prepared, any_status: bool = False) -> int | None:
+        """An identical memory in the scope. Superseded ones count only for imports (any_status)."""
+        status_clause = "" if any_status else "AND status != 'superseded'"
+        row = conn.execute(
+            f"SELECT id FROM memories WHERE content_hash = ? AND scope = ? {status_clause} ORDER BY id LIMIT 1",
+            (p.hash, p.scope),
+        ).fetchone()
+        return row[0] if row else None
+
+    def remember(
+        self,
+        content: str | None = None,
+        *,
+        type: str = "observation",
+        title: str | None = None,
+        source: Any = None,
+        tags: Sequence[str] | None = None,
+        metadata: dict | None = None,
+        importance: float | None = None,
+        scope: str | None = None,
+        session: str | None = None,
+        status: str | None = None,
+        allow_unsafe_status_override: bool = False,
+        confidence: float | None = None,
+    ) -> Memory:
+        """Store one memory. Identical content in the same scope returns the existing one (``duplicate_of`` set).
+
+        ``source`` (default ``{"type": "user"}``) decides trust: llm and imported memories start
+        as candidates whatever ``status`` asks, unless ``allow_unsafe_status_override``.
+        """
+        self._live()
+        p = self._prepare(
+            content=content, type=type, title=title, source=source, tags=tags, metadata=metadata,
+            importance=importance, scope=scope, session=session, status=status,
+            allow_unsafe_status_override=allow_unsafe_status_override, confidence=confidence,
+        )
+        with self.store.reading() as conn:
+            dup = self._find_duplicate(conn, p)
+        if dup is not None:
+            mem = self.get(dup)
+            mem.duplicate_of = mem.id
+            return mem
+        vec = self._embed([p.embed_text])[0]
+        with self.store.transaction() as conn:
+            dup = self._find_duplicate(conn, p)  # another thread or process may have won the race
+            if dup is None:
+                mid = self._insert(conn, p, vec, time.time())
+        if dup is not None:
+            mem = self.get(dup)
+            mem.duplicate_of = mem.id
+            return mem
+        return self.get(mid)
+
+    def remember_many(self, items: Iterable[dict], *, progress: Progress | None = None) -> list[Memory]:
+        """Store many memories in one transaction with one embedding batch. All or nothing.
+
+        Each item takes the keyword arguments of :meth:`remember` (``content`` required).
+        Duplicates (of stored memories or within the batch) come back with ``duplicate_of``.
+        """
+        self._live()
+        prepared: list[_Prepared] = []
+        for n, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise InvalidInputError(f"Item {n} is not a dict of remember() arguments.")
+            unknown = set(item) - {
+                "content", "type", "title", "source", "tags", "metadata", "importance", "scope", "session",
+                "status", "allow_unsafe_status_override", "confidence",
+            }
+            if unknown:
+                raise InvalidInputError(f"Item {n} has unknown fields: {', '.join(sorted(unknown))}.")
+            try:
+                prepared.append(self._prepare(**item))
+            except InvalidInputError as exc:
+                raise type(exc)(f"Item {n}: {exc}") from None
+        if not prepared:
+            return []
+        with self.store.reading() as conn:
+            existing = {i: self._find_duplicate(conn, p) for i, p in enumerate(prepared)}
+        first_of: dict[tuple[str, str], int] = {}
+        to_embed: list[int] = []
+        for i, p in enumerate(prepared):
+            key = (p.hash, p.scope)
+            if existing[i] is None and key not in first_of:
+                first_of[key] = i
+                to_embed.append(i)
+        vecs = self._embed([prepared[i].embed_text for i in to_embed])
+        vec_of = dict(zip(to_embed, vecs))
+        ids: list[tuple[int, bool]] = []
+        now = time.time()
+        with self.store.transaction() as conn:
+            new_ids: dict[int, int] = {}
+            for i, p in enumerate(prepared):
+                if i in vec_of:
+                    dup = self._find_duplicate(conn, p)
+                    if dup is None:
+                        new_ids[i] = self._insert(conn, p, vec_of[i], now)
+                        ids.append((new_ids[i], False))
+                    else:
+                        ids.append((dup, True))
+                else:
+                    dup = existing[i] if existing[i] is not None else new_ids.get(first_of[(p.hash, p.scope)])
+                    if dup is None:
+                        dup = self._find_duplicate(conn, p)
+                    ids.append((dup, True))
+                if progress:
+                    progress(i + 1, len(prepared))
+            loaded = load_memories(conn, sorted({i for i, _ in ids}))
+        out = []
+        for mid, is_dup in ids:
+            m = loaded[mid].model_copy()
+            if is_dup:
+                m.duplicate_of = m.id
+            out.append(m)
+        return out
+
+    # lite API -------------------------------------------------------------------------------------
+    def add(self, text: str, **kwargs: Any) -> Memory:
+        """Remember a plain observation: ``mem.add("User prefers dark mode UI.")``."""
+        return self.remember(text, **kwargs)
+
+    def context(self, query: str, max_tokens: int = 2000, format: str = "markdown", **recall_kwargs: Any) -> str:
+        """Prompt-ready text of the memories that matter for ``query``."""
+        return self.build_context(query, max_tokens=max_tokens, format=format, **recall_kwargs).context
+
+    # -- reading ------------------------------------------------------------------------------------------
+    def get(self, memory_id: str | int) -> Memory:
+        self._live()
+        mid = parse_id(memory_id)
+        with self.store.reading() as conn:
+            row = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (mid,)).fetchone()
+        if row is None:
+            raise MemoryNotFoundError(f"No memory mem_{mid}. List memories with list() or recall() to find ids.")
+        return memory_from_row(row)
+
+    def get_many(self, memory_ids: Sequence[str | int]) -> list[Memory]:
+        self._live()
+        ids = [parse_id(i) for i in memory_ids]
+        with self.store.reading() as conn:
+            found = load_memories(conn, ids)
+        missing = [f"mem_{i}" for i in ids if i not in found]
+        if missing:
+            raise MemoryNotFoundError(f"No memory {', '.join(missing)}.")
+        return [found[i] for i in ids]
+
+    def list(
+        self,
+        *,
+        scope: str | Sequence[str] | None = None,
+        types: Sequence[str] | None = None,
+        statuses: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        session: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[Memory]:
+        """Memories newest first, filtered. ``statuses`` defaults to every status."""
+        self._live()
+        flt = self._filter(scope, types, statuses or STATUSES, tags, session)
+        lim = max(1, min(int(limit), 10_000))
+        where, params = flt.sql("m")
+        with self.store.reading() as conn:
+            rows = conn.execute(
+                f"SELECT {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))} FROM memories m "
+                f"WHERE {where} ORDER BY m.id DESC LIMIT ? OFFSET ?",
+                [*params, lim, max(0, int(offset))],
+            ).fetchall()
+        return [memory_from_row(r) for r in rows]
+
+    def _filter(self, scope, types, statuses, tags, session) -> RecallFilter:
+        lim = self.limits
+        scopes = None
+        if scope is not None:
+            raw = [scope] if isinstance(scope, str) else list(scope)
+            scopes = tuple(dict.fromkeys(check_scope(s, lim, self.config.default_scope) for s in raw))
+        if types is not None:
+            if isinstance(types, str):
+                types = [types]
+            types = tuple(policy.check_type(t) for t in types)
+            if not types:
+                types = None
+        sts = tuple(policy.check_status(s) for s in ([statuses] if isinstance(statuses, str) else statuses))
+        tg = tuple(check_tags(tags, lim)) if tags else None
+        sessions = None
+        if session is not None:
+            sessions = (check_optional_name(session, "session", lim),)
+        return RecallFilter(scopes=scopes, statuses=sts, types=types, tags=tg or None, sessions=sessions)
+
+    # -- recall -----------------------------------------------------------------------------------------------
+    def recall(
+        self,
+        query: str,
+        limit: int = 5,
+        types: Sequence[str] | None = None,
+        profile: str = "default",
+        scope: str | Sequence[str] | None = None,
+        include_inactive: bool = False,
+        min_score: float | None = None,
+        *,
+        tags: Sequence[str] | None = None,
+        session: str | None = None,
+        statuses: Sequence[str] | None = None,
+        _kind: str = "recall",
+    ) -> RecallResult:
+        """Hybrid recall: keyword + vector channels fused by RRF, then policy multipliers.
+
+        Filters apply before scoring. Deprecated and superseded memories are left out unless
+        ``include_inactive`` (or ``statuses``) asks for them. Every call is logged as a
+        retrieval whose id feedback() refers to.
+        """
+        self._live()
+        q = check_query(query, self.limits)
+        n = check_limit(limit, self.limits)
+        policy.check_profile(profile, self.config.profiles)
+        if statuses is None:
+            statuses = STATUSES if include_inactive else policy.DEFAULT_RECALL_STATUSES
+        flt = self._filter(scope, types, statuses, tags, session)
+        if min_score is not None:
+            min_score = float(min_score)
+            if not math.isfinite(min_score):
+                raise InvalidInputError("min_score must be a finite number.")
+        hits = self.retriever.rank(q, flt, n, profile, min_score)
+        with self.store.transaction() as conn:
+            rid = self.retriever.log(conn, q, profile, flt.scopes, hits, _kind)
+        return RecallResult(retrieval_id=fmt_id("ret", rid), query=q, profile=profile, memories=hits)
+
+    def format_context(self, result: RecallResult, max_tokens: int = 2000, format: str = "markdown") -> str:
+        """Render a recall result as prompt text; the budget (see tokens.py) is never exceeded."""
+        return self._render(result, max_tokens, format).context
+
+    def _render(self, result: RecallResult, max_tokens: int, format: str) -> ContextResult:
+        self._live()
+        r = render(result.memories, max_tokens, format)
+        matched = sum(h.memory.tokens for h in result.memories)
+        try:
+            rid = parse_id(result.retrieval_id, "ret")
+            with self.store.transaction() as conn:
+                conn.execute(
+                    "UPDATE retrievals SET kind = 'context', tokens_served = ?, tokens_matched = ? WHERE id = ?",
+                    (r.tokens, matched, rid),
+                )
+        except InvalidInputError:
+            pass
+        return ContextResult(
+            context=r.text, retrieval_id=result.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
+            max_tokens=max_tokens, format=format, truncated=r.truncated, omitted=r.omitted,  # type: ignore[arg-type]
+        )
+
+    def build_context(
+        self, query: str, max_tokens: int = 2000, format: str = "markdown", limit: int = 10, **recall_kwargs: Any
+    ) -> ContextResult:
+        """recall() + format_context() in one call, with the ids and token count of what was served."""
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise InvalidInputError(f"max_tokens must be a positive whole number, got {max_tokens!r}.")
+        if format not in ("markdown", "xml", "plain"):
+            raise InvalidInputError(f"Unknown context format {format!r}. Use markdown, xml or plain.")
+        result = self.recall(query, limit=limit, _kind="context", **recall_kwargs)
+        return self._render(result, max_tokens, format)
+
+    # -- feedback ------------------------------------------------------------------------------------------------
+    def feedback(
+        self,
+        retrieval_id: str,
+        outcome: str = "success",
+        score: float | None = None,
+        used_memory_ids: Sequence[str] | None = None,
+        reason: str | None = None,
+        *,
+        client_key: str | None = None,
+    ) -> FeedbackResult:
+        """Report how the task went. Used memories (or, if none are named, every shown memory
+        with rank-decayed weight) move their usefulness toward the outcome. Never changes status.
+        A repeated ``client_key`` is applied once."""
+        self._live()
+        if outcome not in OUTCOMES:
+            raise InvalidInputError(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}.")
+        sc = None if score is None else check_unit("score", score, 0.0)
+        rid = parse_id(retrieval_id, "ret")
+        used = None if used_memory_ids is None else list(dict.fromkeys(parse_id(i) for i in used_memory_ids))
+        reason_text = None if reason is None else check_optional_reason(reason)
+        key = None if client_key is None else check_optional_name(client_key, "client_key", self.limits)
+        target = policy.outcome_target(outcome, sc)
+        recorded_score = target if sc is None else sc
+        now = time.time()
+        with self.store.transaction() as conn:
+            if conn.execute("SELECT 1 FROM retrievals WHERE id = ?", (rid,)).fetchone() is None:
+                raise RetrievalNotFoundError(
+                    f"No retrieval ret_{rid}. Pass the retrieval_id returned by recall/context in this database."
+                )
+            if key is not None:
+                prev = conn.execute("SELECT id FROM feedback WHERE client_key = ?", (key,)).fetchone()
+                if prev is not None:
+                    return self._feedback_result(conn, prev[0], duplicate=True)
+            shown = conn.execute(
+                "SELECT memory_id, rank FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank", (rid,)
+            ).fetchall()
+            if used is not None:
+                if used:
+                    marks = ",".join("?" * len(used))
+                    found = {r[0] for r in conn.execute(f"SELECT id FROM memories WHERE id IN ({marks})", used)}
+                    missing = [f"mem_{i}" for i in used if i not in found]
+                    if missing:
+                        raise MemoryNotFoundError(f"used_memory_ids names unknown memories: {', '.join(missing)}.")
+                credits = [(i, 1.0) for i in used]
+            else:
+                credits = [(mid, policy.rank_weight(rank - 1)) for mid, rank in shown]
+            cur = conn.execute(
+                "INSERT INTO feedback (retrieval_id, outcome, score, used_ids, reason, client_key, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (rid, outcome, recorded_score, json.dumps([f"mem_{i}" for i in (used or [])]), reason_text, key, now),
+            )
+            fid = cur.lastrowid
+            for mid, weight in credits:
+                old = conn.execute("SELECT usefulness FROM memories WHERE id = ?", (mid,)).fetchone()[0]
+                new = policy.updated_usefulness(old, target, weight, self.config.learning_rate)
+                succ = 1 if target >= 0.5 and outcome != "failure" else 0
+                fail = 1 if outcome == "failure" else 0
+                conn.execute(
+                    "UPDATE memories SET usefulness = ?, success_count = success_count + ?, "
+                    "failure_count = failure_count + ?, updated_at = ? WHERE id = ?",
+                    (new, succ, fail, now, mid),
+                )
+                conn.execute(
+                    "INSERT INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, new_usefulness, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (fid, mid, weight, target, old, new, now),
+                )
+            return self._feedback_result(conn, fid)
+
+    def _feedback_result(self, conn, fid: int, duplicate: bool = False) -> FeedbackResult:
+        rid, outcome, score = conn.execute("SELECT retrieval_id, outcome, score FROM feedback WHERE id = ?", (fid,)).fetchone()
+        changes = [
+            UsefulnessChange(id=f"mem_{m}", weight=w, old_usefulness=o, new_usefulness=n)
+            for m, w, o, n in conn.execute(
+                "SELECT memory_id, weight, old_usefulness, new_usefulness FROM memory_outcomes WHERE feedback_id = ? ORDER BY rowid",
+                (fid,),
+            )
+        ]
+        return FeedbackResult(
+            feedback_id=fmt_id("fb", fid), retrieval_id=fmt_id("ret", rid) if rid else "", outcome=outcome,
+            score=score, changes=changes, duplicate=duplicate,
+        )
+
+    def reinforce(self, memory_id: str | int, delta: float) -> Memory:
+        """Nudge usefulness directly by ``delta`` (-1..1); the result stays in [0, 1]."""
+        self._live()
+        mid = parse_id(memory_id)
+        try:
+            d = float(delta)
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"delta must be a number between -1 and 1, got {delta!r}.") from None
+        if not math.isfinite(d):
+            raise InvalidInputError("delta must be a finite number between -1 and 1.")
+        d = max(-1.0, min(1.0, d))
+        with self.store.transaction() as conn:
+            row = conn.execute("SELECT usefulness FROM memories WHERE id = ?", (mid,)).fetchone()
+            if row is None:
+                raise MemoryNotFoundError(f"No memory mem_{mid}.")
+            conn.execute(
+                "UPDATE memories SET usefulness = ?, updated_at = ? WHERE id = ?",
+                (policy.clamp01(row[0] + d), time.time(), mid),
+            )
+        return self.get(mid)
+
+    # -- lifecycle --------------------------------------------------------------------------------------------------
+    def _transition(self, memory_id, new_status: str, *, allow_unsafe: bool = False, reason: str | None = None) -> Memory:
+        self._live()
+        mid = parse_id(memory_id)
+        with self.store.transaction() as conn:
+            row = conn.execute("SELECT status, source_type, confidence, metadata FROM memories WHERE id = ?", (mid,)).fetchone()
+            if row is None:
+                raise MemoryNotFoundError(f"No memory mem_{mid}.")
+            status, source_type, conf, metadata = row
+            policy.check_transition(status, new_status, source_type, allow_unsafe)
+            if new_status in ("validated", "active") and status in ("candidate", "deprecated"):
+                conf = policy.confidence_after_validation(conf)
+            meta = json.loads(metadata)
+            if reason:
+                meta[f"{new_status}_reason"] = check_optional_reason(reason)
+            conn.execute(
+                "UPDATE memories SET status = ?, confidence = ?, metadata = ?, updated_at = ? WHERE id = ?",
+                (new_status, conf, json.dumps(meta, ensure_ascii=False), time.time(), mid),
+            )
+        return self.get(mid)
+
+    def validate(self, memory_id: str | int, reason: str | None = None) -> Memory:
+        """Confirm a candidate (raises its confidence)."""
+        return self._transition(memory_id, "validated", reason=reason)
+
+    def activate(self, memory_id: str | int, reason: str | None = None, allow_unsafe: bool = False) -> Memory:
+        """Put a memory in force. Untrusted candidates must be validated first."""
+        return self._transition(memory_id, "active", allow_unsafe=allow_unsafe, reason=reason)
+
+    def deprecate(self, memory_id: str | int, reason: str | None = None) -> Memory:
+        """Retire a memory: it leaves default recall but stays on record."""
+        return self._transition(memory_id, "deprecated", reason=reason)
+
+    def supersede(self, old_id: str | int, new_id: str | int, *, reason: str | None = None, allow_unsafe: bool = False) -> Memory:
+        """Replace ``old_id`` by ``new_id``: the old one becomes superseded and points at the new one."""
+        self._live()
+        old, new = parse_id(old_id), parse_id(new_id)
+        if old == new:
+            raise InvalidInputError("A memory cannot supersede itself.")
+        with self.store.transaction() as conn:
+            self._supersede(conn, old, new, reason, allow_unsafe)
+        return self.get(old)
+
+    def _supersede(self, conn, old: int, new: int, reason: str | None, allow_unsafe: bool) -> None:
+        rows = {r[0]: r for r in conn.execute("SELECT id, status, source_type, metadata FROM memories WHERE id IN (?, ?)", (old, new))}
+        for i in (old, new):
+            if i not in rows:
+                raise MemoryNotFoundError(f"No memory mem_{i}.")
+        _, old_status, old_src, meta = rows[old]
+        _, new_status, new_src, _ = rows[new]
+        if new_status in ("deprecated", "superseded"):
+            raise InvalidTransitionError(f"mem_{new} is {new_status}; a retired memory cannot replace another.")
+        if (
+            policy.SOURCE_TRUST[new_src] == policy.UNTRUSTED
+            and policy.SOURCE_TRUST[old_src] != policy.UNTRUSTED
+            and not allow_unsafe
+        ):
+            raise TrustPolicyError(
+                f"mem_{new} comes from an untrusted source ({new_src}) and cannot replace mem_{old} "
+                f"(from {old_src}). Validate it by a trusted source first, or pass allow_unsafe."
+            )
+        policy.check_transition(old_status, "superseded", old_src, True)
+        m = json.loads(meta)
+        if reason:
+            m["superseded_reason"] = check_optional_reason(reason)
+        now = time.time()
+        conn.execute(
+            "UPDATE memories SET status = 'superseded', superseded_by = ?, metadata = ?, updated_at = ? WHERE id = ?",
+            (new, json.dumps(m, ensure_ascii=False), now, old),
+        )
+        conn.execute(
+            "INSERT OR IGNORE INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (?, ?, 'supersedes', 0, ?)",
+            (new, old, now),
+        )
+
+    # -- relations ----------------------------------------------------------------------------------------------------
+    def relate(self, from_id: str | int, to_id: str | int, relation: str, *, allow_unsafe: bool = False) -> Relation:
+        """Link two memories: contradicts, supports, derived_from, supersedes, causes, requires.
+
+        supports/derived_from raise the target's confidence and contradicts lowers both, unless
+        the source memory is untrusted (then the link is kept without that effect).
+        ``from supersedes to`` also retires ``to``. Linking twice returns the existing link.
+        """
+        self._live()
+        if relation not in RELATION_TYPES:
+            raise InvalidInputError(f"Unknown relation {relation!r}. Use one of: {', '.join(RELATION_TYPES)}.")
+        a, b = parse_id(from_id), parse_id(to_id)
+        if a == b:
+            raise InvalidInputError("A memory cannot be related to itself; name two different memories.")
+        with self.store.transaction() as conn:
+            rows = {r[0]: r for r in conn.execute(
+                "SELECT id, source_type, source_id, confidence FROM memories WHERE id IN (?, ?)", (a, b))}
+            for i in (a, b):
+                if i not in rows:
+                    raise MemoryNotFoundError(f"No memory mem_{i}.")
+            existing = conn.execute(
+                "SELECT id FROM relations WHERE from_id = ? AND to_id = ? AND type = ?", (a, b, relation)
+            ).fetchone()
+            if existing:
+                return self._relation(conn, existing[0])
+            if relation == "supersedes":
+                self._supersede(conn, b, a, None, allow_unsafe)
+                rid = conn.execute(
+                    "SELECT id FROM relations WHERE from_id = ? AND to_id = ? AND type = 'supersedes'", (a, b)
+                ).fetchone()[0]
+                return self._relation(conn, rid)
+            _, a_src, a_sid, a_conf = rows[a]
+            _, b_src, b_sid, b_conf = rows[b]
+            untrusted = policy.SOURCE_TRUST[a_src] == policy.UNTRUSTED
+            self_endorsed = a_src == b_src and a_sid == b_sid and policy.SOURCE_TRUST[a_src] != policy.TRUSTED
+            effect = allow_unsafe or not (untrusted or (relation in ("supports", "derived_from") and self_endorsed))
+            now = time.time()
+            if effect and relation in ("supports", "derived_from"):
+                conn.execute("UPDATE memories SET confidence = ?, updated_at = ? WHERE id = ?",
+                             (policy.confidence_after_support(b_conf, a_conf), now, b))
+            elif effect and relation == "contradicts":
+                for mid, c in ((a, a_conf), (b, b_conf)):
+                    conn.execute("UPDATE memories SET confidence = ?, updated_at = ? WHERE id = ?",
+                                 (policy.confidence_after_contradiction(c), now, mid))
+            cur = conn.execute(
+                "INSERT INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (?, ?, ?, ?, ?)",
+                (a, b, relation, int(effect and relation in ("supports", "derived_from", "contradicts")), now),
+            )
+            return self._relation(conn, cur.lastrowid)
+
+    def _relation(self, conn, rid: int) -> Relation:
+        a, b, t, eff, created = conn.execute(
+            "SELECT from_id, to_id, type, confidence_effect, created_at FROM relations WHERE id = ?", (rid,)
+        ).fetchone()
+        return Relation(id=fmt_id("rel", rid), from_id=f"mem_{a}", to_id=f"mem_{b}", type=t,
+                        confidence_effect=bool(eff), created_at=ts(created))
+
+    def relations(self, memory_id: str | int) -> list[Relation]:
+        self._live()
+        mid = parse_id(memory_id)
+        with self.store.reading() as conn:
+            ids = [r[0] for r in conn.execute(
+                "SELECT id FROM relations WHERE from_id = ? OR to_id = ? ORDER BY id", (mid, mid))]
+            return [self._relation(conn, r) for r in ids]
+
+    def relation_counts(self, memory_id: str | int) -> RelationCounts:
+        self._live()
+        mid = parse_id(memory_id)
+        with self.store.reading() as conn:
+            row = conn.execute("SELECT confidence FROM memories WHERE id = ?", (mid,)).fetchone()
+            if row is None:
+                raise MemoryNotFoundError(f"No memory mem_{mid}.")
+            evidence = conn.execute(
+                "SELECT count(*) FROM relations WHERE to_id = ? AND type IN ('supports', 'derived_from')", (mid,)
+            ).fetchone()[0]
+            contra = conn.execute(
+                "SELECT count(*) FROM relations WHERE type = 'contradicts' AND (from_id = ? OR to_id = ?)", (mid, mid)
+            ).fetchone()[0]
+        return RelationCounts(id=f"mem_{mid}", evidence_count=evidence, contradiction_count=contra, confidence=row[0])
+
+    # -- deletion ---------------------------------------------------------------------------------------------------------
+    def forget(self, memory_id: str | int, *, vacuum: bool = False) -> bool:
+        """Hard-delete a memory with its vector, FTS entry, relations, retrieval items and outcomes.
+
+        ``vacuum=True`` also rewrites the file so the deleted text is gone from disk.
+        """
+        self._live()
+        mid = parse_id(memory_id)
+        with self.store.transaction() as conn:
+            cur = conn.execute("DELETE FROM memories WHERE id = ?", (mid,))
+            if cur.rowcount == 0:
+                raise MemoryNotFoundError(f"No memory mem_{mid}.")
+            self._prune_tombstones(conn)
+        if vacuum:
+            self.vacuum()
+        return True
+
+    def vacuum(self) -> None:
+        """Merge the FTS index and rewrite the file, so deleted text leaves the disk."""
+        self._live()
+        with self.store.transaction() as conn:
+            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+        with self.store.lock:
+            self.store.conn.execute("VACUUM")
+            if self.store.path:
+                self.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def _prune_tombstones(self, conn) -> None:
+        count = conn.execute("SELECT count(*) FROM tombstones").fetchone()[0]
+        if count > self.config.max_tombstones:
+            top = conn.execute("SELECT max(seq) FROM tombstones").fetchone()[0]
+            conn.execute("DELETE FROM tombstones WHERE seq <= ?", (top,))
+            conn.execute("UPDATE counters SET value = ? WHERE name = 'tombstone_floor'", (top,))
+
+    # -- maintenance ------------------------------------------------------------------------------------------------------
+    def reindex(self, *, progress: Progress | None = None) -> int:
+        """Rebuild FTS and every vector from the memories table with the current embedder."""
+        self._live()
+        with self.store.reading() as conn:
+            rows = conn.execute("SELECT id, title, content FROM memories ORDER BY id").fetchall()
+        vecs: list[np.ndarray] = []
+        bs = 256
+        for i in range(0, len(rows), bs):
+            chunk = rows[i : i + bs]
+            vecs.append(self._embed([embedding_text(t, c) for _, t, c in chunk]))
+            if progress:
+                progress(min(i + bs, len(rows)), len(rows))
+        matrix = np.vstack(vecs) if vecs else np.empty((0, self.embedder.dimensions), dtype=np.float32)
+        with self.store.transaction() as conn:
+            conn.execute("DELETE FROM vectors")
+            live = {r[0] for r in conn.execute("SELECT id FROM memories")}
+            conn.executemany(
+                "INSERT INTO vectors (memory_id, vector) VALUES (?, ?)",
+                [(mid, encode_vector(v)) for (mid, _, _), v in zip(rows, matrix) if mid in live],
+            )
+            late = conn.execute(
+                "SELECT id, title, content FROM memories WHERE id NOT IN (SELECT memory_id FROM vectors)"
+            ).fetchall()
+            if late:
+                lv = self._embed([embedding_text(t, c) for _, t, c in late])
+                conn.executemany("INSERT INTO vectors (memory_id, vector) VALUES (?, ?)",
+                                 [(r[0], encode_vector(v)) for r, v in zip(late, lv)])
+            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+            # Every reader reloads from scratch: cheaper than replaying a tombstone per row.
+            top = conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
+            conn.execute("DELETE FROM tombstones")
+            conn.execute("UPDATE counters SET value = ? WHERE name = 'tombstone_floor'", (top,))
+            self.store.set_meta(conn, "embedder", self.embedder.name)
+            self.store.set_meta(conn, "dimensions", str(self.embedder.dimensions))
+        with self.store.lock:
+            self.index.reset()
+        return len(rows)
+
+    def consolidate(
+        self, *, scope: str | None = None, threshold: float = 0.92, types: Sequence[str] | None = None, dry_run: bool = False
+    ) -> list[ConsolidationGroup]:
+        """Find near-duplicate memories (same scope and type, cosine >= threshold) and, unless
+        ``dry_run``, add one merged *candidate* per group, linked ``derived_from`` each member.
+        Nothing is deleted or retired: a person or agent decides by superseding."""
+        self._live()
+        thr = check_unit("threshold", threshold, 0.92)
+        flt = self._filter(scope, types, ("candidate", "validated", "active"), None, None)
+        where, params = flt.sql("m")
+        with self.store.reading() as conn:
+            self.index.refresh(conn)
+            rows = conn.execute(f"SELECT m.id, m.scope, m.type, m.metadata FROM memories m WHERE {where}", params).fetchall()
+            merged_before = set()
+            for (meta,) in conn.execute("SELECT metadata FROM memories WHERE metadata LIKE '%consolidated_from%'"):
+                merged_before.add(tuple(sorted(json.loads(meta).get("consolidated_from", []))))
+        buckets: dict[tuple[str, str], list[int]] = {}
+        for mid, sc, ty, meta in rows:
+            if "consolidated_from" in json.loads(meta):
+                continue
+            buckets.setdefault((sc, ty), []).append(mid)
+        groups: list[ConsolidationGroup] = []
+        for (_sc, _ty), ids in buckets.items():
+            if len(ids) < 2:
+                continue
+            with self.store.lock:
+                vecs = np.array([self.index.vector_of(i) for i in ids], dtype=np.float32)
+            parent = list(range(len(ids)))
+
+            def find(x: int) -> int:
+                while parent[x] != x:
+                    parent[x] = parent[parent[x]]
+                    x = parent[x]
+                return x
+
+            best: dict[int, float] = {}
+            for start in range(0, len(ids), 1024):
+                sims = vecs[start : start + 1024] @ vecs.T
+                for i, j in zip(*np.nonzero(sims >= thr)):
+                    gi = start + int(i)
+                    if gi < j:
+                        parent[find(gi)] = find(int(j))
+                        best[gi] = max(best.get(gi, 0.0), float(sims[i, j]))
+            members: dict[int, list[int]] = {}
+            for k in range(len(ids)):
+                members.setdefault(find(k), []).append(k)
+            for group in members.values():
+                if len(group) < 2:
+                    continue
+                gids = sorted(ids[k] for k in group)
+                sim = float(min((vecs[a] @ vecs[b]) for a in group for b in group if a < b))
+                names = [f"mem_{i}" for i in gids]
+                if tuple(sorted(names)) in merged_before:
+                    continue
+                groups.append(ConsolidationGroup(member_ids=names, similarity=round(sim, 4)))
+        if dry_run or not groups:
+            return groups
+        for g in groups:
+            mems = self.get_many(g.member_ids)
+            mems.sort(key=lambda m: (-m.confidence, -len(m.content)))
+            contents = list(dict.fromkeys(m.content for m in mems))
+            merged = self.remember(
+                "\n".join(contents),
+                type=mems[0].type,
+                title=mems[0].title,
+                source={"type": "system", "id": "consolidate"},
+                status="candidate",
+                scope=mems[0].scope,
+                tags=sorted({t for m in mems for t in m.tags})[: self.limits.max_tags],
+                metadata={"consolidated_from": g.member_ids},
+                importance=max(m.importance for m in mems),
+            )
+            g.merged_id = merged.id
+            for m in mems:
+                with self.store.transaction() as conn:
+                    conn.execute(
+                        "INSERT OR IGNORE INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (?, ?, 'derived_from', 0, ?)",
+                        (parse_id(merged.id), parse_id(m.id), time.time()),
+                    )
+        return groups
+
+    # -- stats -------------------------------------------------------------------------------------------------------------
+    def stats(self, scope: str | Sequence[str] | None = None) -> Stats:
+        """Counts by type/status/source/scope, relations, feedback, tokens served vs stored, file size."""
+        self._live()
+        flt = self._filter(scope, None, STATUSES, None, None)
+        where, params = flt.sql("m")
+
+        def grouped(column: str) -> dict[str, int]:
+            return {k: v for k, v in conn.execute(
+                f"SELECT m.{column}, count(*) FROM memories m WHERE {where} GROUP BY m.{column} ORDER BY 2 DESC", params)}
+
+        with self.store.reading() as conn:
+            total = conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()[0]
+            by_type, by_status, by_source, by_scope = (grouped(c) for c in ("type", "status", "source_type", "scope"))
+            rel = {k: v for k, v in conn.execute(
+                f"SELECT r.type, count(*) FROM relations r JOIN memories m ON m.id = r.from_id WHERE {where} GROUP BY r.type",
+                params)}
+            vectors = conn.execute(
+                f"SELECT count(*) FROM vectors v JOIN memories m ON m.id = v.memory_id WHERE {where}", params).fetchone()[0]
+            tokens_stored = conn.execute(
+                f"SELECT coalesce(sum(m.tokens), 0) FROM memories m WHERE {where} AND m.status IN ('candidate','validated','active')",
+                params).fetchone()[0]
+            rscope = ""
+            rparams: list = []
+            if flt.scopes is not None:
+                rscope = "WHERE scope = ?"
+                rparams = [json.dumps(list(flt.scopes))]
+            retrievals = conn.execute(f"SELECT count(*) FROM retrievals {rscope}", rparams).fetchone()[0]
+            served = [r[0] for r in conn.execute(
+                f"SELECT tokens_served FROM retrievals {rscope} {'AND' if rscope else 'WHERE'} kind = 'context' AND tokens_served IS NOT NULL",
+                rparams)]
+            matched = conn.execute(
+                f"SELECT coalesce(sum(tokens_matched), 0) FROM retrievals {rscope} {'AND' if rscope else 'WHERE'} kind = 'context'",
+                rparams).fetchone()[0]
+            fb = {k: v for k, v in conn.execute(
+                f"SELECT f.outcome, count(*) FROM feedback f JOIN retrievals r ON r.id = f.retrieval_id {rscope.replace('scope', 'r.scope')} GROUP BY f.outcome",
+                rparams)}
+        served_sorted = sorted(served)
+        db_bytes, wal_bytes = self.store.file_sizes()
+        return Stats(
+            memories=total, by_type=by_type, by_status=by_status, by_source=by_source, by_scope=by_scope,
+            relations=rel, vectors=vectors, embedder=self.embedder.name, dimensions=self.embedder.dimensions,
+            retrievals=retrievals, feedback={o: fb.get(o, 0) for o in OUTCOMES}, context_calls=len(served),
+            tokens_stored=tokens_stored, tokens_served=sum(served), tokens_matched=matched,
+            tokens_saved=max(0, matched - sum(served)),
+            tokens_served_median=float(statistics.median(served_sorted)) if served_sorted else 0.0,
+            tokens_served_p95=float(served_sorted[min(len(served_sorted) - 1, int(0.95 * len(served_sorted)))]) if served_sorted else 0.0,
+            db_path=self.store.path, db_bytes=db_bytes, wal_bytes=wal_bytes,
+            schema_version=self.store.conn.execute("PRAGMA user_version").fetchone()[0],
+        )
+
+    # -- portability --------------------------------------------------------------------------------------------------------
+    def export_jsonl(self, path: str, *, scope: str | None = None) -> int:
+        """Write memories, relations, retrievals and feedback as JSON lines. Returns lines written."""
+        from .portability import export_jsonl
+
+        self._live()
+        return export_jsonl(self, path, scope=scope)
+
+    def import_jsonl(self, path: str, *, trust: str = "untrusted", progress: Progress | None = None) -> dict[str, int]:
+        """Read a file written by export_jsonl in one transaction (all or nothing).
+
+        ``trust="untrusted"`` (default): every memory arrives as source ``imported``, status
+        ``candidate``. ``trust="restore"``: your own backup; statuses, sources, scores and the
+        feedback history are kept as they were.
+        """
+        from .portability import import_jsonl
+
+        self._live()
+        return import_jsonl(self, path, trust=trust, progress=progress)
+
+
+def check_optional_reason(reason: Any) -> str:
+    from .validation import clean_text
+
+    text = clean_text(reason, "reason").strip()
+    if len(text) > 2000:
+        raise InvalidInputError("reason is longer than 2000 characters; keep it to a sentence or two.")
+    return text
+

@@ -1,0 +1,153 @@
+"""Named, ordered schema migrations. Never edit one that shipped: add a new one."""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "0001_initial",
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+        -- One change counter for everything the vector index projects (vectors, and the
+        -- scope/status/type/session it filters on). Readers compare it to what they saw.
+        CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        INSERT INTO counters (name, value) VALUES ('changes', 0), ('tombstone_floor', 0);
+
+        CREATE TABLE memories (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            type TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            content TEXT NOT NULL,
+            status TEXT NOT NULL,
+            source_type TEXT NOT NULL,
+            source_id TEXT,
+            scope TEXT NOT NULL DEFAULT 'default',
+            session TEXT,
+            tags TEXT NOT NULL DEFAULT '[]',
+            metadata TEXT NOT NULL DEFAULT '{}',
+            confidence REAL NOT NULL,
+            usefulness REAL NOT NULL DEFAULT 0.5,
+            importance REAL NOT NULL DEFAULT 0.5,
+            success_count INTEGER NOT NULL DEFAULT 0,
+            failure_count INTEGER NOT NULL DEFAULT 0,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            last_accessed_at REAL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            superseded_by INTEGER REFERENCES memories(id) ON DELETE SET NULL,
+            content_hash TEXT NOT NULL,
+            tokens INTEGER NOT NULL DEFAULT 0,
+            seq INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX memories_scope_status ON memories(scope, status, type);
+        CREATE INDEX memories_hash ON memories(content_hash, scope);
+        CREATE INDEX memories_seq ON memories(seq);
+        CREATE INDEX memories_superseded_by ON memories(superseded_by);
+
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            title, content, tags, content='memories', content_rowid='id', tokenize='porter unicode61'
+        );
+        CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, title, content, tags) VALUES (new.id, new.title, new.content, new.tags);
+        END;
+        CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, title, content, tags)
+            VALUES ('delete', old.id, old.title, old.content, old.tags);
+        END;
+        CREATE TRIGGER memories_fts_au AFTER UPDATE OF title, content, tags ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, title, content, tags)
+            VALUES ('delete', old.id, old.title, old.content, old.tags);
+            INSERT INTO memories_fts(rowid, title, content, tags) VALUES (new.id, new.title, new.content, new.tags);
+        END;
+
+        CREATE TABLE vectors (
+            memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+            vector BLOB NOT NULL,
+            seq INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX vectors_seq ON vectors(seq);
+        CREATE TABLE tombstones (memory_id INTEGER NOT NULL, seq INTEGER NOT NULL);
+        CREATE INDEX tombstones_seq ON tombstones(seq);
+
+        CREATE TRIGGER memories_seq_ai AFTER INSERT ON memories BEGIN
+            UPDATE counters SET value = value + 1 WHERE name = 'changes';
+            UPDATE memories SET seq = (SELECT value FROM counters WHERE name = 'changes') WHERE id = new.id;
+        END;
+        CREATE TRIGGER memories_seq_au AFTER UPDATE OF type, status, scope, session ON memories BEGIN
+            UPDATE counters SET value = value + 1 WHERE name = 'changes';
+            UPDATE memories SET seq = (SELECT value FROM counters WHERE name = 'changes') WHERE id = new.id;
+        END;
+        CREATE TRIGGER memories_seq_ad AFTER DELETE ON memories BEGIN
+            UPDATE counters SET value = value + 1 WHERE name = 'changes';
+            INSERT INTO tombstones(memory_id, seq) VALUES (old.id, (SELECT value FROM counters WHERE name = 'changes'));
+        END;
+        CREATE TRIGGER vectors_seq_ai AFTER INSERT ON vectors BEGIN
+            UPDATE counters SET value = value + 1 WHERE name = 'changes';
+            UPDATE vectors SET seq = (SELECT value FROM counters WHERE name = 'changes') WHERE memory_id = new.memory_id;
+        END;
+        CREATE TRIGGER vectors_seq_au AFTER UPDATE OF vector ON vectors BEGIN
+            UPDATE counters SET value = value + 1 WHERE name = 'changes';
+            UPDATE vectors SET seq = (SELECT value FROM counters WHERE name = 'changes') WHERE memory_id = new.memory_id;
+        END;
+        CREATE TRIGGER vectors_seq_ad AFTER DELETE ON vectors BEGIN
+            UPDATE counters SET value = value + 1 WHERE name = 'changes';
+            INSERT INTO tombstones(memory_id, seq) VALUES (old.memory_id, (SELECT value FROM counters WHERE name = 'changes'));
+        END;
+
+        CREATE TABLE relations (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            from_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            to_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            type TEXT NOT NULL,
+            confidence_effect INTEGER NOT NULL DEFAULT 1,
+            created_at REAL NOT NULL,
+            UNIQUE (from_id, to_id, type)
+        );
+        CREATE INDEX relations_to ON relations(to_id, type);
+
+        CREATE TABLE retrievals (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            query TEXT NOT NULL,
+            profile TEXT NOT NULL,
+            scope TEXT,
+            kind TEXT NOT NULL DEFAULT 'recall',
+            tokens_served INTEGER,
+            tokens_matched INTEGER,
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE retrieval_items (
+            retrieval_id INTEGER NOT NULL REFERENCES retrievals(id) ON DELETE CASCADE,
+            memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            rank INTEGER NOT NULL,
+            score REAL NOT NULL,
+            PRIMARY KEY (retrieval_id, memory_id)
+        );
+        CREATE INDEX retrieval_items_memory ON retrieval_items(memory_id);
+
+        CREATE TABLE feedback (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            retrieval_id INTEGER REFERENCES retrievals(id) ON DELETE SET NULL,
+            outcome TEXT NOT NULL,
+            score REAL NOT NULL,
+            used_ids TEXT NOT NULL DEFAULT '[]',
+            reason TEXT,
+            client_key TEXT UNIQUE,
+            created_at REAL NOT NULL
+        );
+        -- What each feedback did to each memory: the evidence behind usefulness.
+        CREATE TABLE memory_outcomes (
+            feedback_id INTEGER NOT NULL REFERENCES feedback(id) ON DELETE CASCADE,
+            memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            weight REAL NOT NULL,
+            target REAL NOT NULL,
+            old_usefulness REAL NOT NULL,
+            new_usefulness REAL NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (feedback_id, memory_id)
+        );
+        CREATE INDEX memory_outcomes_memory ON memory_outcomes(memory_id);
+        """,
+    ),
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)

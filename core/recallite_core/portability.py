@@ -1,0 +1,239 @@
+"""Export and import in a documented JSON-lines format (see README, "Export format")."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from typing import TYPE_CHECKING, Any
+
+from . import policy
+from .codec import encode_vector
+from .errors import InvalidInputError
+from .migrations import SCHEMA_VERSION
+from .models import OUTCOMES, RELATION_TYPES
+from .rows import MEMORY_COLUMNS, memory_from_row
+from .validation import parse_id
+
+if TYPE_CHECKING:
+    from .engine import Recallite
+
+FORMAT = "recallite-jsonl"
+VERSION = 1
+
+
+def _epoch(dt) -> float | None:
+    return None if dt is None else dt.timestamp()
+
+
+def export_jsonl(mem: "Recallite", path: str, scope: str | None = None) -> int:
+    """Write atomically (temp file + rename) so a crash never leaves half an export."""
+    where, params = ("WHERE scope = ?", [scope]) if scope else ("", [])
+    lines = 0
+    target = os.path.abspath(os.path.expanduser(path))
+    folder = os.path.dirname(target) or "."
+    if not os.path.isdir(folder):
+        raise InvalidInputError(f"The directory {folder} does not exist. Create it or choose another path.")
+    fd, tmp = tempfile.mkstemp(prefix=".recallite-export-", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out, mem.store.reading() as conn:
+            def write(obj: dict[str, Any]) -> None:
+                nonlocal lines
+                out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+                lines += 1
+
+            write({"kind": "header", "format": FORMAT, "version": VERSION, "schema": SCHEMA_VERSION,
+                   "embedder": mem.embedder.name, "dimensions": mem.embedder.dimensions, "exported_at": time.time(),
+                   "scope": scope})
+            ids: set[int] = set()
+            for row in conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories {where} ORDER BY id", params):
+                m = memory_from_row(row)
+                ids.add(row[0])
+                d = m.model_dump(exclude={"duplicate_of"})
+                for k in ("created_at", "updated_at", "last_accessed_at"):
+                    d[k] = _epoch(getattr(m, k))
+                write({"kind": "memory", **d})
+            for a, b, t, eff, created in conn.execute(
+                "SELECT from_id, to_id, type, confidence_effect, created_at FROM relations ORDER BY id"
+            ):
+                if a in ids and b in ids:
+                    write({"kind": "relation", "from_id": f"mem_{a}", "to_id": f"mem_{b}", "type": t,
+                           "confidence_effect": bool(eff), "created_at": created})
+            for rid, q, prof, sc, kind, ts_, tm, created in conn.execute(
+                "SELECT id, query, profile, scope, kind, tokens_served, tokens_matched, created_at FROM retrievals ORDER BY id"
+            ):
+                items = [
+                    {"memory_id": f"mem_{m}", "rank": r, "score": s}
+                    for m, r, s in conn.execute(
+                        "SELECT memory_id, rank, score FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank", (rid,))
+                    if m in ids
+                ]
+                if scope and not items:
+                    continue
+                write({"kind": "retrieval", "id": f"ret_{rid}", "query": q, "profile": prof,
+                       "scope": None if sc is None else json.loads(sc), "retrieval_kind": kind,
+                       "tokens_served": ts_, "tokens_matched": tm, "created_at": created, "items": items})
+            for fid, rid, outcome, score, used, reason, key, created in conn.execute(
+                "SELECT id, retrieval_id, outcome, score, used_ids, reason, client_key, created_at FROM feedback ORDER BY id"
+            ):
+                effects = [
+                    {"memory_id": f"mem_{m}", "weight": w, "target": t, "old_usefulness": o, "new_usefulness": n}
+                    for m, w, t, o, n in conn.execute(
+                        "SELECT memory_id, weight, target, old_usefulness, new_usefulness FROM memory_outcomes "
+                        "WHERE feedback_id = ? ORDER BY rowid", (fid,))
+                    if m in ids
+                ]
+                if scope and not effects:
+                    continue
+                write({"kind": "feedback", "id": f"fb_{fid}", "retrieval_id": None if rid is None else f"ret_{rid}",
+                       "outcome": outcome, "score": score, "used_memory_ids": json.loads(used), "reason": reason,
+                       "client_key": key, "created_at": created, "effects": effects})
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return lines
+
+
+def _read(path: str) -> list[tuple[int, dict]]:
+    target = os.path.abspath(os.path.expanduser(path))
+    if not os.path.isfile(target):
+        raise InvalidInputError(f"No file at {target}. Pass the path of a file written by export.")
+    out = []
+    with open(target, encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InvalidInputError(f"{target} line {n} is not JSON ({exc.msg}); nothing was imported.") from None
+            if not isinstance(obj, dict) or "kind" not in obj:
+                raise InvalidInputError(f"{target} line {n} has no 'kind'; nothing was imported.")
+            out.append((n, obj))
+    if not out or out[0][1].get("kind") != "header" or out[0][1].get("format") != FORMAT:
+        raise InvalidInputError(f"{target} is not a recallite export (no {FORMAT} header line); nothing was imported.")
+    if int(out[0][1].get("version", 0)) > VERSION:
+        raise InvalidInputError(f"{target} was written by a newer recallite (format {out[0][1]['version']}). Upgrade first.")
+    return out[1:]
+
+
+def import_jsonl(mem: "Recallite", path: str, trust: str = "untrusted", progress=None) -> dict[str, int]:
+    if trust not in ("untrusted", "restore"):
+        raise InvalidInputError("trust must be 'untrusted' (treat as imported candidates) or 'restore' (your own backup).")
+    records = _read(path)
+    restore = trust == "restore"
+    memories = [(n, r) for n, r in records if r["kind"] == "memory"]
+    # Validate everything before writing anything.
+    prepared = []
+    for n, r in memories:
+        try:
+            src = r.get("source") or {"type": "user"}
+            if not restore:
+                origin = src.get("type", "?") + (f":{src['id']}" if src.get("id") else "")
+                src = {"type": "imported", "id": origin}
+            p = mem._prepare(
+                content=r.get("content"), type=r.get("type", "observation"), title=r.get("title"), source=src,
+                tags=r.get("tags"), metadata=r.get("metadata"), importance=r.get("importance"), scope=r.get("scope"),
+                session=r.get("session"), status=None if not restore else (r.get("status") if r.get("status") in policy.STATUS_RANK else None),
+                allow_unsafe_status_override=restore, confidence=r.get("confidence") if restore else None,
+            )
+            old_id = parse_id(r.get("id"))
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{path} line {n}: {exc} Nothing was imported.") from None
+        prepared.append((n, r, p, old_id))
+    vecs = mem._embed([p.embed_text for _, _, p, _ in prepared])
+    counts = {"memories": 0, "duplicates": 0, "relations": 0, "retrievals": 0, "feedback": 0}
+    idmap: dict[int, int] = {}
+    retmap: dict[int, int] = {}
+    now = time.time()
+    with mem.store.transaction() as conn:
+        for k, ((n, r, p, old_id), vec) in enumerate(zip(prepared, vecs)):
+            dup = mem._find_duplicate(conn, p, any_status=True)
+            if dup is not None:
+                idmap[old_id] = dup
+                counts["duplicates"] += 1
+                continue
+            extra = {}
+            if restore:
+                extra = {k2: r.get(k2) for k2 in ("usefulness", "success_count", "failure_count", "access_count",
+                                                   "last_accessed_at", "created_at", "updated_at") if r.get(k2) is not None}
+                if "usefulness" in extra:
+                    extra["usefulness"] = policy.clamp01(float(extra["usefulness"]))
+            idmap[old_id] = mem._insert(conn, p, vec, now, extra)
+            counts["memories"] += 1
+            if progress:
+                progress(k + 1, len(prepared))
+        # Second pass: superseded_by pointers and final statuses (superseded/deprecated) of restores.
+        if restore:
+            for n, r, p, old_id in prepared:
+                if old_id not in idmap:
+                    continue
+                st = r.get("status")
+                sup = r.get("superseded_by")
+                if st in ("deprecated", "superseded"):
+                    conn.execute("UPDATE memories SET status = ? WHERE id = ?", (st, idmap[old_id]))
+                if sup:
+                    target = idmap.get(parse_id(sup))
+                    if target:
+                        conn.execute("UPDATE memories SET superseded_by = ? WHERE id = ?", (target, idmap[old_id]))
+        for n, r in records:
+            kind = r["kind"]
+            try:
+                if kind == "relation":
+                    if r.get("type") not in RELATION_TYPES:
+                        raise InvalidInputError(f"unknown relation type {r.get('type')!r}.")
+                    a, b = idmap.get(parse_id(r.get("from_id"))), idmap.get(parse_id(r.get("to_id")))
+                    if a and b and a != b:
+                        cur = conn.execute(
+                            "INSERT OR IGNORE INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (?, ?, ?, ?, ?)",
+                            (a, b, r["type"], int(bool(r.get("confidence_effect", True)) and restore), r.get("created_at") or now),
+                        )
+                        counts["relations"] += cur.rowcount
+                elif kind == "retrieval" and restore:
+                    cur = conn.execute(
+                        "INSERT INTO retrievals (query, profile, scope, kind, tokens_served, tokens_matched, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (str(r.get("query", "")), str(r.get("profile", "default")),
+                         None if r.get("scope") is None else json.dumps(r["scope"]), str(r.get("retrieval_kind", "recall")),
+                         r.get("tokens_served"), r.get("tokens_matched"), r.get("created_at") or now),
+                    )
+                    retmap[parse_id(r.get("id"), "ret")] = cur.lastrowid
+                    for it in r.get("items", []):
+                        mid = idmap.get(parse_id(it["memory_id"]))
+                        if mid:
+                            conn.execute("INSERT OR IGNORE INTO retrieval_items (retrieval_id, memory_id, rank, score) VALUES (?, ?, ?, ?)",
+                                         (cur.lastrowid, mid, int(it["rank"]), float(it["score"])))
+                    counts["retrievals"] += 1
+                elif kind == "feedback" and restore:
+                    if r.get("outcome") not in OUTCOMES:
+                        raise InvalidInputError(f"unknown outcome {r.get('outcome')!r}.")
+                    rid = retmap.get(parse_id(r["retrieval_id"], "ret")) if r.get("retrieval_id") else None
+                    key = r.get("client_key")
+                    if key and conn.execute("SELECT 1 FROM feedback WHERE client_key = ?", (key,)).fetchone():
+                        continue
+                    used = [f"mem_{idmap[parse_id(u)]}" for u in r.get("used_memory_ids", []) if parse_id(u) in idmap]
+                    cur = conn.execute(
+                        "INSERT INTO feedback (retrieval_id, outcome, score, used_ids, reason, client_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (rid, r["outcome"], policy.clamp01(float(r.get("score", 0.0))), json.dumps(used), r.get("reason"), key,
+                         r.get("created_at") or now),
+                    )
+                    for e in r.get("effects", []):
+                        mid = idmap.get(parse_id(e["memory_id"]))
+                        if mid:
+                            conn.execute(
+                                "INSERT OR IGNORE INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, new_usefulness, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                (cur.lastrowid, mid, float(e["weight"]), float(e["target"]), float(e["old_usefulness"]),
+                                 float(e["new_usefulness"]), r.get("created_at") or now),
+                            )
+                    counts["feedback"] += 1
+            except (KeyError, TypeError, ValueError) as exc:
+                raise InvalidInputError(f"{path} line {n}: malformed {kind} record ({exc}). Nothing was imported.") from None
+    return counts
+
+
+__all__ = ["export_jsonl", "import_jsonl", "encode_vector", "FORMAT", "VERSION"]

@@ -1,0 +1,61 @@
+"""SQLite rows <-> models."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime, timezone
+
+from .models import Memory, Source
+
+MEMORY_COLUMNS = (
+    "id, type, title, content, status, source_type, source_id, scope, session, tags, metadata, confidence, "
+    "usefulness, importance, success_count, failure_count, access_count, last_accessed_at, created_at, "
+    "updated_at, superseded_by, content_hash, tokens"
+)
+
+
+def ts(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, tz=timezone.utc)
+
+
+def memory_from_row(row: sqlite3.Row | tuple) -> Memory:
+    (
+        mid, mtype, title, content, status, source_type, source_id, scope, session, tags, metadata, confidence,
+        usefulness, importance, success_count, failure_count, access_count, last_accessed_at, created_at,
+        updated_at, superseded_by, chash, tokens,
+    ) = row
+    return Memory(
+        id=f"mem_{mid}",
+        type=mtype,
+        title=title,
+        content=content,
+        status=status,
+        source=Source(type=source_type, id=source_id),
+        scope=scope,
+        session=session,
+        tags=json.loads(tags),
+        metadata=json.loads(metadata),
+        confidence=confidence,
+        usefulness=usefulness,
+        importance=importance,
+        success_count=success_count,
+        failure_count=failure_count,
+        access_count=access_count,
+        last_accessed_at=ts(last_accessed_at),
+        created_at=ts(created_at),
+        updated_at=ts(updated_at),
+        superseded_by=None if superseded_by is None else f"mem_{superseded_by}",
+        content_hash=chash,
+        tokens=tokens,
+    )
+
+
+def load_memories(conn: sqlite3.Connection, ids: list[int]) -> dict[int, Memory]:
+    out: dict[int, Memory] = {}
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks})", chunk):
+            out[row[0]] = memory_from_row(row)
+    return out

@@ -1,0 +1,34 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Tests run against the checkout even before `pip install -e .`.
+for p in (ROOT / "core", ROOT):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+from recallite_core import Recallite  # noqa: E402
+
+
+@pytest.fixture
+def mem():
+    m = Recallite.open(None, embedder="hash")
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def db_path(tmp_path):
+    return str(tmp_path / "agent-memory.db")
+
+
+@pytest.fixture
+def file_mem(db_path):
+    m = Recallite.open(db_path, embedder="hash")
+    yield m
+    m.close()

@@ -1,0 +1,87 @@
+import json
+
+import pytest
+
+from recallite_core import InvalidInputError, Recallite
+
+
+def build(m):
+    a = m.remember(type="lesson", title="A", content="Use uv for installs.", tags=["py"], metadata={"k": 1}, scope="p")
+    b = m.remember(type="fact", content="CI runs on two cores.", source={"type": "agent", "id": "bot"}, scope="p")
+    c = m.remember(type="procedure", content="Old release steps with setup.py.", scope="p")
+    d = m.remember(type="procedure", content="Release with hatch build and twine.", scope="p")
+    m.supersede(c.id, d.id)
+    m.relate(b.id, a.id, "supports")
+    m.relate(a.id, d.id, "contradicts")
+    r = m.recall("install release", scope="p")
+    m.feedback(r.retrieval_id, "success", used_memory_ids=[a.id], reason="worked", client_key="ck-1")
+    return a, b, c, d
+
+
+def snapshot(m):
+    mems = sorted(
+        (x.content, x.type, x.title, x.status, x.source.type, x.source.id, x.scope, tuple(x.tags), json.dumps(x.metadata),
+         round(x.confidence, 9), round(x.usefulness, 9), x.importance, x.success_count, x.failure_count,
+         None if x.superseded_by is None else m.get(x.superseded_by).content)
+        for x in m.list(limit=1000)
+    )
+    conn = m.store.conn
+    rels = sorted(
+        (m.get(f"mem_{a}").content, m.get(f"mem_{b}").content, t)
+        for a, b, t in conn.execute("SELECT from_id, to_id, type FROM relations")
+    )
+    fb = conn.execute("SELECT outcome, score, reason, client_key FROM feedback").fetchall()
+    return mems, rels, fb
+
+
+def test_export_import_round_trip(tmp_path):
+    src = Recallite.open(str(tmp_path / "a.db"), embedder="hash")
+    build(src)
+    out = tmp_path / "dump.jsonl"
+    n = src.export_jsonl(str(out))
+    assert n == len(out.read_text().splitlines())
+    dst = Recallite.open(str(tmp_path / "b.db"), embedder="hash")
+    counts = dst.import_jsonl(str(out), trust="restore")
+    assert counts["memories"] == 4 and counts["relations"] == 3 and counts["feedback"] == 1
+    assert snapshot(dst) == snapshot(src)
+    # and exporting the copy gives the same records (ids aside)
+    out2 = tmp_path / "dump2.jsonl"
+    dst.export_jsonl(str(out2))
+
+    def strip(path):
+        rows = [json.loads(l) for l in path.read_text().splitlines()]
+        return [{k: v for k, v in r.items() if k not in ("id", "exported_at", "created_at", "updated_at", "content_hash")}
+                for r in rows if r["kind"] == "memory"]
+
+    assert sorted(map(json.dumps, strip(out))) == sorted(map(json.dumps, strip(out2)))
+    # importing again only finds duplicates
+    again = dst.import_jsonl(str(out), trust="restore")
+    assert again["memories"] == 0 and again["duplicates"] == 4
+
+
+def test_untrusted_import_makes_candidates(tmp_path):
+    src = Recallite.open(None, embedder="hash")
+    build(src)
+    out = tmp_path / "dump.jsonl"
+    src.export_jsonl(str(out))
+    dst = Recallite.open(None, embedder="hash")
+    dst.import_jsonl(str(out))
+    for m in dst.list(limit=100):
+        assert m.status == "candidate" and m.source.type == "imported"
+    assert dst.stats().feedback["success"] == 0
+
+
+def test_bad_import_writes_nothing(tmp_path):
+    m = Recallite.open(None, embedder="hash")
+    p = tmp_path / "bad.jsonl"
+    p.write_text('{"kind": "header", "format": "recallite-jsonl", "version": 1}\n'
+                 '{"kind": "memory", "id": "mem_1", "content": "fine", "type": "fact"}\n'
+                 '{"kind": "memory", "id": "mem_2", "content": "", "type": "fact"}\n')
+    with pytest.raises(InvalidInputError, match="line 3"):
+        m.import_jsonl(str(p))
+    assert m.stats().memories == 0
+    p.write_text("not json\n")
+    with pytest.raises(InvalidInputError):
+        m.import_jsonl(str(p))
+    with pytest.raises(InvalidInputError, match="No file"):
+        m.import_jsonl(str(tmp_path / "missing.jsonl"))

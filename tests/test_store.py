@@ -1,0 +1,95 @@
+import os
+import sqlite3
+import stat
+
+import pytest
+
+from recallite_core import Recallite, SchemaVersionError, StoreError
+from recallite_core.migrations import MIGRATIONS, SCHEMA_VERSION
+from recallite_core.store import Store, _split_sql
+
+
+def test_new_file_is_wal_private_and_migrated(db_path):
+    m = Recallite.open(db_path, embedder="hash")
+    m.add("first memory")
+    conn = m.store.conn
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    names = [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY rowid")]
+    assert names == [n for n, _ in MIGRATIONS]
+    for suffix in ("", "-wal", "-shm"):
+        p = db_path + suffix
+        if os.path.exists(p):
+            assert stat.S_IMODE(os.stat(p).st_mode) == 0o600, p
+    m.close()
+
+
+def test_reopen_keeps_data_and_does_not_remigrate(db_path):
+    m = Recallite.open(db_path, embedder="hash")
+    mid = m.add("persisted across opens").id
+    m.close()
+    m2 = Recallite.open(db_path, embedder="hash")
+    assert m2.get(mid).content == "persisted across opens"
+    assert m2.store.conn.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] == len(MIGRATIONS)
+    m2.close()
+
+
+def test_migrations_are_named_ordered_and_unique():
+    names = [n for n, _ in MIGRATIONS]
+    assert names == sorted(names)
+    assert len(set(names)) == len(names)
+    for name, sql in MIGRATIONS:
+        assert name[:4].isdigit()
+        assert _split_sql(sql)
+
+
+def test_newer_schema_is_refused_untouched(db_path):
+    Recallite.open(db_path, embedder="hash").close()
+    conn = sqlite3.connect(db_path)
+    conn.execute("INSERT INTO schema_migrations VALUES ('9999_from_the_future', 0)")
+    conn.execute("PRAGMA user_version = 999")
+    conn.commit()
+    conn.close()
+    before = open(db_path, "rb").read()
+    with pytest.raises(SchemaVersionError, match="newer recallite"):
+        Recallite.open(db_path, embedder="hash")
+    assert open(db_path, "rb").read() == before
+
+
+def test_missing_directory_is_a_clear_error(tmp_path):
+    with pytest.raises(StoreError, match="does not exist"):
+        Store(str(tmp_path / "nope" / "x.db"))
+
+
+def test_corrupt_file_is_refused_and_left_alone(tmp_path):
+    p = tmp_path / "bad.db"
+    p.write_bytes(b"this is not sqlite at all" * 100)
+    before = p.read_bytes()
+    with pytest.raises(StoreError, match="not a valid recallite database|damaged"):
+        Recallite.open(str(p), embedder="hash")
+    assert p.read_bytes() == before
+
+
+def test_foreign_sqlite_database_is_refused(tmp_path):
+    p = tmp_path / "other.db"
+    c = sqlite3.connect(p)
+    c.execute("CREATE TABLE invoices (id INTEGER)")
+    c.commit()
+    c.close()
+    with pytest.raises(StoreError, match="another program"):
+        Recallite.open(str(p), embedder="hash")
+
+
+def test_failed_write_rolls_back_everything(file_mem):
+    before = file_mem.store.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    with pytest.raises(RuntimeError):
+        with file_mem.store.transaction() as conn:
+            conn.execute(
+                "INSERT INTO memories (type, content, status, source_type, confidence, created_at, updated_at, content_hash) "
+                "VALUES ('fact', 'x', 'active', 'user', 1, 0, 0, 'h')"
+            )
+            raise RuntimeError("boom")
+    assert file_mem.store.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == before
