@@ -1,0 +1,313 @@
+"""The command line: `recallite-mcp` serves MCP over stdio; subcommands for people and scripts."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import stat
+import sys
+from typing import Any, Callable
+
+import click
+
+from . import __version__
+from .output import emit_json, progress, shorten, table
+from .settings import Settings
+
+LOG_LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+
+def setup_logging(level: str) -> None:
+    # Before MCPServer() configures logging: everything goes to stderr, stdout is the protocol.
+    logging.basicConfig(stream=sys.stderr, level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger().setLevel(level.upper())
+
+
+def common_options(fn: Callable) -> Callable:
+    """--db, --scope, --embedder, --log-level on the group and on every subcommand."""
+    opts = [
+        click.option("--db", default=None, help="SQLite file (default: per-user app-data file; ':memory:' for a trial). Env: RECALLITE_DB."),
+        click.option("--scope", default=None, help="Project scope for memories (default: 'default'). Env: RECALLITE_SCOPE."),
+        click.option("--embedder", type=click.Choice(["default", "onnx", "hash"]), default=None,
+                     help="default: MiniLM ONNX offline (hash fallback); hash: no model. Env: RECALLITE_EMBEDDER."),
+        click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default=None,
+                     help="Log level (logs go to stderr). Env: RECALLITE_LOG_LEVEL."),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def settings_from(ctx: click.Context, **flags: Any) -> Settings:
+    base = dict(ctx.find_root().params) if ctx.find_root() is not ctx else {}
+    merged = {k: v for k, v in base.items() if k in ("db", "scope", "embedder", "log_level") and v is not None}
+    merged.update({k: v for k, v in flags.items() if v is not None})
+    s = Settings.load(**merged)
+    setup_logging(s.log_level)
+    return s
+
+
+def handle_errors(fn: Callable) -> Callable:
+    """Engine errors become a one-line message and exit code 2, not a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from recallite_core import RecalliteError
+
+        try:
+            return fn(*args, **kwargs)
+        except RecalliteError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+    return wrapper
+
+
+def open_engine(settings: Settings):
+    from .server import open_memory
+
+    return open_memory(settings)
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@common_options
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+              help="stdio for MCP clients; http serves streamable HTTP on 127.0.0.1.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP transport: address to bind (loopback by default).")
+@click.option("--port", default=8765, show_default=True, type=int, help="HTTP transport: port.")
+@click.option("--trust-client-sources", is_flag=True, default=None,
+              help="Record source=user/system from clients as given (default: recorded as agent).")
+@click.version_option(__version__, prog_name="recallite-mcp")
+@click.pass_context
+def main(ctx: click.Context, db, scope, embedder, log_level, transport, host, port, trust_client_sources) -> None:
+    """recallite-mcp: persistent, outcome-aware memory for AI agents.
+
+    Without a subcommand it serves MCP over stdio (what MCP clients launch):
+
+        recallite-mcp --db ./agent-memory.db
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    settings = Settings.load(db=db, scope=scope, embedder=embedder, log_level=log_level,
+                             trust_client_sources=trust_client_sources)
+    setup_logging(settings.log_level)
+    from recallite_core import RecalliteError
+
+    from .server import run_http, run_stdio
+
+    try:
+        if transport == "http":
+            if host not in ("127.0.0.1", "localhost", "::1"):
+                click.echo(f"warning: serving on {host}, not loopback; anyone who can reach it can read your memory.", err=True)
+            run_http(settings, host=host, port=port)
+        else:
+            run_stdio(settings)
+    except RecalliteError as exc:
+        click.echo(f"recallite-mcp: {exc}", err=True)
+        sys.exit(2)
+
+
+@main.command()
+@common_options
+@click.option("--rounds", default=3, show_default=True, help="Tasks to play.")
+@click.pass_context
+@handle_errors
+def demo(ctx, db, scope, embedder, log_level, rounds):
+    """Remember -> context -> feedback, a few rounds: watch the ranking change."""
+    from .demo import run_demo
+
+    settings = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    run_demo(settings, rounds=rounds)
+
+
+@main.command()
+@common_options
+@click.argument("content")
+@click.option("--type", "mtype", default="observation", show_default=True,
+              type=click.Choice(["observation", "preference", "fact", "constraint", "lesson", "procedure", "episode"]))
+@click.option("--title", default=None)
+@click.option("--tags", default=None, help="Comma-separated.")
+@click.option("--importance", type=float, default=None)
+@click.option("--source", default="user", show_default=True,
+              type=click.Choice(["user", "system", "tool", "agent", "llm", "imported"]))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+@handle_errors
+def add(ctx, db, scope, embedder, log_level, content, mtype, title, tags, importance, source, as_json):
+    """Remember one memory."""
+    s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    with open_engine(s) as mem:
+        m = mem.remember(content, type=mtype, title=title, tags=tags.split(",") if tags else None,
+                         importance=importance, scope=s.default_scope, source={"type": source})
+    if as_json:
+        emit_json(m.model_dump(mode="json"))
+    elif m.duplicate_of:
+        click.echo(f"{m.id} already holds this ({m.status}); nothing new stored.")
+    else:
+        click.echo(f"{m.id} stored as {m.type}, {m.status}: {shorten(m.title)}")
+
+
+@main.command()
+@common_options
+@click.argument("query")
+@click.option("--limit", default=5, show_default=True)
+@click.option("--type", "types", multiple=True, help="Only this type (repeatable).")
+@click.option("--profile", default="default", show_default=True)
+@click.option("--all-scopes", is_flag=True, help="Search every scope.")
+@click.option("--include-inactive", is_flag=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@handle_errors
+def recall(ctx, db, scope, embedder, log_level, query, limit, types, profile, all_scopes, include_inactive, as_json):
+    """Ranked memories for a query, with scores and reasons."""
+    s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    with open_engine(s) as mem:
+        r = mem.recall(query, limit=limit, types=list(types) or None, profile=profile,
+                       scope=None if all_scopes else s.default_scope, include_inactive=include_inactive)
+    if as_json:
+        emit_json(r.model_dump(mode="json"))
+        return
+    click.echo(f"retrieval {r.retrieval_id}")
+    click.echo(table(
+        ["rank", "id", "type", "status", "score", "reasons", "memory"],
+        [[h.rank, h.memory.id, h.memory.type, h.memory.status, f"{h.score:.4f}", ",".join(h.reasons[:3]),
+          shorten(h.memory.title or h.memory.content, 50)] for h in r.memories],
+    ))
+    for h in r.memories:
+        for w in h.warnings:
+            click.echo(f"  warning {h.memory.id}: {w}")
+
+
+@main.command()
+@common_options
+@click.argument("query")
+@click.option("--max-tokens", default=2000, show_default=True)
+@click.option("--limit", default=10, show_default=True)
+@click.option("--format", "fmt", default="markdown", type=click.Choice(["markdown", "xml", "plain"]), show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@handle_errors
+def context(ctx, db, scope, embedder, log_level, query, max_tokens, limit, fmt, as_json):
+    """Prompt-ready context for a task, within a token budget."""
+    s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    with open_engine(s) as mem:
+        r = mem.build_context(query, max_tokens=max_tokens, limit=limit, format=fmt, scope=s.default_scope)
+    if as_json:
+        emit_json(r.model_dump(mode="json"))
+    else:
+        click.echo(r.context.rstrip("\n"))
+        click.echo(f"\n[{r.retrieval_id}, {r.tokens}/{max_tokens} tokens, {len(r.memory_ids)} memories]", err=True)
+
+
+@main.command()
+@common_options
+@click.option("--all-scopes/--this-scope", default=True, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@handle_errors
+def stats(ctx, db, scope, embedder, log_level, all_scopes, as_json):
+    """Memory health: counts, feedback, tokens, file size."""
+    s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    with open_engine(s) as mem:
+        st = mem.stats(scope=None if all_scopes else s.default_scope)
+    if as_json:
+        emit_json(st.model_dump(mode="json"))
+        return
+    rows = [
+        ["memories", st.memories], ["by type", _kv(st.by_type)], ["by status", _kv(st.by_status)],
+        ["by source", _kv(st.by_source)], ["by scope", _kv(st.by_scope)], ["relations", _kv(st.relations)],
+        ["vectors", f"{st.vectors} ({st.embedder}, {st.dimensions} dims)"], ["retrievals", st.retrievals],
+        ["feedback", _kv(st.feedback)], ["context calls", st.context_calls],
+        ["tokens served", f"{st.tokens_served} (median {st.tokens_served_median:.0f}, p95 {st.tokens_served_p95:.0f} per call)"],
+        ["tokens saved", f"{st.tokens_saved} vs injecting every match in full ({st.tokens_matched})"],
+        ["tokens stored", st.tokens_stored],
+        ["database", f"{st.db_path or ':memory:'} ({st.db_bytes:,} bytes + {st.wal_bytes:,} WAL)"],
+        ["schema", st.schema_version],
+    ]
+    click.echo(table(["stat", "value"], rows))
+
+
+def _kv(d: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in d.items()) or "-"
+
+
+@main.command("export")
+@common_options
+@click.argument("path")
+@click.option("--this-scope", is_flag=True, help="Only the --scope scope.")
+@click.pass_context
+@handle_errors
+def export_cmd(ctx, db, scope, embedder, log_level, path, this_scope):
+    """Write every memory, relation, retrieval and feedback as JSON lines."""
+    s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    with open_engine(s) as mem:
+        n = mem.export_jsonl(path, scope=s.default_scope if this_scope else None)
+    click.echo(f"wrote {n} lines to {path}")
+
+
+@main.command("import")
+@common_options
+@click.argument("path")
+@click.option("--trust", type=click.Choice(["untrusted", "restore"]), default="untrusted", show_default=True,
+              help="untrusted: memories arrive as imported candidates; restore: your own backup, kept as it was.")
+@click.pass_context
+@handle_errors
+def import_cmd(ctx, db, scope, embedder, log_level, path, trust):
+    """Read a file written by export (all or nothing)."""
+    s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    with open_engine(s) as mem:
+        counts = mem.import_jsonl(path, trust=trust, progress=progress("import"))
+    click.echo(", ".join(f"{k} {v}" for k, v in counts.items()))
+
+
+@main.command()
+@common_options
+@click.pass_context
+@handle_errors
+def reindex(ctx, db, scope, embedder, log_level):
+    """Rebuild the keyword index and every vector (also after changing embedder)."""
+    from recallite_core import Recallite, RecalliteConfig
+
+    s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    mem = Recallite.open(s.db_path, embedder=s.embedder, config=RecalliteConfig(default_scope=s.default_scope),
+                         on_embedder_mismatch="reindex")
+    with mem:
+        n = mem.reindex(progress=progress("reindex"))
+    click.echo(f"reindexed {n} memories with {mem.embedder.name}")
+
+
+@main.command()
+@common_options
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def doctor(ctx, db, scope, embedder, log_level, as_json):
+    """Check the database, the embedder, WAL and permissions; print an MCP config to paste."""
+    from .doctor import run_doctor
+
+    s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    report = run_doctor(s)
+    if as_json:
+        emit_json(report)
+    else:
+        click.echo(table(["check", "ok", "detail"], [[c["check"], "yes" if c["ok"] else "NO", c["detail"]] for c in report["checks"]]))
+        click.echo("\nPaste into your MCP client's config (Claude Desktop: claude_desktop_config.json):\n")
+        click.echo(json.dumps(report["mcp_config"], indent=2))
+    if not all(c["ok"] for c in report["checks"]):
+        sys.exit(1)
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.option("--learning", is_flag=True, help="The closed-loop learning benchmark instead of speed.")
+@click.pass_context
+def bench(ctx, learning):
+    """Benchmarks that print numbers: speed (default) or --learning. Extra options go to the benchmark (--help there)."""
+    if learning:
+        from .benchmarks import learning as mod
+    else:
+        from .benchmarks import performance as mod
+    sys.exit(mod.main(list(ctx.args)) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,86 @@
+"""Server settings: flags, then environment variables, then defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+APP_NAME = "recallite-mcp"
+
+ENV = {
+    "db": "RECALLITE_DB",
+    "scope": "RECALLITE_SCOPE",
+    "log_level": "RECALLITE_LOG_LEVEL",
+    "embedder": "RECALLITE_EMBEDDER",
+    "trust_client_sources": "RECALLITE_TRUST_CLIENT_SOURCES",
+    "max_content_bytes": "RECALLITE_MAX_CONTENT_BYTES",
+    "warm_embedder": "RECALLITE_WARM_EMBEDDER",
+}
+
+
+def default_db_path() -> str:
+    """The per-user database: the platform's app-data folder (e.g. ~/.local/share/recallite-mcp)."""
+    from platformdirs import user_data_dir
+
+    return str(Path(user_data_dir(APP_NAME, appauthor=False)) / "memory.db")
+
+
+def ensure_db_parent(path: str) -> None:
+    """Create the default database's folder (0700). Only for the default path: a user's own
+    --db in a missing folder is an error that names it, not something we silently create."""
+    parent = Path(path).expanduser().parent
+    if not parent.exists():
+        parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+
+
+def _bool(value: str) -> bool:
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass
+class Settings:
+    db: str | None = None  # None: the per-user default file; ":memory:" for trials
+    scope: str | None = None
+    log_level: str = "WARNING"
+    embedder: str = "default"  # default | onnx | hash
+    trust_client_sources: bool = False
+    max_content_bytes: int = 64 * 1024
+    warm_embedder: bool = True  # load the model in a background thread at start-up
+    server_name: str = "recallite"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, **flags: Any) -> "Settings":
+        """Flags given (not None) win; then RECALLITE_* variables; then defaults."""
+        values: dict[str, Any] = {}
+        types = {f.name: f.type for f in fields(cls)}
+        for name, env in ENV.items():
+            raw = os.environ.get(env)
+            if raw is None or raw == "":
+                continue
+            kind = types[name]
+            if kind in ("bool", bool):
+                values[name] = _bool(raw)
+            elif kind in ("int", int):
+                values[name] = int(raw)
+            else:
+                values[name] = raw
+        values.update({k: v for k, v in flags.items() if v is not None})
+        return cls(**values)
+
+    @property
+    def db_path(self) -> str | None:
+        """What the store opens: a file path, or None for a private in-memory store."""
+        if self.db in (":memory:",):
+            return None
+        if self.db:
+            return str(Path(self.db).expanduser())
+        path = default_db_path()
+        ensure_db_parent(path)
+        return path
+
+    @property
+    def default_scope(self) -> str:
+        return self.scope or "default"

@@ -1,0 +1,119 @@
+"""The CLI in process (click's runner) and the repository's configs and examples."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from recallite_mcp.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def run(tmp_path):
+    runner = CliRunner()
+    db = str(tmp_path / "cli.db")
+
+    def invoke(*args, ok=True):
+        res = runner.invoke(main, [*args[:1], "--db", db, "--embedder", "hash", *args[1:]] if args else [], catch_exceptions=False)
+        if ok:
+            assert res.exit_code == 0, res.output
+        return res
+
+    invoke.db = db
+    return invoke
+
+
+def test_add_recall_context_stats_export_import_reindex(run, tmp_path):
+    out = run("add", "Run pytest with -x to stop at the first failure.", "--type", "lesson", "--tags", "tests,pytest")
+    assert "stored as lesson" in out.output
+    assert "already holds" in run("add", "Run pytest with -x to stop at the first failure.", "--type", "lesson").output
+    rec = json.loads(run("recall", "pytest first failure", "--json").output)
+    assert rec["memories"][0]["memory"]["content"].startswith("Run pytest")
+    assert "rank" in run("recall", "pytest first failure").output
+    ctx = run("context", "how to run tests", "--max-tokens", "100")
+    assert "[LESSON]" in ctx.output
+    st = json.loads(run("stats", "--json").output)
+    assert st["memories"] == 1 and st["context_calls"] == 1
+    assert "memories" in run("stats").output
+    dump = str(tmp_path / "dump.jsonl")
+    assert "wrote" in run("export", dump).output
+    other = CliRunner().invoke(main, ["import", dump, "--db", str(tmp_path / "other.db"), "--embedder", "hash", "--trust", "restore"])
+    assert other.exit_code == 0 and "memories 1" in other.output
+    assert "reindexed 1" in run("reindex").output
+
+
+def test_errors_are_one_line_messages(run):
+    res = run("add", "   ", ok=False)
+    assert res.exit_code != 0 and "empty" in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(main, ["stats", "--db", "/nonexistent-dir/x.db", "--embedder", "hash"])
+    assert res.exit_code != 0 and "does not exist" in res.output
+
+
+def test_doctor_reports_and_prints_config(run):
+    run("add", "something to check")
+    res = run("doctor", "--json")
+    report = json.loads(res.output)
+    names = {c["check"]: c["ok"] for c in report["checks"]}
+    assert names["database"] and names["integrity"] and names["vectors"] and names["keyword index"] and names["permissions"]
+    assert report["mcp_config"]["mcpServers"]["recallite"]["args"][:3] == ["recallite-mcp", "--db", run.db]
+
+
+def test_doctor_finds_projection_drift(run):
+    run("add", "drift me")
+    import sqlite3
+
+    c = sqlite3.connect(run.db)
+    c.execute("DELETE FROM vectors")
+    c.commit()
+    c.close()
+    res = run("doctor", "--json", ok=False)
+    assert res.exit_code == 1
+    vec = next(c for c in json.loads(res.output)["checks"] if c["check"] == "vectors")
+    assert not vec["ok"] and "reindex" in vec["detail"]
+    run("reindex")
+    assert run("doctor", "--json").exit_code == 0
+
+
+def test_demo_shows_the_ranking_change(run):
+    res = run("demo")
+    assert "now ranks first" in res.output
+    again = run("demo")  # rerunnable: clears only its own memories
+    assert "cleared 5 memories" in again.output and "now ranks first" in again.output
+
+
+def test_settings_precedence(monkeypatch, tmp_path):
+    from recallite_mcp.settings import Settings
+
+    monkeypatch.setenv("RECALLITE_DB", str(tmp_path / "env.db"))
+    monkeypatch.setenv("RECALLITE_SCOPE", "env-scope")
+    monkeypatch.setenv("RECALLITE_TRUST_CLIENT_SOURCES", "true")
+    s = Settings.load(scope="flag-scope")
+    assert s.db == str(tmp_path / "env.db") and s.scope == "flag-scope" and s.trust_client_sources is True
+    monkeypatch.delenv("RECALLITE_DB")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    path = Settings.load().db_path
+    assert path.startswith(str(tmp_path / "xdg")) and os.path.isdir(os.path.dirname(path))
+
+
+@pytest.mark.parametrize("cfg", ["claude_desktop_config.json", "cursor/mcp.json", "windsurf/mcp_config.json"])
+def test_example_configs_parse_with_our_cli(cfg):
+    data = json.loads((ROOT / "examples" / cfg).read_text())
+    server = data["mcpServers"]["recallite"]
+    assert server["command"] == "uvx" and server["args"][0] == "recallite-mcp"
+    ctx = main.make_context("recallite-mcp", list(server["args"][1:]))
+    assert ctx.params["db"]
+
+
+@pytest.mark.parametrize("script", ["lite_chatbot.py", "outcome_aware_support_bot.py", "policy_and_safety.py"])
+def test_examples_run(script, tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "core"), str(ROOT)]))
+    res = subprocess.run([sys.executable, str(ROOT / "examples" / script)], capture_output=True, text=True, env=env,
+                         timeout=300, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip()

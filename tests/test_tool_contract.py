@@ -1,0 +1,70 @@
+"""Pins the MCP tool contract: names, parameters, required ones, output fields, hints.
+A change here is a change for every client: update the README tool table with it."""
+
+import pytest
+from mcp import Client
+
+from recallite_mcp.server import build_server
+from recallite_mcp.settings import Settings
+
+pytestmark = pytest.mark.anyio
+
+CONTRACT = {
+    "recallite_context": (["query"], ["format", "limit", "max_tokens", "profile", "query", "scope", "types"],
+                          ["context", "memory_ids", "omitted", "retrieval_id", "scope", "tokens", "truncated"]),
+    "recallite_remember": (["content"], ["content", "importance", "metadata", "scope", "source", "source_id", "tags", "title", "type"],
+                           ["duplicate_of", "id", "scope", "source", "status", "title", "type"]),
+    "recallite_feedback": (["outcome"], ["client_key", "outcome", "reason", "retrieval_id", "score", "used_memory_ids"],
+                           ["changes", "duplicate", "feedback_id", "outcome", "retrieval_id", "score"]),
+    "recallite_stats": ([], ["scope"], None),
+    "recallite_relate": (["from_id", "relation", "to_id"], ["from_id", "relation", "to_id"], ["from_memory", "relation", "to_memory"]),
+    "recallite_recall": (["query"], ["include_inactive", "limit", "min_score", "profile", "query", "scope", "types"],
+                         ["memories", "retrieval_id", "scope"]),
+    "recallite_update": (["action", "id"], ["action", "id", "reason", "superseded_by"], ["confidence", "id", "status", "superseded_by"]),
+    "recallite_get": (["ids"], ["ids"], ["memories"]),
+    "recallite_forget": (["id"], ["id"], ["deleted", "id"]),
+}
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+async def test_tool_contract():
+    async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False))) as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+    assert sorted(tools) == sorted(CONTRACT)
+    for name, (required, params, outputs) in CONTRACT.items():
+        t = tools[name]
+        schema = t.input_schema
+        assert sorted(schema.get("required", [])) == required, name
+        assert sorted(schema["properties"]) == params, name
+        for p, spec in schema["properties"].items():
+            assert spec.get("description"), f"{name}.{p} has no description"
+        assert t.output_schema is not None, name
+        if outputs is not None:
+            assert sorted(t.output_schema["properties"]) == outputs, name
+        assert t.description and len(t.description) > 60, name
+        assert t.annotations is not None
+    assert tools["recallite_stats"].annotations.read_only_hint is True
+    assert tools["recallite_get"].annotations.read_only_hint is True
+    assert tools["recallite_forget"].annotations.destructive_hint is True
+    assert tools["recallite_remember"].annotations.destructive_hint is False
+    enum = tools["recallite_feedback"].input_schema["properties"]["outcome"]["enum"]
+    assert enum == ["success", "failure", "partial"]
+    rel = tools["recallite_relate"].input_schema["properties"]["relation"]["enum"]
+    assert rel == ["contradicts", "supports", "derived_from", "supersedes", "causes", "requires"]
+
+
+def test_agent_rules_copy_is_identical():
+    from pathlib import Path
+
+    from recallite_mcp.rules import agent_rules
+
+    root = Path(__file__).resolve().parents[1]
+    assert (root / "agent-rules" / "AGENTS.md").read_text() == agent_rules()
+    for f in ("AGENTS.md", ".cursorrules", "claude-system-prompt.md"):
+        text = (root / "agent-rules" / f).read_text()
+        for tool in ("recallite_context", "recallite_remember", "recallite_feedback"):
+            assert tool in text, (f, tool)
