@@ -78,9 +78,12 @@ def open_engine(settings: Settings):
 @click.option("--port", default=8765, show_default=True, type=int, help="HTTP transport: port.")
 @click.option("--trust-client-sources", is_flag=True, default=None,
               help="Record source=user/system from clients as given (default: recorded as agent).")
+@click.option("--isolate-scopes", is_flag=True, default=None,
+              help="Forbid reading or writing any scope but the active project's and the user's.")
 @click.version_option(__version__, prog_name="recallite-mcp")
 @click.pass_context
-def main(ctx: click.Context, db, scope, embedder, log_level, transport, host, port, trust_client_sources) -> None:
+def main(ctx: click.Context, db, scope, embedder, log_level, transport, host, port, trust_client_sources,
+         isolate_scopes) -> None:
     """recallite-mcp: persistent, outcome-aware memory for AI agents.
 
     Without a subcommand it serves MCP over stdio (what MCP clients launch):
@@ -90,7 +93,7 @@ def main(ctx: click.Context, db, scope, embedder, log_level, transport, host, po
     if ctx.invoked_subcommand is not None:
         return
     settings = Settings.load(db=db, scope=scope, embedder=embedder, log_level=log_level,
-                             trust_client_sources=trust_client_sources)
+                             trust_client_sources=trust_client_sources, isolate_scopes=isolate_scopes)
     setup_logging(settings.log_level)
     from recallite_core import RecalliteError
 
@@ -131,15 +134,20 @@ def demo(ctx, db, scope, embedder, log_level, rounds):
 @click.option("--importance", type=float, default=None)
 @click.option("--source", default="user", show_default=True,
               type=click.Choice(["user", "system", "tool", "agent", "llm", "imported"]))
+@click.option("--level", type=click.Choice(["project", "user"]), default=None,
+              help="user: seen from every project (default for preferences); project: this scope only.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
 @handle_errors
-def add(ctx, db, scope, embedder, log_level, content, mtype, title, tags, importance, source, as_json):
+def add(ctx, db, scope, embedder, log_level, content, mtype, title, tags, importance, source, level, as_json):
     """Remember one memory."""
+    from .scoping import level_for
+
     s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    target = s.user_scope if level_for(mtype, level) == "user" else s.default_scope
     with open_engine(s) as mem:
         m = mem.remember(content, type=mtype, title=title, tags=tags.split(",") if tags else None,
-                         importance=importance, scope=s.default_scope, source={"type": source})
+                         importance=importance, scope=target, source={"type": source})
     if as_json:
         emit_json(m.model_dump(mode="json"))
     elif m.duplicate_of:
@@ -164,7 +172,7 @@ def recall(ctx, db, scope, embedder, log_level, query, limit, types, profile, al
     s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
     with open_engine(s) as mem:
         r = mem.recall(query, limit=limit, types=list(types) or None, profile=profile,
-                       scope=None if all_scopes else s.default_scope, include_inactive=include_inactive)
+                       scope=None if all_scopes else [s.default_scope, s.user_scope], include_inactive=include_inactive)
     if as_json:
         emit_json(r.model_dump(mode="json"))
         return
@@ -184,7 +192,7 @@ def recall(ctx, db, scope, embedder, log_level, query, limit, types, profile, al
 @click.argument("query")
 @click.option("--max-tokens", default=2000, show_default=True)
 @click.option("--limit", default=10, show_default=True)
-@click.option("--format", "fmt", default="markdown", type=click.Choice(["markdown", "xml", "plain"]), show_default=True)
+@click.option("--format", "fmt", default="markdown", type=click.Choice(["markdown", "xml", "plain", "compact"]), show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 @handle_errors
@@ -192,7 +200,7 @@ def context(ctx, db, scope, embedder, log_level, query, max_tokens, limit, fmt, 
     """Prompt-ready context for a task, within a token budget."""
     s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
     with open_engine(s) as mem:
-        r = mem.build_context(query, max_tokens=max_tokens, limit=limit, format=fmt, scope=s.default_scope)
+        r = mem.build_context(query, max_tokens=max_tokens, limit=limit, format=fmt, scope=[s.default_scope, s.user_scope])
     if as_json:
         emit_json(r.model_dump(mode="json"))
     else:

@@ -22,6 +22,8 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
 
     path = settings.db_path
     check("python", sys.version_info >= (3, 10), sys.version.split()[0])
+    d = settings.scope_decision()
+    check("scope", True, f"{d.scope} ({d.rule}: {d.reason}); a client that reports workspace roots overrides this")
     mem = None
     try:
         from .server import open_memory

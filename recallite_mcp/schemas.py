@@ -60,12 +60,14 @@ class HitOut(BaseModel):
     reasons: list[str]
     warnings: list[str]
     source: str
+    level: str = Field(description="user: a user-level memory seen from every project; project: this project's.")
 
     @classmethod
-    def of(cls, hit: RecallHit) -> "HitOut":
+    def of(cls, hit: RecallHit, user_scope: str = "user") -> "HitOut":
         m = hit.memory
         return cls(
             id=m.id, type=m.type, title=m.title, content=m.content, status=m.status, scope=m.scope, tags=m.tags,
+            level="user" if m.scope == user_scope else "project",
             confidence=round(m.confidence, 4), usefulness=round(m.usefulness, 4), score=hit.score, rank=hit.rank,
             reasons=hit.reasons, warnings=hit.warnings, source=m.source.type,
         )
@@ -149,6 +151,11 @@ class ForgetOut(BaseModel):
 
 class StatsOut(BaseModel):
     scope: Optional[str] = Field(description="Scope the counts are limited to; null for the whole database.")
+    active_scope: str = Field(description="The project scope this session reads and writes.")
+    scope_rule: str = Field(description="Which rule chose it: roots, flag, env, git or default.")
+    scope_reason: str
+    user_scope: str
+    isolate_scopes: bool
     memories: int
     by_type: dict[str, int]
     by_status: dict[str, int]

@@ -17,6 +17,7 @@ ENV = {
     "trust_client_sources": "RECALLITE_TRUST_CLIENT_SOURCES",
     "max_content_bytes": "RECALLITE_MAX_CONTENT_BYTES",
     "warm_embedder": "RECALLITE_WARM_EMBEDDER",
+    "isolate_scopes": "RECALLITE_ISOLATE_SCOPES",
 }
 
 
@@ -48,6 +49,9 @@ class Settings:
     trust_client_sources: bool = False
     max_content_bytes: int = 64 * 1024
     warm_embedder: bool = True  # load the model in a background thread at start-up
+    isolate_scopes: bool = False  # forbid reading or writing any scope but the active project's and the user's
+    user_scope: str = "user"
+    scope_origin: str | None = None  # "flag" or "env": where `scope` came from
     server_name: str = "recallite"
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -67,7 +71,12 @@ class Settings:
                 values[name] = int(raw)
             else:
                 values[name] = raw
-        values.update({k: v for k, v in flags.items() if v is not None})
+        if "scope" in values:
+            values["scope_origin"] = "env"
+        given = {k: v for k, v in flags.items() if v is not None}
+        if "scope" in given:
+            given.setdefault("scope_origin", "flag")
+        values.update(given)
         return cls(**values)
 
     @property
@@ -81,6 +90,15 @@ class Settings:
         ensure_db_parent(path)
         return path
 
+    def scope_decision(self, roots: list[str] | None = None, cwd: str | None = None):
+        """The active project scope and the rule that chose it (see scoping.py)."""
+        from .scoping import decide_scope
+
+        flag = self.scope if self.scope_origin != "env" else None
+        env = self.scope if self.scope_origin == "env" else None
+        return decide_scope(roots, flag, env, cwd if cwd is not None else os.getcwd())
+
     @property
     def default_scope(self) -> str:
-        return self.scope or "default"
+        """The project scope without client roots (CLI commands, and servers whose client has none)."""
+        return self.scope_decision().scope

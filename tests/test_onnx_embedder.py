@@ -135,6 +135,8 @@ def test_empty_string_is_a_real_vector(emb):
 def test_non_string_is_rejected(emb):
     with pytest.raises(InvalidInputError):
         emb.embed(["fine", None])
+    with pytest.raises(InvalidInputError):
+        emb.embed("a bare string, not a list")
 
 
 def test_deterministic(emb):

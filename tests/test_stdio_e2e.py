@@ -80,3 +80,43 @@ async def test_tools_list_does_not_wait_for_the_embedding_model(tmp_path):
         r = await call(client, "recallite_recall", query="which theme should the IDE use?")
         assert r["memories"][0]["id"] == m["id"]
     print(f"\nspawn -> tools/list answered: {elapsed:.2f} s (default embedder, model loads in the background)")
+
+
+@pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")
+async def test_roots_scopes_over_stdio(tmp_path):
+    """Two real server processes on one file, each told its workspace by the client's roots."""
+    import mcp_types as t
+
+    def repo(name):
+        p = tmp_path / name
+        (p / ".git").mkdir(parents=True)
+        (p / ".git" / "config").write_text(f'[remote "origin"]\n\turl = https://git.example/{name}.git\n')
+        return p
+
+    def roots(folders):
+        async def cb(ctx):
+            return t.ListRootsResult(roots=[t.Root(uri=f.as_uri()) for f in folders])
+        return cb
+
+    db = str(tmp_path / "two.db")
+    web, api, docs = repo("web"), repo("api"), repo("docs")
+    web_folders = [web]
+    async with Client(server_params(db, "--embedder", "hash"), mode="legacy", list_roots_callback=roots(web_folders)) as c1, \
+               Client(server_params(db, "--embedder", "hash", "--isolate-scopes"), mode="legacy",
+                      list_roots_callback=roots([api])) as c2:
+        w = await call(c1, "recallite_remember", type="lesson", content="Web: run npm ci before the build.")
+        p = await call(c1, "recallite_remember", type="preference", content="The user prefers tabs over spaces.")
+        a = await call(c2, "recallite_remember", type="lesson", content="Api: run go mod tidy before the build.")
+        r2 = await call(c2, "recallite_recall", query="before the build tabs spaces", limit=10)
+        assert {m["id"] for m in r2["memories"]} == {a["id"], p["id"]}
+        blocked = await c2.call_tool("recallite_recall", {"query": "build", "scope": w["scope"]})
+        assert blocked.is_error and "--isolate-scopes" in blocked.content[0].text
+        web_folders[:] = [docs]
+        await c1.send_roots_list_changed()
+        for _ in range(50):
+            s = await call(c1, "recallite_stats")
+            if s["active_scope"].startswith("docs-"):
+                break
+        assert s["active_scope"].startswith("docs-") and s["scope_rule"] == "roots"
+        r1 = await call(c1, "recallite_recall", query="before the build", limit=10)
+        assert w["id"] not in {m["id"] for m in r1["memories"]} and p["id"] in {m["id"] for m in r1["memories"]}

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.anyio
 CONTRACT = {
     "recallite_context": (["query"], ["format", "limit", "max_tokens", "profile", "query", "scope", "types"],
                           ["context", "memory_ids", "omitted", "retrieval_id", "scope", "tokens", "truncated"]),
-    "recallite_remember": (["content"], ["content", "importance", "metadata", "scope", "source", "source_id", "tags", "title", "type"],
+    "recallite_remember": (["content"], ["content", "importance", "level", "metadata", "scope", "source", "source_id", "tags", "title", "type"],
                            ["duplicate_of", "id", "scope", "source", "status", "title", "type"]),
     "recallite_feedback": (["outcome"], ["client_key", "outcome", "reason", "retrieval_id", "score", "used_memory_ids"],
                            ["changes", "duplicate", "feedback_id", "outcome", "retrieval_id", "score"]),
@@ -21,7 +21,7 @@ CONTRACT = {
     "recallite_recall": (["query"], ["include_inactive", "limit", "min_score", "profile", "query", "scope", "types"],
                          ["memories", "retrieval_id", "scope"]),
     "recallite_update": (["action", "id"], ["action", "id", "reason", "superseded_by"], ["confidence", "id", "status", "superseded_by"]),
-    "recallite_get": (["ids"], ["ids"], ["memories"]),
+    "recallite_get": (["ids"], ["ids", "retrieval_id"], ["memories"]),
     "recallite_forget": (["id"], ["id"], ["deleted", "id"]),
 }
 

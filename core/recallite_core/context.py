@@ -110,7 +110,32 @@ class _Plain:
         return f"({omitted} more matching memories left out for the token budget)\n"
 
 
-_RENDERERS = {"markdown": _Markdown(), "xml": _Xml(), "plain": _Plain()}
+class _Compact:
+    """One line per memory: id, type, title, confidence, warnings. About twice the memories
+    for the same tokens; the full text is fetched by id when needed."""
+
+    header = "## Relevant memory (compact; fetch full text by id)\n"
+    empty = "No stored memories match this task.\n"
+
+    def item(self, hit: RecallHit, content: str) -> str:
+        m = hit.memory
+        label = m.title if m.title else content
+        if content.endswith(TRUNCATED):  # budget cut: shorten the label, not a body we do not show
+            label = content
+        flags = [f"{round(m.confidence * 100)}%"]
+        if m.status != "active":
+            flags.append(m.status)
+        if is_untrusted(hit):
+            flags.append(f"UNTRUSTED {m.source.type}")
+        if hit.warnings:
+            flags.append(f"⚠ {len(hit.warnings)} contradiction{'s' if len(hit.warnings) > 1 else ''}")
+        return f"- {m.id} [{m.type.upper()}] {_md_inline(label)} ({', '.join(flags)})\n"
+
+    def footer(self, omitted: int) -> str:
+        return f"_({omitted} more matching memories left out for the token budget)_\n"
+
+
+_RENDERERS = {"markdown": _Markdown(), "xml": _Xml(), "plain": _Plain(), "compact": _Compact()}
 
 
 def render(hits: list[RecallHit], max_tokens: int, fmt: str = "markdown") -> Rendered:

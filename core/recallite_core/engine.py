@@ -26,6 +26,7 @@ from .errors import (
     TrustPolicyError,
 )
 from .models import (
+    CONTEXT_FORMATS,
     MEMORY_TYPES,
     OUTCOMES,
     RELATION_TYPES,
@@ -395,6 +396,21 @@ class Recallite:
             raise MemoryNotFoundError(f"No memory {', '.join(missing)}.")
         return [found[i] for i in ids]
 
+    def expand(self, retrieval_id: str, memory_ids: Sequence[str | int]) -> list[Memory]:
+        """Full memories for ids shown by a (compact) retrieval; marks them as opened, so a later
+        feedback without ``used_memory_ids`` credits exactly these."""
+        self._live()
+        rid = parse_id(retrieval_id, "ret")
+        mems = self.get_many(memory_ids)
+        with self.store.transaction() as conn:
+            if conn.execute("SELECT 1 FROM retrievals WHERE id = ?", (rid,)).fetchone() is None:
+                raise RetrievalNotFoundError(f"No retrieval ret_{rid}. Pass the retrieval_id that listed these memories.")
+            conn.executemany(
+                "UPDATE retrieval_items SET expanded = 1 WHERE retrieval_id = ? AND memory_id = ?",
+                [(rid, parse_id(m.id)) for m in mems],
+            )
+        return mems
+
     def list(
         self,
         *,
@@ -504,8 +520,8 @@ class Recallite:
         """recall() + format_context() in one call, with the ids and token count of what was served."""
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise InvalidInputError(f"max_tokens must be a positive whole number, got {max_tokens!r}.")
-        if format not in ("markdown", "xml", "plain"):
-            raise InvalidInputError(f"Unknown context format {format!r}. Use markdown, xml or plain.")
+        if format not in CONTEXT_FORMATS:
+            raise InvalidInputError(f"Unknown context format {format!r}. Use one of: {', '.join(CONTEXT_FORMATS)}.")
         result = self.recall(query, limit=limit, _kind="context", **recall_kwargs)
         return self._render(result, max_tokens, format)
 
@@ -544,7 +560,7 @@ class Recallite:
                 if prev is not None:
                     return self._feedback_result(conn, prev[0], duplicate=True)
             shown = conn.execute(
-                "SELECT memory_id, rank FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank", (rid,)
+                "SELECT memory_id, rank, expanded FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank", (rid,)
             ).fetchall()
             if used is not None:
                 if used:
@@ -554,8 +570,10 @@ class Recallite:
                     if missing:
                         raise MemoryNotFoundError(f"used_memory_ids names unknown memories: {', '.join(missing)}.")
                 credits = [(i, 1.0) for i in used]
+            elif any(e for _, _, e in shown):
+                credits = [(mid, 1.0) for mid, _, e in shown if e]  # the ones the agent opened
             else:
-                credits = [(mid, policy.rank_weight(rank - 1)) for mid, rank in shown]
+                credits = [(mid, policy.rank_weight(rank - 1)) for mid, rank, _ in shown]
             cur = conn.execute(
                 "INSERT INTO feedback (retrieval_id, outcome, score, used_ids, reason, client_key, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",

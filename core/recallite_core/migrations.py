@@ -148,6 +148,14 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX memory_outcomes_memory ON memory_outcomes(memory_id);
         """,
     ),
+    (
+        "0002_retrieval_expansions",
+        """
+        -- Which shown memories the agent opened in full after a compact context (progressive
+        -- disclosure); feedback without explicit ids credits those.
+        ALTER TABLE retrieval_items ADD COLUMN expanded INTEGER NOT NULL DEFAULT 0;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -12,7 +12,7 @@ Status = Literal["candidate", "validated", "active", "deprecated", "superseded"]
 SourceType = Literal["user", "system", "tool", "agent", "llm", "imported"]
 RelationType = Literal["contradicts", "supports", "derived_from", "supersedes", "causes", "requires"]
 Outcome = Literal["success", "failure", "partial"]
-ContextFormat = Literal["markdown", "xml", "plain"]
+ContextFormat = Literal["markdown", "xml", "plain", "compact"]
 
 MEMORY_TYPES: tuple[str, ...] = MemoryType.__args__  # type: ignore[attr-defined]
 STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]

@@ -43,9 +43,9 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 #: The model's max_seq_length in sentence-transformers; longer texts are cut (special tokens included).
 MAX_TOKENS = 256
 #: At most this many texts per onnxruntime call. Texts are sorted by length first, so a
-#: batch wastes little on padding. The model is compute-bound on a few cores: batches of 8
-#: to 64 gave the same throughput on 2 cores, while activation memory (which onnxruntime's
-#: arena keeps for the life of the process) grows with the batch.
+#: batch wastes little on padding. The model is compute-bound on a few cores (matrix
+#: products are >80% of the time): batches of 8 to 64 gave the same throughput on 2 cores,
+#: while peak activation memory grows with the batch.
 BATCH_SIZE = 32
 #: ...and at most this many padded tokens per call, so that a batch of long texts does not
 #: inflate memory (attention alone is batch x 12 heads x width^2 floats): 32 texts of up to
@@ -247,8 +247,9 @@ class OnnxMiniLMEmbedder:
             raise EmbedderUnavailableError(
                 f"Cannot load the MiniLM tokenizer {_TOKENIZER_FILE}: {exc}. Reinstall recallite-mcp."
             ) from exc
-        # The shipped tokenizer.json truncates and pads to a fixed 128. The model was trained
-        # with 256 tokens, and we pad per batch ourselves (to the longest text of the batch).
+        # The shipped tokenizer.json truncates and pads to a fixed 128. sentence-transformers
+        # runs this model with max_seq_length 256, and we pad per batch ourselves (to the
+        # longest text of the batch), so both settings are replaced here.
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
         tokenizer.no_padding()
         return tokenizer
@@ -257,6 +258,8 @@ class OnnxMiniLMEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return float32 (len(texts), 384), rows L2-normalised, in the order given."""
+        if isinstance(texts, str):  # list("abc") would silently embed three letters
+            raise InvalidInputError("embed() takes a list of strings, not a single string.")
         texts = list(texts)
         for i, text in enumerate(texts):
             if not isinstance(text, str):

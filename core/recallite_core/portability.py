@@ -64,9 +64,9 @@ def export_jsonl(mem: "Recallite", path: str, scope: str | None = None) -> int:
                 "SELECT id, query, profile, scope, kind, tokens_served, tokens_matched, created_at FROM retrievals ORDER BY id"
             ):
                 items = [
-                    {"memory_id": f"mem_{m}", "rank": r, "score": s}
-                    for m, r, s in conn.execute(
-                        "SELECT memory_id, rank, score FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank", (rid,))
+                    {"memory_id": f"mem_{m}", "rank": r, "score": s, "expanded": bool(e)}
+                    for m, r, s, e in conn.execute(
+                        "SELECT memory_id, rank, score, expanded FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank", (rid,))
                     if m in ids
                 ]
                 if scope and not items:
@@ -206,8 +206,9 @@ def import_jsonl(mem: "Recallite", path: str, trust: str = "untrusted", progress
                     for it in r.get("items", []):
                         mid = idmap.get(parse_id(it["memory_id"]))
                         if mid:
-                            conn.execute("INSERT OR IGNORE INTO retrieval_items (retrieval_id, memory_id, rank, score) VALUES (?, ?, ?, ?)",
-                                         (cur.lastrowid, mid, int(it["rank"]), float(it["score"])))
+                            conn.execute(
+                                "INSERT OR IGNORE INTO retrieval_items (retrieval_id, memory_id, rank, score, expanded) VALUES (?, ?, ?, ?, ?)",
+                                (cur.lastrowid, mid, int(it["rank"]), float(it["score"]), int(bool(it.get("expanded")))))
                     counts["retrievals"] += 1
                 elif kind == "feedback" and restore:
                     if r.get("outcome") not in OUTCOMES:
