@@ -12,16 +12,24 @@ from .validation import Limits
 class RecalliteConfig:
     limits: Limits = field(default_factory=Limits)
     default_scope: str = "default"
-    # Retrieval
+    # Retrieval. fusion "zscore" (default): coverage-gated z-score fusion; "rrf": weighted
+    # reciprocal rank fusion with the weights below. channels: "hybrid", "keyword" or "vector"
+    # (single-channel ablations for evaluation).
+    fusion: str = "zscore"
+    channels: str = "hybrid"
+    keyword_alpha_max: float = 0.4
+    keyword_coverage_ramp: tuple[float, float] = (0.1, 0.4)
+    coverage_docs: int = 20  # keyword hits inspected for query-term coverage
     keyword_weight: float = 1.0
     vector_weight: float = 1.0
     rrf_k: int = 60
-    candidate_depth: int = 50  # per channel
+    candidate_depth: int = 100  # per channel
     rerank_pool: int = 40  # fused candidates that get the policy multipliers
     semantic_match_threshold: float = 0.25
     profiles: dict[str, dict[str, float]] = field(default_factory=lambda: {k: dict(v) for k, v in PROFILES.items()})
     # Learning
     learning_rate: float = 0.35
+    outcome_gain: float = 3.0
     # Caches
     query_cache_size: int = 256
     embed_batch_size: int = 64

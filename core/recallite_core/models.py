@@ -65,10 +65,14 @@ class ScoreBreakdown(BaseModel):
     keyword_score: Optional[float] = None
     vector_rank: Optional[int] = None
     vector_similarity: Optional[float] = None
+    keyword_z: Optional[float] = None
+    vector_z: Optional[float] = None
+    keyword_alpha: Optional[float] = Field(None, description="Weight of the keyword channel for this query (z-score fusion).")
     fusion: float = 0.0
     status_factor: float = 1.0
     profile_factor: float = 1.0
     quality: float = 1.0
+    outcome_factor: float = Field(1.0, description="What task outcomes did to this memory (1 = no effect).")
     contradiction_factor: float = 1.0
     final: float = 0.0
 

@@ -176,6 +176,16 @@ def quality(confidence: float, usefulness: float, importance: float) -> float:
     return 0.45 + 0.25 * confidence + 0.20 * usefulness + 0.10 * importance
 
 
+OUTCOME_GAIN = 3.0
+
+
+def outcome_factor(usefulness: float, gain: float = OUTCOME_GAIN) -> float:
+    """exp(gain * (usefulness - 0.5)): what outcomes did to a memory, on the fused score's own
+    scale (z-units after the exp), so a proven memory beats a close rival but not a clearly
+    more relevant one. 1.0 for a memory with no feedback (usefulness 0.5)."""
+    return math.exp(gain * (clamp01(usefulness) - 0.5))
+
+
 def contradiction_factor(count: int) -> float:
     """Each live contradiction costs 15% of the score, at most half."""
     return 1.0 - min(0.5, 0.15 * max(0, count))
