@@ -22,9 +22,15 @@ the orders migrations, fix a CrashLoopBackOff, ...). It carries:
 
 All memories of a family share one ``type`` (families differ: procedure, lesson, fact,
 constraint), so the type carries no hint of the role and type multipliers of a recall
-profile cannot favour the working memory. Distractors are balanced by wording: before any feedback, a hybrid retriever (bm25 +
-MiniLM cosine, fused by RRF) ranks the working memory first for about ``1/(1+d)`` of the
-queries of a family with ``d`` distractors, and the family's own memories fill the top 3.
+profile cannot favour the working memory.
+
+Distractors are balanced by wording: before any feedback, a hybrid retriever (FTS5 bm25 +
+MiniLM cosine, fused by RRF k=60) over the whole store (all 48 families, 189 memories) ranks
+the working memory first for about ``1/(1+d)`` of the queries of a family with ``d``
+distractors (0.24-0.27 over seeds 1-8, expected 0.261), and the family's own memories fill
+the top 3 for 93% of the queries; another family's memory comes first for 1%. Individual
+families still lean one way or the other (a few never rank their working memory first
+before feedback), but no family always does.
 ``/work/experiments/learning/check_balance.py`` (outside the repository) measures that.
 
 Determinism
@@ -1513,7 +1519,8 @@ INTERFERENCE_PAIRS: tuple[InterferencePair, ...] = (
             "CI install of the frontend's JavaScript dependencies fails after adding a new library",
             "package-lock.json is out of sync after adding a new frontend dependency",
         ),
-        rationale="npm ci never writes package-lock.json, so it cannot add a package; B needs npm install --save-exact.",
+        rationale="npm ci never writes package-lock.json, so it cannot add a package; B needs npm install "
+        "--save-exact.",
     ),
     InterferencePair(
         a="docker-build-cache",
@@ -1541,19 +1548,22 @@ INTERFERENCE_PAIRS: tuple[InterferencePair, ...] = (
             "CrashLoopBackOff with Last State OOMKilled on the api pods, fix their memory settings",
             "kubernetes pod keeps crashing with exit code 137 out of memory",
         ),
-        rationale="Reading the previous logs diagnoses the crash but does not stop the OOM kills; B needs memory sizing.",
+        rationale="Reading the previous logs diagnoses the crash but does not stop the OOM kills; B needs "
+        "memory sizing.",
     ),
     InterferencePair(
         a="k8s-config-rollout",
         b="k8s-rollback",
         bridge="restarting the rollout of the deployment's running pods (kubectl rollout restart)",
         queries=(
-            "the bad release changed environment variables and broke the running pods, restart them on the previous version",
+            "the bad release changed environment variables and broke the running pods, "
+            "restart them on the previous version",
             "restart the deployment's running pods with the previous version after a bad release",
             "the new release's environment variables broke the pods, roll back and restart the deployment",
             "running pods read broken environment variables after the release, restart them on the previous version",
             "restart the running pods of the deployment so they read the previous release's environment variables",
-            "the bad release broke the environment variables of the running pods, restart the deployment on the previous version",
+            "the bad release broke the environment variables of the running pods, "
+            "restart the deployment on the previous version",
         ),
         rationale="rollout restart restarts the same bad revision; B needs rollout undo to a known revision.",
     ),
@@ -1569,7 +1579,8 @@ INTERFERENCE_PAIRS: tuple[InterferencePair, ...] = (
             "bring main up to date with origin/main minus the broken commit I pushed",
             "drop the pushed bad commit by rebasing main onto the freshly fetched origin/main and pushing with lease",
         ),
-        rationale="Rewriting a shared main with a force push breaks everyone who pulled it; B needs git revert in a PR.",
+        rationale="Rewriting a shared main with a force push breaks everyone who pulled it; B needs git revert "
+        "in a PR.",
     ),
     InterferencePair(
         a="jwt-gateway-validation",
@@ -1597,7 +1608,8 @@ INTERFERENCE_PAIRS: tuple[InterferencePair, ...] = (
             "the structured library logs of one production python service only show info, route them at debug level",
             "change the python service's structlog output to debug level in production",
         ),
-        rationale="The structlog setup changes the format, not the level of one live service; B needs LOG_LEVEL via kubectl.",
+        rationale="The structlog setup changes the format, not the level of one live service; B needs "
+        "LOG_LEVEL via kubectl.",
     ),
     InterferencePair(
         a="postgres-slow-query",
