@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
-from recallite_core.models import Memory, RecallHit
+from recallite_core.models import Memory, RecallHit, Stats
 
 
 class ContextOut(BaseModel):
@@ -149,32 +149,13 @@ class ForgetOut(BaseModel):
     deleted: bool
 
 
-class StatsOut(BaseModel):
+class StatsOut(Stats):
+    """The engine's Stats plus what this server session knows: its scope and the model state."""
+
     scope: Optional[str] = Field(description="Scope the counts are limited to; null for the whole database.")
     active_scope: str = Field(description="The project scope this session reads and writes.")
     scope_rule: str = Field(description="Which rule chose it: roots, flag, env, git or default.")
     scope_reason: str
     user_scope: str
     isolate_scopes: bool
-    memories: int
-    by_type: dict[str, int]
-    by_status: dict[str, int]
-    by_source: dict[str, int]
-    by_scope: dict[str, int]
-    relations: dict[str, int]
-    vectors: int
-    embedder: str
     embedder_loaded: bool
-    retrievals: int
-    feedback: dict[str, int]
-    context_calls: int
-    tokens_stored: int
-    tokens_served: int
-    tokens_matched: int
-    tokens_saved: int
-    tokens_served_median: float
-    tokens_served_p95: float
-    db_path: Optional[str]
-    db_bytes: int
-    wal_bytes: int
-    schema_version: int

@@ -451,7 +451,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
 
 def stats_out(st: AppState, scope: Optional[str], decision: Optional[ScopeDecision] = None) -> StatsOut:
     s = st.memory.stats(scope=scope)
-    data = s.model_dump(exclude={"dimensions"})
+    data = s.model_dump()
     d = decision or st.settings.scope_decision()
     return StatsOut(scope=scope, embedder_loaded=embedder_loaded(st.memory), active_scope=d.scope, scope_rule=d.rule,
                     scope_reason=d.reason, user_scope=st.settings.user_scope, isolate_scopes=st.settings.isolate_scopes,

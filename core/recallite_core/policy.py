@@ -159,19 +159,6 @@ def clamp01(x: float) -> float:
     return 0.0 if x < 0 else 1.0 if x > 1 else float(x)
 
 
-def finite_unit(name: str, value: float | None, default: float) -> float:
-    """Validate a caller's 0..1 number: None -> default, NaN/inf -> error, else clamped."""
-    if value is None:
-        return default
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"{name} must be a number between 0 and 1, got {value!r}.") from None
-    if not math.isfinite(v):
-        raise InvalidInputError(f"{name} must be a finite number between 0 and 1, got {value!r}.")
-    return clamp01(v)
-
-
 def quality(confidence: float, usefulness: float, importance: float) -> float:
     return 0.45 + 0.25 * confidence + 0.20 * usefulness + 0.10 * importance
 
