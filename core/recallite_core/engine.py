@@ -56,6 +56,7 @@ from .validation import (
     check_tags,
     check_title,
     check_unit,
+    check_valid_until,
     content_hash,
     derive_title,
     fmt_id,
@@ -72,7 +73,7 @@ class _Prepared:
     """A validated memory ready to insert."""
 
     __slots__ = ("type", "title", "content", "status", "source", "scope", "session", "tags", "metadata",
-                 "confidence", "importance", "hash", "tokens", "embed_text")
+                 "confidence", "importance", "hash", "tokens", "embed_text", "valid_until")
 
     def __init__(self, **kw):
         for k, v in kw.items():
@@ -187,6 +188,7 @@ class Recallite:
         status: str | None = None,
         allow_unsafe_status_override: bool = False,
         confidence: Any = None,
+        valid_until: Any = None,
     ) -> _Prepared:
         lim = self.limits
         if not isinstance(type, str):
@@ -216,6 +218,7 @@ class Recallite:
             hash=content_hash(text),
             tokens=estimate_tokens(text) + estimate_tokens(ttl),
             embed_text=embedding_text(ttl, text),
+            valid_until=check_valid_until(valid_until),
         )
 
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -237,13 +240,13 @@ class Recallite:
         cur = conn.execute(
             "INSERT INTO memories (type, title, content, status, source_type, source_id, scope, session, tags, metadata, "
             "confidence, usefulness, importance, success_count, failure_count, access_count, last_accessed_at, "
-            "created_at, updated_at, content_hash, tokens) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "created_at, updated_at, content_hash, tokens, valid_until) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 p.type, p.title, p.content, p.status, p.source.type, p.source.id, p.scope, p.session,
                 json.dumps(p.tags, ensure_ascii=False), json.dumps(p.metadata, ensure_ascii=False),
                 p.confidence, extra.get("usefulness", 0.5), p.importance, extra.get("success_count", 0),
                 extra.get("failure_count", 0), extra.get("access_count", 0), extra.get("last_accessed_at"),
-                extra.get("created_at", now), extra.get("updated_at", now), p.hash, p.tokens,
+                extra.get("created_at", now), extra.get("updated_at", now), p.hash, p.tokens, p.valid_until,
             ),
         )
         mid = cur.lastrowid
@@ -276,17 +279,20 @@ class Recallite:
         status: str | None = None,
         allow_unsafe_status_override: bool = False,
         confidence: float | None = None,
+        valid_until: Any = None,
     ) -> Memory:
         """Store one memory. Identical content in the same scope returns the existing one (``duplicate_of`` set).
 
         ``source`` (default ``{"type": "user"}``) decides trust: llm and imported memories start
         as candidates whatever ``status`` asks, unless ``allow_unsafe_status_override``.
+        ``valid_until`` (datetime, ISO string or epoch seconds): after it the memory leaves default recall.
         """
         self._live()
         p = self._prepare(
             content=content, type=type, title=title, source=source, tags=tags, metadata=metadata,
             importance=importance, scope=scope, session=session, status=status,
             allow_unsafe_status_override=allow_unsafe_status_override, confidence=confidence,
+            valid_until=valid_until,
         )
         with self.store.reading() as conn:
             dup = self._find_duplicate(conn, p)
@@ -318,7 +324,7 @@ class Recallite:
                 raise InvalidInputError(f"Item {n} is not a dict of remember() arguments.")
             unknown = set(item) - {
                 "content", "type", "title", "source", "tags", "metadata", "importance", "scope", "session",
-                "status", "allow_unsafe_status_override", "confidence",
+                "status", "allow_unsafe_status_override", "confidence", "valid_until",
             }
             if unknown:
                 raise InvalidInputError(f"Item {n} has unknown fields: {', '.join(sorted(unknown))}.")
@@ -651,6 +657,8 @@ class Recallite:
                 "UPDATE memories SET status = ?, confidence = ?, metadata = ?, updated_at = ? WHERE id = ?",
                 (new_status, conf, json.dumps(meta, ensure_ascii=False), time.time(), mid),
             )
+            if new_status in ("validated", "active"):  # trust decays from the last validation
+                conn.execute("UPDATE memories SET validated_at = ? WHERE id = ?", (time.time(), mid))
         return self.get(mid)
 
     def validate(self, memory_id: str | int, reason: str | None = None) -> Memory:
