@@ -19,6 +19,7 @@ from .fusion import reciprocal_rank_fusion
 from .models import Memory, RecallHit, ScoreBreakdown
 from .rows import load_memories
 from .store import Store
+from .trust import trust_scores
 from .vector_index import ScanFilter, VectorIndex
 
 
@@ -29,6 +30,7 @@ class RecallFilter:
     types: tuple[str, ...] | None
     tags: tuple[str, ...] | None
     sessions: tuple[str, ...] | None
+    valid_at: float | None = None  # leave out memories whose valid_until is not after this moment
 
     def sql(self, alias: str = "m") -> tuple[str, list]:
         """WHERE fragments (joined by AND) and their parameters."""
@@ -51,6 +53,9 @@ class RecallFilter:
                 f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE json_each.value IN ({','.join('?' * len(self.tags))}))"
             )
             params.extend(self.tags)
+        if self.valid_at is not None:
+            where.append(f"({alias}.valid_until IS NULL OR {alias}.valid_until > ?)")
+            params.append(self.valid_at)
         return " AND ".join(where) or "1", params
 
 
@@ -101,12 +106,22 @@ class Retriever:
         if flt.tags is not None:
             where, params = flt.sql("m")
             allowed = np.array([r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)], dtype=np.int64)
+        expired = self.expired_ids(conn, flt.valid_at)
         ids, sims = self.index.search(
             qvec,
-            depth,
+            depth + len(expired),  # expired rows are dropped below, so the top-k stays exact
             ScanFilter(scopes=flt.scopes, statuses=flt.statuses, types=flt.types, sessions=flt.sessions, allowed_ids=allowed),
         )
-        return [(int(i), float(s)) for i, s in zip(ids, sims)]
+        out = [(int(i), float(s)) for i, s in zip(ids, sims) if int(i) not in expired]
+        return out[:depth]
+
+    @staticmethod
+    def expired_ids(conn: sqlite3.Connection, valid_at: float | None) -> set[int]:
+        """Memories past their valid_until (a partial index keeps this cheap; clean_expired empties it)."""
+        if valid_at is None:
+            return set()
+        return {r[0] for r in conn.execute(
+            "SELECT id FROM memories WHERE valid_until IS NOT NULL AND valid_until <= ?", (valid_at,))}
 
     # -- contradictions -----------------------------------------------------------------------------
     def contradictions(
@@ -147,7 +162,8 @@ class Retriever:
 
     # -- the whole recall -------------------------------------------------------------------------------
     def rank(
-        self, query: str, flt: RecallFilter, limit: int, profile: str, min_score: float | None
+        self, query: str, flt: RecallFilter, limit: int, profile: str, min_score: float | None,
+        min_trust: float | None = None,
     ) -> list[RecallHit]:
         cfg = self.config
         qvec = self.query_cache.get(self.embedder, query)
@@ -158,10 +174,17 @@ class Retriever:
             fused = reciprocal_rank_fusion(
                 [[i for i, _ in kw], [i for i, _ in vec]], [cfg.keyword_weight, cfg.vector_weight], cfg.rrf_k
             )
-            pool = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[: max(cfg.rerank_pool, limit * 3)]
+            ordered = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+            trust: dict[int, float] = {}
+            if min_trust is not None:  # filter every fused candidate before the pool is cut
+                trust = trust_scores(conn, [i for i, _ in ordered], half_life_days=cfg.trust_half_life_days)
+                ordered = [(i, s) for i, s in ordered if trust.get(i, 0.0) >= min_trust]
+            pool = ordered[: max(cfg.rerank_pool, limit * 3)]
             pool_ids = [i for i, _ in pool]
             memories = load_memories(conn, pool_ids)
             contra = self.contradictions(conn, pool_ids, flt.scopes)
+            if min_trust is None:
+                trust = trust_scores(conn, pool_ids, half_life_days=cfg.trust_half_life_days)
         kw_rank = {i: (r, s) for r, (i, s) in enumerate(kw, start=1)}
         vec_rank = {i: (r, s) for r, (i, s) in enumerate(vec, start=1)}
         weights = cfg.profiles[profile]
@@ -196,6 +219,7 @@ class Retriever:
                         for oid, title, status in against
                     ],
                     breakdown=bd,
+                    trust=trust.get(mid),
                 )
             )
         hits.sort(key=lambda h: (-h.score, h.memory.id))
