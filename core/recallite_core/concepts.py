@@ -18,7 +18,9 @@ from .fts import STOPWORDS as FTS_STOPWORDS
 from .working import STOPWORDS as WM_STOPWORDS
 
 STOPWORDS = FTS_STOPWORDS | WM_STOPWORDS | frozenset(
-    "also etc e.g i.e please thanks okay ok yes let lets get got make made use used using need needs want wants".split()
+    "also etc e.g i.e please thanks thank okay ok yes let lets get gets got getting make made use used using need needs "
+    "want wants keep keeps kept everything anything something nothing fine help really still thing things stuff "
+    "way tried try trying seems seem like maybe".split()
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _SPLIT = re.compile(r"[^\w\-./#+]+", re.UNICODE)  # keep file names, flags, versions, c++ together
@@ -62,7 +64,9 @@ def extract_concepts(
     """The ``k`` best key phrases of ``text``, best first.
 
     ``doc_freq(words) -> {word: documents containing it}`` and ``n_docs`` weight words by
-    idf = ln((n_docs + 1) / (df + 1)) + 1; without them every word weighs 1.
+    idf = ln((n_docs + 1) / (df + 1)) + 1 when the store has them, and by 0.75 when it has
+    none (such a word cannot match a memory's text; it may still help the semantic channel).
+    Without them every word weighs 1.
     """
     runs = phrases(text)
     if not runs:
@@ -77,8 +81,10 @@ def extract_concepts(
     if doc_freq is not None and n_docs > 0:
         df = doc_freq(sorted(freq, key=lambda w: -freq[w])[:64])
         for w in idf:
-            if w in df:
+            if df.get(w):
                 idf[w] = math.log((n_docs + 1) / (df[w] + 1)) + 1.0
+            elif w in df:
+                idf[w] = 0.75
     tech = technical_words(text)
     # RAKE's degree/frequency, damped so long runs do not win on length alone; repeated,
     # rare (high idf) and technical words weigh more.

@@ -116,14 +116,14 @@ class WorkingMemory:
 
     def remove(self, entry_id: str, moved_to: str | None = None) -> WorkingEntry | None:
         with self._lock:
+            if moved_to:  # also for an entry already evicted (archived) from its session
+                self.moved[entry_id] = moved_to
+                while len(self.moved) > 10_000:
+                    self.moved.popitem(last=False)
             for name, sess in self._sessions.items():
                 e = sess.pop(entry_id, None)
                 if e is not None:
                     self._bytes[name] -= e.nbytes
-                    if moved_to:
-                        self.moved[entry_id] = moved_to
-                        while len(self.moved) > 10_000:
-                            self.moved.popitem(last=False)
                     return e
         return None
 
