@@ -158,6 +158,13 @@ class SlmLite:
         """The session's working entries, oldest first."""
         return [self._working_memory_model(e) for e in self.working.entries(session)]
 
+    def working_entry(self, entry_id: str) -> Memory:
+        """One working entry by its ``wm_…`` id (or, once promoted or archived, its stored memory)."""
+        moved = self.working.moved.get(entry_id)
+        if moved and self.working.find(entry_id) is None:
+            return self.get(moved)
+        return self._working_memory_model(self.working.get(entry_id))
+
     def clear_working(self, session: str) -> int:
         """Forget a session's working memory (nothing of it was written). Returns entries dropped."""
         return self.working.clear(session)
