@@ -173,7 +173,7 @@ def register_slm_tools(
             agent_id or _client_name(ctx) or "agent", kind, description, outcome=outcome, tool=tool,
             scope=active_scope(st, ctx).scope, context=context,
         )
-        return CaptureOut(queued=queued, pending=st.memory._behavior.pending())
+        return CaptureOut(queued=queued, pending=st.memory.behavior_stats()["pending"])
 
     @server.tool(title="Auto-recall for a message", annotations=writes)
     @edge

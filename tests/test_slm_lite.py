@@ -322,6 +322,7 @@ def test_capture_behavior_is_non_blocking_and_dedupes(mem):
     assert rec.layer == "procedural" and rec.status == "validated"  # seen 3 times, mostly successful
     assert procs["tool_choice"].status == "candidate"
     assert mem.trust([rec.id])[rec.id] == pytest.approx(0.6)  # behavioral credibility
+    assert mem.behavior_stats() == {"queued": 4, "written": 4, "failed": 0, "dropped": 0, "pending": 0}
     with pytest.raises(InvalidInputError):
         mem.capture_behavior("agent-7", "dance", "x")
 
@@ -422,3 +423,32 @@ def test_summarizer_is_used_when_given_and_never_required(mem):
 
     assert mem.concepts("numpy fails in CI", summarizer=broken).method == "local"
     assert mem.concepts("numpy fails in CI", summarizer=lambda t: None).method == "local"
+
+
+def test_database_from_before_0005_is_upgraded(db_path):
+    """A file written before the SLM-Lite migration opens, migrates and keeps its memories."""
+    import sqlite3
+
+    from recallite_core.migrations import MIGRATIONS
+    from recallite_core.store import _split_sql
+
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    for name, sql in MIGRATIONS:
+        if name == "0005_layers_trust":
+            continue
+        for statement in _split_sql(sql):
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_migrations VALUES (?, 0)", (name,))
+    conn.execute(
+        "INSERT INTO memories (type, title, content, status, source_type, scope, confidence, created_at, updated_at, "
+        "content_hash) VALUES ('fact', 'Old', 'An old fact about the build.', 'active', 'user', 'default', 0.9, 1, 1, 'h')")
+    conn.close()
+    m = Recallite.open(db_path, embedder="hash", on_embedder_mismatch="reindex")
+    try:
+        assert m.list()[0].valid_until is None and m.list()[0].layer == "semantic"
+        assert m.teams("default") == []
+        hit = m.recall("old fact build").memories[0]
+        assert hit.trust is not None and 0.1 <= hit.trust <= 1.0
+    finally:
+        m.close()

@@ -610,6 +610,13 @@ class SlmLite:
         rec = self.__dict__.get("_behavior_rec")
         return True if rec is None else rec.flush(timeout)
 
+    def behavior_stats(self) -> dict[str, int]:
+        """Behaviour events queued, written, failed and dropped in this process, and still pending."""
+        rec = self.__dict__.get("_behavior_rec")
+        if rec is None:
+            return {"queued": 0, "written": 0, "failed": 0, "dropped": 0, "pending": 0}
+        return {**rec.counts, "pending": rec.pending()}
+
     def _write_behavior(self, ev: BehaviorEvent) -> None:
         if self._closed:
             return
