@@ -175,9 +175,11 @@ def test_trust_in_results_min_trust_filter_and_stats(mem):
 
 
 def test_min_trust_filters_before_the_top_k(mem):
-    for i in range(30):
-        mem.remember(f"Cache warmup trick number {i} for the edge nodes.", source="llm")
-    good = mem.remember("Cache warmup for edge nodes: run the warm script.", source={"type": "user"})
+    # More low-trust exact matches than one channel's default depth (50), forced active so they outrank.
+    mem.remember_many([{"content": f"Cache warmup for the edge nodes, trick {i}.", "source": "llm", "status": "active",
+                        "allow_unsafe_status_override": True} for i in range(80)])
+    good = mem.remember("Edge caches: warm them with the script after a deploy.", source={"type": "user"})
+    assert good.id not in mem.recall("cache warmup edge nodes", limit=10).ids
     r = mem.recall("cache warmup edge nodes", limit=1, min_trust=0.9)
     assert r.ids == [good.id]
 

@@ -168,6 +168,8 @@ class Retriever:
         cfg = self.config
         qvec = self.query_cache.get(self.embedder, query)
         depth = max(cfg.candidate_depth, limit * 4)
+        if min_trust is not None:
+            depth *= 3  # candidates below the trust floor are dropped: look deeper so the limit still fills
         with self.store.reading() as conn:
             kw = self.keyword_channel(conn, query, flt, depth)
             vec = self.vector_channel(conn, qvec, flt, depth)
