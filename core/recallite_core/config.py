@@ -36,3 +36,10 @@ class RecalliteConfig:
     busy_timeout_ms: int = 5000
     # Tombstones kept for incremental readers before they are pruned (readers then reload).
     max_tombstones: int = 20000
+    # SLM-Lite: trust, working memory, behaviour capture
+    trust_half_life_days: float = 180.0
+    working_max_entries: int = 200  # per session; the oldest entry is archived beyond it
+    working_max_bytes: int = 256 * 1024  # per session, content bytes
+    working_overflow: str = "archive"  # "archive": written as a candidate episode; "drop": forgotten
+    working_promote_after: int = 3  # uses (recall hits + credited feedback) before auto-promotion; 0 = never
+    behavior_queue_size: int = 1000

@@ -42,6 +42,7 @@ from .models import (
     UsefulnessChange,
 )
 from .retriever import RecallFilter, Retriever
+from .slm import SlmLite
 from .rows import MEMORY_COLUMNS, load_memories, memory_from_row, ts
 from .store import Store
 from .tokens import estimate_tokens
@@ -56,6 +57,7 @@ from .validation import (
     check_tags,
     check_title,
     check_unit,
+    check_valid_until,
     content_hash,
     derive_title,
     fmt_id,
@@ -72,7 +74,7 @@ class _Prepared:
     """A validated memory ready to insert."""
 
     __slots__ = ("type", "title", "content", "status", "source", "scope", "session", "tags", "metadata",
-                 "confidence", "importance", "hash", "tokens", "embed_text")
+                 "confidence", "importance", "hash", "tokens", "embed_text", "valid_until")
 
     def __init__(self, **kw):
         for k, v in kw.items():
@@ -86,7 +88,7 @@ def embedding_text(title: str, content: str) -> str:
     return content
 
 
-class Recallite:
+class Recallite(SlmLite):
     """Persistent, outcome-aware agent memory in one SQLite file.
 
     Open with :meth:`open`. Every public write is one transaction; every method is safe to
@@ -154,6 +156,7 @@ class Recallite:
 
     def close(self) -> None:
         if not self._closed:
+            self._slm_close()  # drain queued behaviour events first
             self._closed = True
             self.store.close()
 
@@ -187,6 +190,7 @@ class Recallite:
         status: str | None = None,
         allow_unsafe_status_override: bool = False,
         confidence: Any = None,
+        valid_until: Any = None,
     ) -> _Prepared:
         lim = self.limits
         if not isinstance(type, str):
@@ -216,6 +220,7 @@ class Recallite:
             hash=content_hash(text),
             tokens=estimate_tokens(text) + estimate_tokens(ttl),
             embed_text=embedding_text(ttl, text),
+            valid_until=check_valid_until(valid_until),
         )
 
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -237,13 +242,13 @@ class Recallite:
         cur = conn.execute(
             "INSERT INTO memories (type, title, content, status, source_type, source_id, scope, session, tags, metadata, "
             "confidence, usefulness, importance, success_count, failure_count, access_count, last_accessed_at, "
-            "created_at, updated_at, content_hash, tokens) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "created_at, updated_at, content_hash, tokens, valid_until) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 p.type, p.title, p.content, p.status, p.source.type, p.source.id, p.scope, p.session,
                 json.dumps(p.tags, ensure_ascii=False), json.dumps(p.metadata, ensure_ascii=False),
                 p.confidence, extra.get("usefulness", 0.5), p.importance, extra.get("success_count", 0),
                 extra.get("failure_count", 0), extra.get("access_count", 0), extra.get("last_accessed_at"),
-                extra.get("created_at", now), extra.get("updated_at", now), p.hash, p.tokens,
+                extra.get("created_at", now), extra.get("updated_at", now), p.hash, p.tokens, p.valid_until,
             ),
         )
         mid = cur.lastrowid
@@ -276,17 +281,20 @@ class Recallite:
         status: str | None = None,
         allow_unsafe_status_override: bool = False,
         confidence: float | None = None,
+        valid_until: Any = None,
     ) -> Memory:
         """Store one memory. Identical content in the same scope returns the existing one (``duplicate_of`` set).
 
         ``source`` (default ``{"type": "user"}``) decides trust: llm and imported memories start
         as candidates whatever ``status`` asks, unless ``allow_unsafe_status_override``.
+        ``valid_until`` (datetime, ISO string or epoch seconds): after it the memory leaves default recall.
         """
         self._live()
         p = self._prepare(
             content=content, type=type, title=title, source=source, tags=tags, metadata=metadata,
             importance=importance, scope=scope, session=session, status=status,
             allow_unsafe_status_override=allow_unsafe_status_override, confidence=confidence,
+            valid_until=valid_until,
         )
         with self.store.reading() as conn:
             dup = self._find_duplicate(conn, p)
@@ -318,7 +326,7 @@ class Recallite:
                 raise InvalidInputError(f"Item {n} is not a dict of remember() arguments.")
             unknown = set(item) - {
                 "content", "type", "title", "source", "tags", "metadata", "importance", "scope", "session",
-                "status", "allow_unsafe_status_override", "confidence",
+                "status", "allow_unsafe_status_override", "confidence", "valid_until",
             }
             if unknown:
                 raise InvalidInputError(f"Item {n} has unknown fields: {', '.join(sorted(unknown))}.")
@@ -468,6 +476,11 @@ class Recallite:
         tags: Sequence[str] | None = None,
         session: str | None = None,
         statuses: Sequence[str] | None = None,
+        min_trust: float | None = None,
+        include_teams: bool = False,
+        include_expired: bool = False,
+        expand_beliefs: bool = False,
+        working_session: str | None = None,
         _kind: str = "recall",
     ) -> RecallResult:
         """Hybrid recall: keyword + vector channels fused by RRF, then policy multipliers.
@@ -475,6 +488,12 @@ class Recallite:
         Filters apply before scoring. Deprecated and superseded memories are left out unless
         ``include_inactive`` (or ``statuses``) asks for them. Every call is logged as a
         retrieval whose id feedback() refers to.
+
+        SLM-Lite options: ``min_trust`` drops memories whose trust score is lower (before the
+        top-k); ``include_teams`` also searches the team scopes of ``scope``; expired memories
+        (``valid_until`` passed) are left out unless ``include_expired`` or ``include_inactive``;
+        ``expand_beliefs`` appends up to ``limit`` memories one relation away (reason
+        ``belief-expansion``); ``working_session`` merges that session's working memory.
         """
         self._live()
         q = check_query(query, self.limits)
@@ -483,14 +502,22 @@ class Recallite:
         if statuses is None:
             statuses = STATUSES if include_inactive else policy.DEFAULT_RECALL_STATUSES
         flt = self._filter(scope, types, statuses, tags, session)
+        flt = self._slm_filter(flt, include_teams, include_expired or include_inactive)
         if min_score is not None:
             min_score = float(min_score)
             if not math.isfinite(min_score):
                 raise InvalidInputError("min_score must be a finite number.")
-        hits = self.retriever.rank(q, flt, n, profile, min_score)
+        mt = None if min_trust is None else check_unit("min_trust", min_trust, 0.0)
+        hits = self.retriever.rank(q, flt, n, profile, min_score, mt)
+        if working_session is not None:
+            hits = self._merge_working(hits, q, flt, n, profile, working_session, mt, min_score)
+        if expand_beliefs:
+            hits = hits + self._belief_neighbours(hits, flt, n, mt)
         with self.store.transaction() as conn:
-            rid = self.retriever.log(conn, q, profile, flt.scopes, hits, _kind)
-        return RecallResult(retrieval_id=fmt_id("ret", rid), query=q, profile=profile, memories=hits)
+            rid = self.retriever.log(conn, q, profile, flt.scopes, [h for h in hits if h.memory.layer != "working"], _kind)
+        result = RecallResult(retrieval_id=fmt_id("ret", rid), query=q, profile=profile, memories=hits)
+        self._after_recall(result.retrieval_id, hits)
+        return result
 
     def format_context(self, result: RecallResult, max_tokens: int = 2000, format: str = "markdown") -> str:
         """Render a recall result as prompt text; the budget (see tokens.py) is never exceeded."""
@@ -538,7 +565,24 @@ class Recallite:
     ) -> FeedbackResult:
         """Report how the task went. Used memories (or, if none are named, every shown memory
         with rank-decayed weight) move their usefulness toward the outcome. Never changes status.
-        A repeated ``client_key`` is applied once."""
+        A repeated ``client_key`` is applied once. Working-memory ids (``wm_…``) in
+        ``used_memory_ids`` credit those entries (and count toward their promotion)."""
+        used_memory_ids, working_used = self._split_working_ids(used_memory_ids)
+        result = self._feedback(retrieval_id, outcome, score, used_memory_ids, reason, client_key=client_key)
+        if not result.duplicate:
+            self._credit_working(result.retrieval_id, outcome, score, working_used)
+        return result
+
+    def _feedback(
+        self,
+        retrieval_id: str,
+        outcome: str = "success",
+        score: float | None = None,
+        used_memory_ids: Sequence[str] | None = None,
+        reason: str | None = None,
+        *,
+        client_key: str | None = None,
+    ) -> FeedbackResult:
         self._live()
         if outcome not in OUTCOMES:
             raise InvalidInputError(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}.")
@@ -651,6 +695,8 @@ class Recallite:
                 "UPDATE memories SET status = ?, confidence = ?, metadata = ?, updated_at = ? WHERE id = ?",
                 (new_status, conf, json.dumps(meta, ensure_ascii=False), time.time(), mid),
             )
+            if new_status in ("validated", "active"):  # trust decays from the last validation
+                conn.execute("UPDATE memories SET validated_at = ? WHERE id = ?", (time.time(), mid))
         return self.get(mid)
 
     def validate(self, memory_id: str | int, reason: str | None = None) -> Memory:
@@ -980,7 +1026,7 @@ class Recallite:
                 rparams)}
         served_sorted = sorted(served)
         db_bytes, wal_bytes = self.store.file_sizes()
-        return Stats(
+        stats = Stats(
             memories=total, by_type=by_type, by_status=by_status, by_source=by_source, by_scope=by_scope,
             relations=rel, vectors=vectors, embedder=self.embedder.name, dimensions=self.embedder.dimensions,
             retrievals=retrievals, feedback={o: fb.get(o, 0) for o in OUTCOMES}, context_calls=len(served),
@@ -991,6 +1037,8 @@ class Recallite:
             db_path=self.store.path, db_bytes=db_bytes, wal_bytes=wal_bytes,
             schema_version=self.store.conn.execute("PRAGMA user_version").fetchone()[0],
         )
+        self._slm_stats(stats, flt)
+        return stats
 
     # -- portability --------------------------------------------------------------------------------------------------------
     def export_jsonl(self, path: str, *, scope: str | None = None) -> int:

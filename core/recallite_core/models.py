@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MemoryType = Literal["observation", "preference", "fact", "constraint", "lesson", "procedure", "episode"]
 Status = Literal["candidate", "validated", "active", "deprecated", "superseded"]
@@ -13,6 +13,7 @@ SourceType = Literal["user", "system", "tool", "agent", "llm", "imported"]
 RelationType = Literal["contradicts", "supports", "derived_from", "supersedes", "causes", "requires"]
 Outcome = Literal["success", "failure", "partial"]
 ContextFormat = Literal["markdown", "xml", "plain", "compact"]
+Layer = Literal["working", "episodic", "semantic", "procedural"]
 
 MEMORY_TYPES: tuple[str, ...] = MemoryType.__args__  # type: ignore[attr-defined]
 STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
@@ -56,6 +57,18 @@ class Memory(BaseModel):
     duplicate_of: Optional[str] = Field(
         default=None, description="Set when remember() found an identical memory in the scope and returned it."
     )
+    valid_until: Optional[datetime] = Field(default=None, description="After this moment the memory leaves default recall.")
+    layer: Optional[Layer] = Field(
+        default=None, description="working (in process only), episodic, semantic or procedural; follows from the type."
+    )
+
+    @model_validator(mode="after")
+    def _default_layer(self) -> "Memory":
+        if self.layer is None:
+            from .policy import TYPE_LAYER
+
+            self.layer = TYPE_LAYER[self.type]  # type: ignore[assignment]
+        return self
 
 
 class ScoreBreakdown(BaseModel):
@@ -84,6 +97,7 @@ class RecallHit(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     breakdown: ScoreBreakdown = Field(default_factory=ScoreBreakdown)
+    trust: Optional[float] = Field(default=None, description="Trust score in [0.1, 1] (policy.trust_score).")
 
 
 class RecallResult(BaseModel):
@@ -173,3 +187,47 @@ class Stats(BaseModel):
     db_bytes: int
     wal_bytes: int
     schema_version: int
+    by_layer: dict[str, int] = Field(default_factory=dict)
+    trust: dict[str, Any] = Field(default_factory=dict, description="Trust distribution: buckets, mean, min, max.")
+    expired: int = Field(0, description="Memories past valid_until still on record (clean_expired retires them).")
+    working: dict[str, int] = Field(default_factory=dict, description="Working memory in this process: sessions, entries, bytes.")
+
+
+# -- SLM-Lite ----------------------------------------------------------------------------------------------------------
+class BeliefNode(BaseModel):
+    memory: Memory
+    hops: int = Field(description="0 for a seed found by recall, 1 or 2 for neighbours along relations.")
+    confidence: float = Field(description="Belief confidence: the seed's confidence, x 0.6 per hop.")
+    trust: Optional[float] = None
+    via: Optional[str] = Field(None, description="The node this one was reached from.")
+    relation: Optional[str] = Field(None, description="The relation that reached it, seen from `via` (e.g. supports, contradicted_by).")
+
+
+class BeliefEdge(BaseModel):
+    from_id: str
+    to_id: str
+    type: RelationType
+
+
+class BeliefGraph(BaseModel):
+    topic: str
+    retrieval_id: str
+    nodes: list[BeliefNode] = Field(default_factory=list)
+    edges: list[BeliefEdge] = Field(default_factory=list)
+
+
+class Concepts(BaseModel):
+    concepts: list[str] = Field(description="Key phrases, best first.")
+    summary: str = Field(description="A short extractive (or sampled) summary of the text.")
+    method: Literal["local", "sampling"] = "local"
+
+
+class AutoContextResult(BaseModel):
+    context: str
+    retrieval_id: str
+    memory_ids: list[str]
+    tokens: int
+    query: str = Field(description="The recall query built from the concepts.")
+    concepts: list[str]
+    summary: str
+    method: Literal["local", "sampling"] = "local"

@@ -51,7 +51,7 @@ def export_jsonl(mem: "Recallite", path: str, scope: str | None = None) -> int:
                 m = memory_from_row(row)
                 ids.add(row[0])
                 d = m.model_dump(exclude={"duplicate_of"})
-                for k in ("created_at", "updated_at", "last_accessed_at"):
+                for k in ("created_at", "updated_at", "last_accessed_at", "valid_until"):
                     d[k] = _epoch(getattr(m, k))
                 write({"kind": "memory", **d})
             for a, b, t, eff, created in conn.execute(
@@ -142,6 +142,7 @@ def import_jsonl(mem: "Recallite", path: str, trust: str = "untrusted", progress
                 tags=r.get("tags"), metadata=r.get("metadata"), importance=r.get("importance"), scope=r.get("scope"),
                 session=r.get("session"), status=None if not restore else (r.get("status") if r.get("status") in policy.STATUS_RANK else None),
                 allow_unsafe_status_override=restore, confidence=r.get("confidence") if restore else None,
+                valid_until=r.get("valid_until"),
             )
             old_id = parse_id(r.get("id"))
         except InvalidInputError as exc:

@@ -21,6 +21,7 @@ from .fusion import keyword_weight, moments, reciprocal_rank_fusion, zscore_fusi
 from .models import Memory, RecallHit, ScoreBreakdown
 from .rows import load_memories
 from .store import Store
+from .trust import trust_scores
 from .vector_index import ScanFilter, VectorIndex
 
 
@@ -31,6 +32,7 @@ class RecallFilter:
     types: tuple[str, ...] | None
     tags: tuple[str, ...] | None
     sessions: tuple[str, ...] | None
+    valid_at: float | None = None  # leave out memories whose valid_until is not after this moment
 
     def sql(self, alias: str = "m") -> tuple[str, list]:
         """WHERE fragments (joined by AND) and their parameters."""
@@ -53,6 +55,9 @@ class RecallFilter:
                 f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE json_each.value IN ({','.join('?' * len(self.tags))}))"
             )
             params.extend(self.tags)
+        if self.valid_at is not None:
+            where.append(f"({alias}.valid_until IS NULL OR {alias}.valid_until > ?)")
+            params.append(self.valid_at)
         return " AND ".join(where) or "1", params
 
 
@@ -108,12 +113,14 @@ class Retriever:
         if flt.tags is not None:
             where, params = flt.sql("m")
             allowed = np.array([r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)], dtype=np.int64)
+        expired = self.expired_ids(conn, flt.valid_at)
         ids, sims, stats = self.index.search_with_stats(
             qvec,
-            depth,
+            depth + len(expired),  # expired rows are dropped below, so the top-k stays exact
             ScanFilter(scopes=flt.scopes, statuses=flt.statuses, types=flt.types, sessions=flt.sessions, allowed_ids=allowed),
         )
-        return [(int(i), float(s)) for i, s in zip(ids, sims)], stats
+        out = [(int(i), float(s)) for i, s in zip(ids, sims) if int(i) not in expired]
+        return out[:depth], stats
 
     def similarities(self, conn: sqlite3.Connection, qvec: np.ndarray, ids: list[int]) -> dict[int, float]:
         """Exact cosine for candidates the vector top-k did not include (keyword-only hits)."""
@@ -168,6 +175,14 @@ class Retriever:
                 matched[rowid] = matched.get(rowid, 0.0) + idf[t]
         return max(matched.values(), default=0.0) / total
 
+    @staticmethod
+    def expired_ids(conn: sqlite3.Connection, valid_at: float | None) -> set[int]:
+        """Memories past their valid_until (a partial index keeps this cheap; clean_expired empties it)."""
+        if valid_at is None:
+            return set()
+        return {r[0] for r in conn.execute(
+            "SELECT id FROM memories WHERE valid_until IS NOT NULL AND valid_until <= ?", (valid_at,))}
+
     # -- contradictions -----------------------------------------------------------------------------
     def contradictions(
         self, conn: sqlite3.Connection, ids: list[int], scopes: tuple[str, ...] | None
@@ -207,13 +222,16 @@ class Retriever:
 
     # -- the whole recall -------------------------------------------------------------------------------
     def rank(
-        self, query: str, flt: RecallFilter, limit: int, profile: str, min_score: float | None
+        self, query: str, flt: RecallFilter, limit: int, profile: str, min_score: float | None,
+        min_trust: float | None = None,
     ) -> list[RecallHit]:
         cfg = self.config
         qvec = self.query_cache.get(self.embedder, query)
         depth = max(cfg.candidate_depth, limit * 4)
         use_kw = cfg.channels in ("hybrid", "keyword")
         use_vec = cfg.channels in ("hybrid", "vector")
+        if min_trust is not None:
+            depth *= 3  # candidates below the trust floor are dropped: look deeper so the limit still fills
         with self.store.reading() as conn:
             kw = self.keyword_channel(conn, query, flt, depth) if use_kw else []
             vec, vstats = self.vector_channel(conn, qvec, flt, depth)
@@ -238,10 +256,17 @@ class Retriever:
                 fused, kz, vz = zscore_fusion(dict(kw), sims, vstats[0], moments(*vstats), alpha)
                 # exp keeps the score positive, so policy factors scale it the same way whatever its sign.
                 base = {i: math.exp(min(50.0, s)) for i, s in fused.items()}
-            pool = sorted(base.items(), key=lambda kv: (-kv[1], kv[0]))[: max(cfg.rerank_pool, limit * 3)]
+            ordered = sorted(base.items(), key=lambda kv: (-kv[1], kv[0]))
+            trust: dict[int, float] = {}
+            if min_trust is not None:  # filter every fused candidate before the pool is cut
+                trust = trust_scores(conn, [i for i, _ in ordered], half_life_days=cfg.trust_half_life_days)
+                ordered = [(i, s) for i, s in ordered if trust.get(i, 0.0) >= min_trust]
+            pool = ordered[: max(cfg.rerank_pool, limit * 3)]
             pool_ids = [i for i, _ in pool]
             memories = load_memories(conn, pool_ids)
             contra = self.contradictions(conn, pool_ids, flt.scopes)
+            if min_trust is None:
+                trust = trust_scores(conn, pool_ids, half_life_days=cfg.trust_half_life_days)
         kw_rank = {i: (r, s) for r, (i, s) in enumerate(kw, start=1)}
         vec_rank = {i: (r, s) for r, (i, s) in enumerate(vec, start=1)}
         weights = cfg.profiles[profile]
@@ -281,6 +306,7 @@ class Retriever:
                         for oid, title, status in against
                     ],
                     breakdown=bd,
+                    trust=trust.get(mid),
                 )
             )
         hits.sort(key=lambda h: (-h.score, h.memory.id))
