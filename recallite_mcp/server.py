@@ -41,6 +41,7 @@ from .schemas import (
     UsefulnessChangeOut,
 )
 from .scoping import ScopeDecision, level_for
+from .sessions import connection_key
 from .settings import Settings
 from .slm_tools import register_slm_tools, working_session
 
@@ -69,7 +70,7 @@ class AppState:
     last_retrieval_id: Optional[str] = None
     # Active scope per client session (stdio has one; HTTP may have several), dropped when the
     # client says its roots changed.
-    scopes: dict[int, ScopeDecision] = field(default_factory=dict)
+    scopes: dict[str, ScopeDecision] = field(default_factory=dict)
     scope_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -90,7 +91,7 @@ def fetch_roots(ctx: Context) -> Optional[list[str]]:
 
 
 def active_scope(st: AppState, ctx: Context) -> ScopeDecision:
-    key = id(ctx.session)
+    key = connection_key(ctx.session, getattr(ctx.request_context, "protocol_version", None))
     with st.scope_lock:
         decision = st.scopes.get(key)
     if decision is None:
@@ -220,7 +221,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         st = holder.get("state")
         if st is not None:
             with st.scope_lock:
-                st.scopes.pop(id(ctx.session), None)
+                st.scopes.pop(connection_key(ctx.session, ctx.protocol_version), None)
             log.info("Client roots changed; the scope is decided again on the next call")
 
     server._lowlevel_server.add_notification_handler(  # no public hook in mcp 2.3

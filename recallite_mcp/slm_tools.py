@@ -9,8 +9,6 @@ No ``from __future__ import annotations`` here: the SDK evaluates tool annotatio
 import json
 import logging
 import re
-import threading
-import weakref
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal, Optional
 
 import mcp_types as t
@@ -22,6 +20,7 @@ from pydantic import Field
 
 from recallite_core.models import Concepts
 
+from .sessions import connection_key
 from .schemas import AutoContextOut, BeliefsOut, CaptureOut, HistoryOut, MemoryOut
 
 if TYPE_CHECKING:
@@ -35,35 +34,10 @@ SAMPLING_PROMPT = (
     "summary of the text between <<< and >>>. Answer with JSON only, no prose: "
     '{{"concepts": ["..."], "summary": "..."}}\n\n<<<\n{text}\n>>>'
 )
-_counter_lock = threading.Lock()
-_counter = [0]
-
-
-_by_connection: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
-STATELESS_ERA = "2026-07-28"  # from this protocol version on, requests carry no connection state
-PROCESS_SESSION = "mcp"
-
-
 def working_session(st: "AppState", ctx: Context) -> str:
-    """The working-memory session of this client: one per connection in the classic (initialize)
-    protocol era; one per server process in the stateless era, where no request says which
-    connection it belongs to (a stdio server serves a single client anyway).
-
-    The SDK builds a new ServerSession per request, so the key is its underlying connection
-    (held weakly: a closed connection's entry goes with it)."""
-    proto = getattr(ctx.request_context, "protocol_version", None) or ""
-    conn = getattr(ctx.session, "_connection", None)  # no public handle in mcp 2.3
-    if conn is None or proto >= STATELESS_ERA:
-        return PROCESS_SESSION
-    with _counter_lock:
-        try:
-            name = _by_connection.get(conn)
-        except TypeError:  # not weak-referenceable
-            return PROCESS_SESSION
-        if name is None:
-            _counter[0] += 1
-            name = _by_connection[conn] = f"mcp-{_counter[0]}"
-    return name
+    """The working-memory session of this client (see sessions.py): one per connection in the
+    classic protocol era, one per server process in the stateless era."""
+    return connection_key(ctx.session, getattr(ctx.request_context, "protocol_version", None))
 
 
 def sampling_request(text: str, ctx: Context) -> Any:
