@@ -78,9 +78,12 @@ def open_engine(settings: Settings):
 @click.option("--port", default=8765, show_default=True, type=int, help="HTTP transport: port.")
 @click.option("--trust-client-sources", is_flag=True, default=None,
               help="Record source=user/system from clients as given (default: recorded as agent).")
+@click.option("--no-redact-secrets", "no_redact_secrets", is_flag=True, default=None,
+              help="Store secrets (API keys, tokens, passwords) as given instead of [REDACTED:kind]. Env: RECALLITE_REDACT_SECRETS=0.")
 @click.version_option(__version__, prog_name="recallite-mcp")
 @click.pass_context
-def main(ctx: click.Context, db, scope, embedder, log_level, transport, host, port, trust_client_sources) -> None:
+def main(ctx: click.Context, db, scope, embedder, log_level, transport, host, port, trust_client_sources,
+         no_redact_secrets) -> None:
     """recallite-mcp: persistent, outcome-aware memory for AI agents.
 
     Without a subcommand it serves MCP over stdio (what MCP clients launch):
@@ -90,7 +93,8 @@ def main(ctx: click.Context, db, scope, embedder, log_level, transport, host, po
     if ctx.invoked_subcommand is not None:
         return
     settings = Settings.load(db=db, scope=scope, embedder=embedder, log_level=log_level,
-                             trust_client_sources=trust_client_sources)
+                             trust_client_sources=trust_client_sources,
+                             redact_secrets=False if no_redact_secrets else None)
     setup_logging(settings.log_level)
     from recallite_core import RecalliteError
 

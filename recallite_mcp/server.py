@@ -66,7 +66,9 @@ class AppState:
 
 
 def open_memory(settings: Settings) -> Recallite:
-    config = RecalliteConfig(limits=Limits(max_content_bytes=settings.max_content_bytes), default_scope=settings.default_scope)
+    limits = Limits(max_content_bytes=settings.max_content_bytes, max_metadata_bytes=settings.max_metadata_bytes,
+                    max_tags=settings.max_tags)
+    config = RecalliteConfig(limits=limits, default_scope=settings.default_scope, redact_secrets=settings.redact_secrets)
     return Recallite.open(settings.db_path, embedder=settings.embedder, config=config)
 
 
@@ -189,8 +191,10 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
     ) -> RememberOut:
         """Persist something worth knowing next time: a user preference, a constraint, a lesson from a
         failure, a procedure that worked, a fact about the project. One idea per call, self-contained.
-        Do not store secrets. Identical content in the same scope is not stored twice (duplicate_of).
-        LLM-written or imported memories start as candidates until validated."""
+        Do not store secrets: API keys, tokens, passwords and private keys are replaced by
+        [REDACTED:kind] before storage. Identical content in the same scope is not stored twice
+        (duplicate_of). LLM-written or imported memories, and text that reads like instructions to an
+        agent, start as candidates until validated."""
         st = state_of(ctx)
         src = source
         if src in ("user", "system") and not st.settings.trust_client_sources:
@@ -282,24 +286,26 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         ctx: Context,
         superseded_by: Annotated[Optional[str], Field(description="With action=supersede: the memory that replaces this one.")] = None,
         reason: Annotated[Optional[str], Field(description="Why, in a sentence.")] = None,
+        source: Annotated[SourceArg, Field(description="Who asks for the change: agent (you), or llm/imported when it comes from generated or outside text (then trusted memories cannot be retired and nothing can be validated).")] = "agent",
     ) -> UpdateOut:
         """Move a memory through its lifecycle: candidate -> validated -> active; deprecate what is wrong
         or outdated; supersede an old memory with a newer one. Illegal moves return an error naming the
         allowed ones."""
         st = state_of(ctx)
         mem = st.memory
+        by = "agent" if source in ("user", "system") and not st.settings.trust_client_sources else source
         if action == "supersede":
             if not superseded_by:
                 raise ToolError("action=supersede needs superseded_by: the id of the memory that replaces this one.")
-            m = mem.supersede(id, superseded_by, reason=reason)
+            m = mem.supersede(id, superseded_by, reason=reason, by=by)
         elif superseded_by:
             raise ToolError("superseded_by is only for action=supersede.")
         elif action == "validate":
-            m = mem.validate(id, reason=reason)
+            m = mem.validate(id, reason=reason, by=by)
         elif action == "activate":
-            m = mem.activate(id, reason=reason)
+            m = mem.activate(id, reason=reason, by=by)
         else:
-            m = mem.deprecate(id, reason=reason)
+            m = mem.deprecate(id, reason=reason, by=by)
         return UpdateOut(id=m.id, status=m.status, superseded_by=m.superseded_by, confidence=round(m.confidence, 4))
 
     @server.tool(title="Get memories by id", annotations=read_only)

@@ -17,6 +17,9 @@ ENV = {
     "trust_client_sources": "RECALLITE_TRUST_CLIENT_SOURCES",
     "max_content_bytes": "RECALLITE_MAX_CONTENT_BYTES",
     "warm_embedder": "RECALLITE_WARM_EMBEDDER",
+    "redact_secrets": "RECALLITE_REDACT_SECRETS",
+    "max_metadata_bytes": "RECALLITE_MAX_METADATA_BYTES",
+    "max_tags": "RECALLITE_MAX_TAGS",
 }
 
 
@@ -47,6 +50,9 @@ class Settings:
     embedder: str = "default"  # default | onnx | hash
     trust_client_sources: bool = False
     max_content_bytes: int = 64 * 1024
+    max_metadata_bytes: int = 16 * 1024
+    max_tags: int = 32
+    redact_secrets: bool = True  # secrets in memories are stored as [REDACTED:kind]
     warm_embedder: bool = True  # load the model in a background thread at start-up
     server_name: str = "recallite"
     extra: dict[str, Any] = field(default_factory=dict)

@@ -20,7 +20,7 @@ CONTRACT = {
     "recallite_relate": (["from_id", "relation", "to_id"], ["from_id", "relation", "to_id"], ["from_memory", "relation", "to_memory"]),
     "recallite_recall": (["query"], ["include_inactive", "limit", "min_score", "profile", "query", "scope", "types"],
                          ["memories", "retrieval_id", "scope"]),
-    "recallite_update": (["action", "id"], ["action", "id", "reason", "superseded_by"], ["confidence", "id", "status", "superseded_by"]),
+    "recallite_update": (["action", "id"], ["action", "id", "reason", "source", "superseded_by"], ["confidence", "id", "status", "superseded_by"]),
     "recallite_get": (["ids"], ["ids"], ["memories"]),
     "recallite_forget": (["id"], ["id"], ["deleted", "id"]),
 }

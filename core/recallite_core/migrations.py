@@ -148,6 +148,13 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX memory_outcomes_memory ON memory_outcomes(memory_id);
         """,
     ),
+    (
+        "0002_redactions",
+        """
+        -- Secrets kept off disk, by kind (see redaction.py): a count, never the secret.
+        CREATE TABLE redactions (kind TEXT PRIMARY KEY, count INTEGER NOT NULL DEFAULT 0);
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

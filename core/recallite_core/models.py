@@ -169,3 +169,5 @@ class Stats(BaseModel):
     db_bytes: int
     wal_bytes: int
     schema_version: int
+    redactions: int = Field(0, description="Secrets replaced by [REDACTED:kind] before storage, database-wide.")
+    redactions_by_kind: dict[str, int] = Field(default_factory=dict)
