@@ -110,7 +110,7 @@ class _Markdown:
 
 def _xml_text(text: str) -> str:
     """Element text: &, <, > escaped; hidden and non-XML characters shown as [U+XXXX]."""
-    return escape(escape_hidden(text))
+    return escape(escape_hidden(text), {"\r": "&#13;"})  # a raw CR would be read back as LF
 
 
 class _Xml:
