@@ -59,10 +59,11 @@ WARMUP_DELAY_S = 1.0
 
 @dataclass
 class AppState:
-    memory: Recallite
+    memory: Optional[Recallite]  # None when the database could not be opened (see open_error)
     settings: Settings
     embedder_ready: threading.Event = field(default_factory=threading.Event)
     last_retrieval_id: Optional[str] = None
+    open_error: Optional[str] = None
 
 
 def open_memory(settings: Settings) -> Recallite:
@@ -119,9 +120,17 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
     @asynccontextmanager
     async def lifespan(app: MCPServer) -> AsyncIterator[AppState]:
         owned = memory is None
-        mem = memory if memory is not None else open_memory(settings)
-        state = AppState(memory=mem, settings=settings)
-        if settings.warm_embedder:
+        mem, open_error = memory, None
+        if mem is None:
+            try:
+                mem = open_memory(settings)
+            except RecalliteError as exc:
+                # Keep serving: every tool call then answers with this message, so the user sees
+                # what is wrong with the file (and what to do) in the chat, not in a client log.
+                open_error = str(exc)
+                log.error("recallite-mcp cannot open its database: %s", exc)
+        state = AppState(memory=mem, settings=settings, open_error=open_error)
+        if mem is not None and settings.warm_embedder:
             # A short delay keeps the model import from competing with the handshake for the GIL.
             timer = threading.Timer(WARMUP_DELAY_S, _warm, args=(state,))
             timer.name, timer.daemon = "recallite-embedder-warmup", True
@@ -133,7 +142,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
             yield state
         finally:
             holder.pop("state", None)
-            if owned:
+            if owned and mem is not None:
                 mem.close()
 
     server = MCPServer(
@@ -142,7 +151,10 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
     )
 
     def state_of(ctx: Context) -> AppState:
-        return ctx.request_context.lifespan_context
+        st = ctx.request_context.lifespan_context
+        if st.memory is None:
+            raise ToolError(f"{st.open_error} The server is running without its database: fix this, then restart it.")
+        return st
 
     def scope_of(state: AppState, scope: Optional[str]) -> str:
         return scope or state.settings.default_scope
@@ -326,27 +338,28 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
     def recallite_forget(
         id: Annotated[str, Field(description="The memory to delete, e.g. mem_12.")],
         ctx: Context,
+        vacuum: Annotated[bool, Field(description="Also rewrite the database file so the deleted text leaves the disk (slower; use when the memory held something private).")] = False,
     ) -> ForgetOut:
         """Hard-delete a memory with its links and index entries. Only when the user asks to forget
         something; to retire a wrong memory prefer recallite_update action=deprecate."""
         st = state_of(ctx)
-        st.memory.forget(id)
+        st.memory.forget(id, vacuum=vacuum)
         return ForgetOut(id=id, deleted=True)
 
     # -- resources and prompt ----------------------------------------------------------------------------
     @server.resource("recallite://stats", name="stats", title="Memory stats", mime_type="application/json")
     def stats_resource() -> str:
         st = holder.get("state")
-        if st is None:
-            raise ResourceNotFoundError("The memory store is not open.")
+        if st is None or st.memory is None:
+            raise ResourceNotFoundError(st.open_error if st is not None and st.open_error else "The memory store is not open.")
         return stats_out(st, None).model_dump_json(indent=2)
 
     @server.resource("recallite://memory/{memory_id}", name="memory", title="A memory by id", mime_type="application/json")
     def memory_resource(memory_id: str, ctx: Context) -> str:
-        st = state_of(ctx)
         try:
+            st = state_of(ctx)
             return MemoryOut.of(st.memory.get(memory_id)).model_dump_json(indent=2)
-        except RecalliteError as exc:
+        except (RecalliteError, ToolError) as exc:
             raise ResourceNotFoundError(str(exc)) from exc
 
     @server.prompt(name="recallite_rules", title="Recallite agent rules",

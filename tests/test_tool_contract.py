@@ -22,7 +22,7 @@ CONTRACT = {
                          ["memories", "retrieval_id", "scope"]),
     "recallite_update": (["action", "id"], ["action", "id", "reason", "source", "superseded_by"], ["confidence", "id", "status", "superseded_by"]),
     "recallite_get": (["ids"], ["ids"], ["memories"]),
-    "recallite_forget": (["id"], ["id"], ["deleted", "id"]),
+    "recallite_forget": (["id"], ["id", "vacuum"], ["deleted", "id"]),
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sqlite3
 import statistics
 import time
 from typing import Any, Callable, Iterable, Sequence
@@ -44,7 +45,7 @@ from .models import (
 )
 from .retriever import RecallFilter, Retriever
 from .rows import MEMORY_COLUMNS, load_memories, memory_from_row, ts
-from .store import Store
+from .store import Store, _explain
 from .tokens import estimate_tokens
 from .validation import (
     check_content,
@@ -819,12 +820,18 @@ class Recallite:
     # -- deletion ---------------------------------------------------------------------------------------------------------
     def forget(self, memory_id: str | int, *, vacuum: bool = False) -> bool:
         """Hard-delete a memory with its vector, FTS entry, relations, retrieval items and outcomes.
+        The text of queries that surfaced it, and reasons given in feedback on them, are blanked
+        in the retrieval log (they may quote it).
 
         ``vacuum=True`` also rewrites the file so the deleted text is gone from disk.
         """
         self._live()
         mid = parse_id(memory_id)
         with self.store.transaction() as conn:
+            shown_in = "SELECT retrieval_id FROM retrieval_items WHERE memory_id = ?"
+            conn.execute(f"UPDATE retrievals SET query = '[forgotten]' WHERE id IN ({shown_in})", (mid,))
+            conn.execute(f"UPDATE feedback SET reason = NULL WHERE retrieval_id IN ({shown_in}) OR used_ids LIKE ?",
+                         (mid, f'%"mem_{mid}"%'))
             cur = conn.execute("DELETE FROM memories WHERE id = ?", (mid,))
             if cur.rowcount == 0:
                 raise MemoryNotFoundError(f"No memory mem_{mid}.")
@@ -839,9 +846,12 @@ class Recallite:
         with self.store.transaction() as conn:
             conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
         with self.store.lock:
-            self.store.conn.execute("VACUUM")
-            if self.store.path:
-                self.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            try:
+                self.store.conn.execute("VACUUM")
+                if self.store.path:
+                    self.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:
+                raise _explain(exc, self.store.path) from exc
 
     def _prune_tombstones(self, conn) -> None:
         count = conn.execute("SELECT count(*) FROM tombstones").fetchone()[0]
