@@ -199,14 +199,14 @@ class Recallite:
         src = check_source(source)
         # Secrets are replaced before hashing, embedding and FTS, so they never reach the file.
         redactions: list[str] = []
+        ttl, tag_list, meta = check_title(title, lim), check_tags(tags, lim), check_metadata(metadata, lim)
         if self.config.redact_secrets if redact_secrets is None else bool(redact_secrets):
             text, redactions = redact_text(text)
-            title, tags = redact_value(title, redactions), redact_value(tags, redactions)
-            meta = redact_value(check_metadata(metadata, lim), redactions)
-        else:
-            meta = check_metadata(metadata, lim)
-        ttl = check_title(title, lim) or derive_title(text)
-        tag_list = check_tags(tags, lim)
+            ttl = redact_value(ttl, redactions)
+            if tag_list:  # redact the tags as given (before lower-casing hides an AKIA... key)
+                tag_list = check_tags(redact_value(tags, redactions), lim)
+            meta = redact_value(meta, redactions)
+        ttl = ttl or derive_title(text)
         if status is not None and not isinstance(status, str):
             raise InvalidInputError(f"status must be one of {', '.join(STATUSES)}.")
         st = policy.initial_status(type, src.type, status, allow_unsafe_status_override)
