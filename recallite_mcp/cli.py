@@ -303,10 +303,13 @@ def doctor(ctx, db, scope, embedder, log_level, as_json):
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.option("--learning", is_flag=True, help="The closed-loop learning benchmark instead of speed.")
+@click.option("--faults", is_flag=True, help="Concurrency (N servers over stdio, one file) and SIGKILL crash runs, with checks.")
 @click.pass_context
-def bench(ctx, learning):
-    """Benchmarks that print numbers: speed (default) or --learning. Extra options go to the benchmark (--help there)."""
-    if learning:
+def bench(ctx, learning, faults):
+    """Benchmarks that print numbers: speed (default), --learning or --faults. Extra options go to the benchmark (--help there)."""
+    if faults:
+        from .benchmarks import faults as mod
+    elif learning:
         from .benchmarks import learning as mod
     else:
         from .benchmarks import performance as mod
