@@ -283,6 +283,20 @@ def reindex(ctx, db, scope, embedder, log_level):
 
 @main.command()
 @common_options
+@click.pass_context
+@handle_errors
+def vacuum(ctx, db, scope, embedder, log_level):
+    """Rewrite the file so the text of forgotten memories leaves the disk (needs the other clients idle)."""
+    s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    with open_engine(s) as mem:
+        before = sum(mem.store.file_sizes())
+        mem.vacuum()
+        after = sum(mem.store.file_sizes())
+    click.echo(f"vacuumed {s.db_path or ':memory:'}: {before:,} -> {after:,} bytes")
+
+
+@main.command()
+@common_options
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def doctor(ctx, db, scope, embedder, log_level, as_json):

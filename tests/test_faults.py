@@ -378,3 +378,26 @@ def anyio_backend():
 
 
 pytestmark = pytest.mark.anyio
+
+
+def test_forget_vacuum_blocked_by_another_process_says_what_happened(db_path):
+    mem = Recallite.open(db_path, embedder="hash", config=__import__("recallite_core").RecalliteConfig(busy_timeout_ms=200))
+    m = mem.add("the combination is 4-8-15-16")
+    other = sqlite3.connect(db_path, isolation_level=None)
+    other.execute("BEGIN")
+    other.execute("SELECT count(*) FROM memories").fetchone()  # a reader in another process holds a snapshot
+    try:
+        with pytest.raises(StoreError, match=f"{m.id} was deleted.*recallite-mcp vacuum"):
+            mem.forget(m.id, vacuum=True)
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    mem.vacuum()  # later, when the others are idle
+    assert b"4-8-15-16" not in file_bytes(db_path)
+    mem.close()
+    from click.testing import CliRunner
+
+    from recallite_mcp.cli import main
+
+    res = CliRunner().invoke(main, ["vacuum", "--db", db_path, "--embedder", "hash"])
+    assert res.exit_code == 0 and "vacuumed" in res.output

@@ -159,3 +159,16 @@ async def test_mcp_remember_redacts_and_has_no_opt_out(anyio_backend):
         res = await c.call_tool("recallite_remember", {"content": "DB_PASSWORD=hunter2xyz"})
         got = await c.call_tool("recallite_get", {"ids": [res.structured_content["id"]]})
         assert got.structured_content["memories"][0]["content"] == "DB_PASSWORD=hunter2xyz"
+
+
+def test_server_settings_switch(monkeypatch):
+    monkeypatch.setenv("RECALLITE_REDACT_SECRETS", "0")
+    monkeypatch.setenv("RECALLITE_MAX_TAGS", "5")
+    s = Settings.load()
+    assert s.redact_secrets is False and s.max_tags == 5
+    assert Settings.load(redact_secrets=True).redact_secrets is True
+    from recallite_mcp.server import open_memory
+
+    mem = open_memory(Settings(db=":memory:", embedder="hash", redact_secrets=False, max_tags=5, max_metadata_bytes=100))
+    assert mem.config.redact_secrets is False and mem.limits.max_tags == 5 and mem.limits.max_metadata_bytes == 100
+    mem.close()

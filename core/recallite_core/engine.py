@@ -25,6 +25,7 @@ from .errors import (
     InvalidTransitionError,
     MemoryNotFoundError,
     RetrievalNotFoundError,
+    StoreError,
     TrustPolicyError,
 )
 from .redaction import redact_text, redact_value
@@ -837,7 +838,13 @@ class Recallite:
                 raise MemoryNotFoundError(f"No memory mem_{mid}.")
             self._prune_tombstones(conn)
         if vacuum:
-            self.vacuum()
+            try:
+                self.vacuum()
+            except StoreError as exc:
+                raise StoreError(
+                    f"mem_{mid} was deleted, but the file could not be rewritten yet ({exc}) Its text stays in free "
+                    "pages until a vacuum succeeds: run `recallite-mcp vacuum` when the other clients are idle."
+                ) from exc
         return True
 
     def vacuum(self) -> None:
@@ -848,10 +855,16 @@ class Recallite:
         with self.store.lock:
             try:
                 self.store.conn.execute("VACUUM")
-                if self.store.path:
-                    self.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                busy = self.store.path and self.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
             except sqlite3.Error as exc:
                 raise _explain(exc, self.store.path) from exc
+        if busy:
+            # The rewritten pages sit in the WAL; the old ones (deleted text included) stay in the
+            # main file until a checkpoint can run, which waits for other processes' readers.
+            raise StoreError(
+                f"{self.store.path}: another process is reading the file, so the rewritten pages could not be "
+                "copied into it yet. Retry when the other clients are idle."
+            )
 
     def _prune_tombstones(self, conn) -> None:
         count = conn.execute("SELECT count(*) FROM tombstones").fetchone()[0]
