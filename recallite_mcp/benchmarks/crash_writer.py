@@ -14,7 +14,6 @@ import json
 import os
 import random
 import sys
-import tempfile
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     mem = Recallite.open(args.db, embedder="hash")
     log = open(args.log, "a", encoding="utf-8")
     prefix = f"s{args.seed}"
-    workdir = tempfile.mkdtemp(prefix="recallite-crash-")
+    workdir = os.path.dirname(os.path.abspath(args.log))  # killed before any cleanup: no temp dirs of its own
     print("ready", flush=True)
     words = "deploy cache kettle port token build flaky release vault proxy queue index shard lease".split()
 
