@@ -23,10 +23,10 @@ CONTRACT = {
     "recallite_recall": (["query"], ["expand_beliefs", "include_inactive", "include_teams", "limit", "min_score", "min_trust",
                                      "profile", "query", "scope", "types"],
                          ["memories", "retrieval_id", "scope"]),
-    "recallite_update": (["action", "id"], ["action", "content", "id", "layer", "reason", "superseded_by", "team_scope"],
+    "recallite_update": (["action", "id"], ["action", "content", "id", "layer", "reason", "source", "superseded_by", "team_scope"],
                          ["confidence", "id", "layer", "scope", "status", "superseded_by"]),
     "recallite_get": (["ids"], ["ids", "retrieval_id"], ["memories"]),
-    "recallite_forget": (["id"], ["id"], ["deleted", "id"]),
+    "recallite_forget": (["id"], ["id", "vacuum"], ["deleted", "id"]),
     # SLM-Lite
     "recallite_beliefs": (["topic"], ["depth", "include_teams", "limit", "min_trust", "scope", "topic"],
                           ["edges", "nodes", "retrieval_id", "topic"]),

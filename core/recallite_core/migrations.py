@@ -157,6 +157,13 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
+        "0003_redactions",
+        """
+        -- Secrets kept off disk, by kind (see redaction.py): a count, never the secret.
+        CREATE TABLE redactions (kind TEXT PRIMARY KEY, count INTEGER NOT NULL DEFAULT 0);
+        """,
+    ),
+    (
         "0005_layers_trust",
         """
         -- SLM-Lite: expiry, the time a memory was last validated (trust decays from it) and
