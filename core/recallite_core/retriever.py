@@ -3,23 +3,45 @@
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 import numpy as np
 
 from . import policy
 from .config import RecalliteConfig
 from .embedder import Embedder
+from .errors import ScanError
 from .fts import fts_query
 from .fusion import reciprocal_rank_fusion
 from .models import Memory, RecallHit, ScoreBreakdown
 from .rows import load_memories
 from .store import Store
 from .vector_index import ScanFilter, VectorIndex
+
+if TYPE_CHECKING:
+    from .scan_workers import ScanPool
+
+log = logging.getLogger("recallite.retriever")
+
+# What scoring needs of a candidate; full Memory objects are built only for the hits kept.
+_SCORE_COLUMNS = "m.id, m.type, m.status, m.source_type, m.confidence, m.usefulness, m.importance, m.success_count, m.failure_count"
+
+
+class _Candidate(NamedTuple):
+    id: int
+    type: str
+    status: str
+    source_type: str
+    confidence: float
+    usefulness: float
+    importance: float
+    success_count: int
+    failure_count: int
 
 
 @dataclass(frozen=True)
@@ -54,6 +76,17 @@ class RecallFilter:
         return " AND ".join(where) or "1", params
 
 
+def scan_filter_for(conn: sqlite3.Connection, flt: RecallFilter) -> ScanFilter:
+    """The filter a vector scan applies before its top-k (tags become an id list via SQL).
+
+    Shared by the inline scan and the worker processes, so both filter identically."""
+    allowed = None
+    if flt.tags is not None:
+        where, params = flt.sql("m")
+        allowed = np.array([r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)], dtype=np.int64)
+    return ScanFilter(scopes=flt.scopes, statuses=flt.statuses, types=flt.types, sessions=flt.sessions, allowed_ids=allowed)
+
+
 class QueryVectorCache:
     """LRU of query embeddings: agents repeat their task descriptions."""
 
@@ -74,39 +107,89 @@ class QueryVectorCache:
 
 
 class Retriever:
-    def __init__(self, store: Store, embedder: Embedder, index: VectorIndex, config: RecalliteConfig):
+    def __init__(
+        self, store: Store, embedder: Embedder, index: VectorIndex, config: RecalliteConfig, pool: "ScanPool | None" = None
+    ):
         self.store = store
         self.embedder = embedder
         self.index = index
         self.config = config
+        self.pool = pool
+        self.vector_count: int | None = None  # last known, from whichever engine scanned
         self.query_cache = QueryVectorCache(config.query_cache_size)
 
     # -- channels -------------------------------------------------------------------------------
     def keyword_channel(self, conn: sqlite3.Connection, query: str, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
+        """bm25 top-``depth`` among the memories passing the filter, ties by id.
+
+        The bm25 top-N is taken on the FTS table alone (no per-match join to memories),
+        then filtered; only when the filter leaves fewer than ``depth`` of a full top-N is
+        the N widened (and finally the whole match set filtered), so the answer is the same
+        as filtering every match first."""
         match = fts_query(query)
         if match is None:
             return []
         where, params = flt.sql("m")
-        rows = conn.execute(
-            "SELECT m.id, bm25(memories_fts, 1.5, 1.0, 0.5) AS s FROM memories_fts "
-            "JOIN memories m ON m.id = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {where} ORDER BY s LIMIT ?",
-            [match, *params, depth],
-        ).fetchall()
+        inner = max(depth * 2, 100)
+        while True:
+            limit_sql, limit_params = ("LIMIT ?", [inner]) if inner else ("", [])
+            # One pass: the bm25 top-N with, for each, whether it passes the filter.
+            rows = conn.execute(
+                f"SELECT f.id, f.s, ({where}) FROM (SELECT rowid AS id, bm25(memories_fts, 1.5, 1.0, 0.5) AS s "
+                f"FROM memories_fts WHERE memories_fts MATCH ? ORDER BY s, rowid {limit_sql}) f "
+                "JOIN memories m ON m.id = f.id ORDER BY f.s, f.id",
+                [*params, match, *limit_params],
+            ).fetchall()
+            kept = [r for r in rows if r[2]]
+            if len(kept) >= depth or not inner or len(rows) < inner:
+                break  # enough, or the top-N already held every match
+            inner = inner * 8 if inner < 100_000 else 0
+        rows = kept[:depth]
         return [(r[0], -r[1]) for r in rows]
 
     def vector_channel(self, conn: sqlite3.Connection, qvec: np.ndarray, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
+        """The inline scan: the cached matrix in this process."""
         self.index.refresh(conn)
-        allowed = None
-        if flt.tags is not None:
-            where, params = flt.sql("m")
-            allowed = np.array([r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)], dtype=np.int64)
-        ids, sims = self.index.search(
-            qvec,
-            depth,
-            ScanFilter(scopes=flt.scopes, statuses=flt.statuses, types=flt.types, sessions=flt.sessions, allowed_ids=allowed),
-        )
-        return [(int(i), float(s)) for i, s in zip(ids, sims)]
+        self.vector_count = len(self.index)
+        ids, sims = self.index.search(qvec, depth, scan_filter_for(conn, flt))
+        return list(zip(ids.tolist(), sims.tolist()))
+
+    # -- routing between the inline scan and the worker pool --------------------------------------
+    def _submit_scan(self, qvec: np.ndarray, flt: RecallFilter, depth: int):
+        """A pool future when this store is large enough for the workers, else None (inline)."""
+        pool = self.pool
+        if pool is None:
+            return None
+        if self.vector_count is None:
+            with self.store.reading() as conn:
+                self.vector_count = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+        if not pool.wants(self.vector_count):
+            return None
+        try:
+            pool.start(wait=True)
+            return pool.submit(qvec, depth, flt)
+        except ScanError as exc:
+            if pool.options.fallback != "inline":
+                raise
+            log.warning("vector scan falls back inline: %s", exc)
+            return None
+
+    def _pool_result(self, future, conn: sqlite3.Connection, qvec: np.ndarray, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
+        pool = self.pool
+        try:
+            res = future.result(timeout=pool.options.task_timeout + 5.0)
+        except ScanError as exc:
+            if pool.options.fallback != "inline":
+                raise
+            log.warning("vector scan falls back inline: %s", exc)
+            return self.vector_channel(conn, qvec, flt, depth)
+        except BaseException:
+            future.cancel()
+            raise
+        self.vector_count = res.vector_count
+        if self.index.seq >= 0:
+            self.index.reset()  # the workers hold the vectors now: free the inline copy
+        return list(zip(res.ids.tolist(), res.sims.tolist()))
 
     # -- contradictions -----------------------------------------------------------------------------
     def contradictions(
@@ -152,69 +235,88 @@ class Retriever:
         cfg = self.config
         qvec = self.query_cache.get(self.embedder, query)
         depth = max(cfg.candidate_depth, limit * 4)
+        future = self._submit_scan(qvec, flt, depth)  # the workers scan while FTS runs here
+        weights = cfg.profiles[profile]
         with self.store.reading() as conn:
             kw = self.keyword_channel(conn, query, flt, depth)
-            vec = self.vector_channel(conn, qvec, flt, depth)
+            if future is None:
+                vec = self.vector_channel(conn, qvec, flt, depth)
+            else:
+                vec = self._pool_result(future, conn, qvec, flt, depth)
             fused = reciprocal_rank_fusion(
                 [[i for i, _ in kw], [i for i, _ in vec]], [cfg.keyword_weight, cfg.vector_weight], cfg.rrf_k
             )
             pool = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[: max(cfg.rerank_pool, limit * 3)]
             pool_ids = [i for i, _ in pool]
-            memories = load_memories(conn, pool_ids)
+            cands = self._candidates(conn, pool_ids, flt)
             contra = self.contradictions(conn, pool_ids, flt.scopes)
-        kw_rank = {i: (r, s) for r, (i, s) in enumerate(kw, start=1)}
-        vec_rank = {i: (r, s) for r, (i, s) in enumerate(vec, start=1)}
-        weights = cfg.profiles[profile]
+            kw_rank = {i: (r, s) for r, (i, s) in enumerate(kw, start=1)}
+            vec_rank = {i: (r, s) for r, (i, s) in enumerate(vec, start=1)}
+            scored: list[tuple[float, str, _Candidate, ScoreBreakdown]] = []
+            for mid, fusion_score in pool:
+                c = cands.get(mid)
+                if c is None:
+                    continue
+                kr = kw_rank.get(mid)
+                vr = vec_rank.get(mid)
+                bd = ScoreBreakdown(
+                    keyword_rank=kr[0] if kr else None,
+                    keyword_score=round(kr[1], 6) if kr else None,
+                    vector_rank=vr[0] if vr else None,
+                    vector_similarity=round(vr[1], 6) if vr else None,
+                    fusion=fusion_score,
+                    status_factor=policy.STATUS_FACTOR[c.status],
+                    profile_factor=weights.get(c.type, 1.0),
+                    quality=policy.quality(c.confidence, c.usefulness, c.importance),
+                    contradiction_factor=policy.contradiction_factor(len(contra.get(mid, ()))),
+                )
+                bd.final = bd.fusion * bd.status_factor * bd.profile_factor * bd.quality * bd.contradiction_factor
+                scored.append((bd.final, f"mem_{mid}", c, bd))
+            scored.sort(key=lambda t: (-t[0], t[1]))
+            if min_score is not None:
+                scored = [t for t in scored if t[0] >= min_score]
+            scored = scored[:limit]
+            memories = load_memories(conn, [t[2].id for t in scored])
         hits: list[RecallHit] = []
-        for mid, fusion_score in pool:
-            mem = memories.get(mid)
-            if mem is None:
-                continue
-            kr = kw_rank.get(mid)
-            vr = vec_rank.get(mid)
-            against = contra.get(mid, [])
-            bd = ScoreBreakdown(
-                keyword_rank=kr[0] if kr else None,
-                keyword_score=round(kr[1], 6) if kr else None,
-                vector_rank=vr[0] if vr else None,
-                vector_similarity=round(vr[1], 6) if vr else None,
-                fusion=fusion_score,
-                status_factor=policy.STATUS_FACTOR[mem.status],
-                profile_factor=weights.get(mem.type, 1.0),
-                quality=policy.quality(mem.confidence, mem.usefulness, mem.importance),
-                contradiction_factor=policy.contradiction_factor(len(against)),
-            )
-            bd.final = bd.fusion * bd.status_factor * bd.profile_factor * bd.quality * bd.contradiction_factor
+        for rank, (final, _, c, bd) in enumerate(scored, start=1):
             hits.append(
                 RecallHit(
-                    memory=mem,
-                    score=bd.final,
-                    rank=0,
-                    reasons=self.reasons(mem, bd, profile),
+                    memory=memories[c.id],
+                    score=final,
+                    rank=rank,
+                    reasons=self.reasons(c, bd, profile),
                     warnings=[
                         f"Contradicted by {f'mem_{oid}'}" + (f' "{title}"' if title else "") + f" ({status})"
-                        for oid, title, status in against
+                        for oid, title, status in contra.get(c.id, [])
                     ],
                     breakdown=bd,
                 )
             )
-        hits.sort(key=lambda h: (-h.score, h.memory.id))
-        if min_score is not None:
-            hits = [h for h in hits if h.score >= min_score]
-        hits = hits[:limit]
-        for r, h in enumerate(hits, start=1):
-            h.rank = r
         return hits
 
-    def reasons(self, mem: Memory, bd: ScoreBreakdown, profile: str) -> list[str]:
+    @staticmethod
+    def _candidates(conn: sqlite3.Connection, ids: list[int], flt: RecallFilter) -> dict[int, _Candidate]:
+        """The scoring columns of the fused pool, re-checked against the filter (a worker's
+        snapshot may be a write older or newer than this one)."""
+        if not ids:
+            return {}
+        where, params = flt.sql("m")
+        rows = conn.execute(
+            f"SELECT {_SCORE_COLUMNS} FROM memories m WHERE m.id IN ({','.join('?' * len(ids))}) AND {where}",
+            [*ids, *params],
+        ).fetchall()
+        return {r[0]: _Candidate(*r) for r in rows}
+
+    def reasons(self, mem: "Memory | _Candidate", bd: ScoreBreakdown, profile: str) -> list[str]:
+        source_type = mem.source_type if isinstance(mem, _Candidate) else mem.source.type
         out: list[str] = []
         if bd.keyword_rank is not None:
             out.append("keyword-match")
         if bd.vector_similarity is not None and bd.vector_similarity >= self.config.semantic_match_threshold:
             out.append("semantic-match")
         out.append(f"{mem.status}-memory")
-        if policy.SOURCE_TRUST.get(mem.source.type) == policy.UNTRUSTED:
-            out.append(f"untrusted-source:{mem.source.type}")
+        if policy.SOURCE_TRUST.get(source_type) == policy.UNTRUSTED:
+            out.append(f"untrusted-source:{source_type}")
         if mem.success_count and mem.usefulness >= 0.6:
             out.append("reinforced")
         if mem.failure_count and mem.usefulness <= 0.4:

@@ -1,0 +1,1 @@
+"""Benchmarks of recallite-mcp: deterministic task generators and scenarios for measuring learning."""
