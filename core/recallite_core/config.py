@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .policy import PROFILES
 from .validation import Limits
@@ -28,3 +29,7 @@ class RecalliteConfig:
     busy_timeout_ms: int = 5000
     # Tombstones kept for incremental readers before they are pruned (readers then reload).
     max_tombstones: int = 20000
+    # Vector scans in worker processes (file stores only): False, True, "auto" or a dict of
+    # scan_workers.WorkerOptions fields (size, min_vector_count, min_scan_operations,
+    # max_concurrent_scans, task_timeout, max_queue, fallback). False keeps every scan inline.
+    workers: Any = False

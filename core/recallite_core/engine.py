@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -60,6 +61,7 @@ from .validation import (
     fmt_id,
     parse_id,
 )
+from .scan_workers import ScanPool, WorkerOptions
 from .vector_index import VectorIndex
 
 log = logging.getLogger("recallite")
@@ -97,7 +99,12 @@ class Recallite:
         self.embedder = embedder
         self.config = config or RecalliteConfig()
         self.index = VectorIndex(embedder.dimensions)
-        self.retriever = Retriever(store, embedder, self.index, self.config)
+        self.scan_pool: ScanPool | None = None
+        options = WorkerOptions.parse(self.config.workers)
+        if options is not None and store.path is not None:  # in-memory stores always scan inline
+            # Lazy: no process starts until a recall is big enough for the pool.
+            self.scan_pool = ScanPool(store.path, embedder.dimensions, options, busy_timeout_ms=store.busy_timeout_ms)
+        self.retriever = Retriever(store, embedder, self.index, self.config, self.scan_pool)
         self._closed = False
 
     # -- opening and closing ----------------------------------------------------------------
@@ -110,6 +117,7 @@ class Recallite:
         dims: int | None = None,
         config: RecalliteConfig | None = None,
         on_embedder_mismatch: str = "error",
+        workers: Any = None,
     ) -> "Recallite":
         """Open (creating if needed) the store at ``path``; ``None`` or ":memory:" is a private in-memory store.
 
@@ -117,8 +125,14 @@ class Recallite:
         "hash", "onnx", an Embedder object, or a callable ``texts -> vectors`` with ``dims``.
         ``on_embedder_mismatch``: "error" (default) or "reindex" when the file was embedded
         with another model.
+        ``workers``: vector scans in worker processes for large file stores: False, True,
+        "auto" or a dict of options (see ``scan_workers.WorkerOptions``); None keeps
+        ``config.workers`` (default False).
         """
         config = config or RecalliteConfig()
+        if workers is not None:
+            config = dataclasses.replace(config, workers=workers)
+        WorkerOptions.parse(config.workers)  # a typo fails here, before the file is touched
         emb = resolve_embedder(embedder, dims)
         store = Store(path, busy_timeout_ms=config.busy_timeout_ms)
         try:
@@ -151,10 +165,16 @@ class Recallite:
             "(Python: Recallite.open(path, embedder=..., on_embedder_mismatch='reindex'))."
         )
 
-    def close(self) -> None:
+    def close(self, drain_timeout: float = 5.0) -> None:
+        """Close the store. Scans in the worker pool get up to ``drain_timeout`` seconds to
+        finish (later ones raise ScanAbortedError), then the workers stop."""
         if not self._closed:
             self._closed = True
-            self.store.close()
+            try:
+                if self.scan_pool is not None:
+                    self.scan_pool.close(drain_timeout=drain_timeout)
+            finally:
+                self.store.close()
 
     def __enter__(self) -> "Recallite":
         return self

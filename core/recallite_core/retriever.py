@@ -115,7 +115,7 @@ class Retriever:
         self.index = index
         self.config = config
         self.pool = pool
-        self.vector_count: int | None = None  # last known, from whichever engine scanned
+        self._counted: tuple[int, int] | None = None  # (vectors, change counter) last seen
         self.query_cache = QueryVectorCache(config.query_cache_size)
 
     # -- channels -------------------------------------------------------------------------------
@@ -150,23 +150,35 @@ class Retriever:
     def vector_channel(self, conn: sqlite3.Connection, qvec: np.ndarray, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
         """The inline scan: the cached matrix in this process."""
         self.index.refresh(conn)
-        self.vector_count = len(self.index)
+        self._counted = (len(self.index), self.index.seq)
         ids, sims = self.index.search(qvec, depth, scan_filter_for(conn, flt))
         return list(zip(ids.tolist(), sims.tolist()))
 
     # -- routing between the inline scan and the worker pool --------------------------------------
-    def _submit_scan(self, qvec: np.ndarray, flt: RecallFilter, depth: int):
+    def vector_count(self, conn: sqlite3.Connection) -> int:
+        """How many vectors the store holds, cheaply: the last exact count (from whichever
+        engine scanned) plus the vectors written and minus those deleted since."""
+        counter = conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
+        if self._counted is not None and self._counted[1] == counter:
+            return self._counted[0]
+        floor = conn.execute("SELECT value FROM counters WHERE name = 'tombstone_floor'").fetchone()[0]
+        if self._counted is None or counter < self._counted[1] or floor > self._counted[1]:
+            count = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+        else:
+            base, seq = self._counted
+            added = conn.execute("SELECT count(*) FROM vectors WHERE seq > ?", (seq,)).fetchone()[0]
+            removed = conn.execute("SELECT count(*) FROM tombstones WHERE seq > ?", (seq,)).fetchone()[0]
+            count = max(0, base + added - removed)
+        self._counted = (count, counter)
+        return count
+
+    def _submit_scan(self, conn: sqlite3.Connection, qvec: np.ndarray, flt: RecallFilter, depth: int):
         """A pool future when this store is large enough for the workers, else None (inline)."""
         pool = self.pool
-        if pool is None:
-            return None
-        if self.vector_count is None:
-            with self.store.reading() as conn:
-                self.vector_count = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
-        if not pool.wants(self.vector_count):
+        if pool is None or not pool.wants(self.vector_count(conn)):
             return None
         try:
-            pool.start(wait=True)
+            pool.start(wait=True)  # once: the workers load their shards
             return pool.submit(qvec, depth, flt)
         except ScanError as exc:
             if pool.options.fallback != "inline":
@@ -186,7 +198,7 @@ class Retriever:
         except BaseException:
             future.cancel()
             raise
-        self.vector_count = res.vector_count
+        self._counted = (res.vector_count, res.seq)
         if self.index.seq >= 0:
             self.index.reset()  # the workers hold the vectors now: free the inline copy
         return list(zip(res.ids.tolist(), res.sims.tolist()))
@@ -235,9 +247,9 @@ class Retriever:
         cfg = self.config
         qvec = self.query_cache.get(self.embedder, query)
         depth = max(cfg.candidate_depth, limit * 4)
-        future = self._submit_scan(qvec, flt, depth)  # the workers scan while FTS runs here
         weights = cfg.profiles[profile]
         with self.store.reading() as conn:
+            future = self._submit_scan(conn, qvec, flt, depth)  # the workers scan while FTS runs here
             kw = self.keyword_channel(conn, query, flt, depth)
             if future is None:
                 vec = self.vector_channel(conn, qvec, flt, depth)

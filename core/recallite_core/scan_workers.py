@@ -136,6 +136,7 @@ class ScanResult:
     ids: np.ndarray  # int64 memory ids, best first
     sims: np.ndarray  # float64 exact cosine similarities
     vector_count: int  # vectors the workers held (all shards) when they scanned
+    seq: int  # the oldest change counter among the shards' snapshots
     elapsed: float  # seconds from submit to merge
 
 
@@ -181,7 +182,7 @@ def _worker_main(conn, path: str, dimensions: int, shard: tuple[int, int] | None
                 return index.search(query, k, scan_filter_for(db, flt) if flt is not None else None)
 
             ids, sims = snapshot(scan)
-            reply = ("result", tid, ids, sims, len(index))
+            reply = ("result", tid, ids, sims, len(index), index.seq)
         except Exception as exc:
             reply = ("error", tid, f"{type(exc).__name__}: {exc}")
         try:
@@ -223,6 +224,7 @@ class _Scan:
     waiting_on: set = field(default_factory=set)  # worker slots still holding a part
     parts: list = field(default_factory=list)
     counts: int = 0
+    seq: int | None = None
 
 
 class _Worker:
@@ -270,6 +272,7 @@ class ScanPool:
         self._restarts: dict[int, list[float]] = collections.defaultdict(list)
         self._watchdog: threading.Thread | None = None
         self.crashes = 0
+        self.completed = 0
         self.last_vector_count: int | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -373,7 +376,7 @@ class ScanPool:
         with self._lock:
             return {
                 "size": self.size, "started": self._started, "queued": len(self._queue),
-                "running": len(self._running), "crashes": self.crashes, "broken": self._broken,
+                "running": len(self._running), "completed": self.completed, "crashes": self.crashes, "broken": self._broken,
                 "vectors": self.last_vector_count, "pids": [None if w is None else w.process.pid for w in self._workers],
             }
 
@@ -515,10 +518,14 @@ class ScanPool:
                     w.vectors = msg[4]
                     scan.parts.append((msg[2], msg[3]))
                     scan.counts += msg[4]
+                    scan.seq = msg[5] if scan.seq is None else min(scan.seq, msg[5])
                     if not scan.waiting_on and not scan.future.done():
                         ids, sims = merge_top(scan.parts, scan.k)
                         self.last_vector_count = scan.counts
-                        scan.future.set_result(ScanResult(ids, sims, scan.counts, time.monotonic() - scan.submitted))
+                        self.completed += 1
+                        scan.future.set_result(
+                            ScanResult(ids, sims, scan.counts, scan.seq, time.monotonic() - scan.submitted)
+                        )
                 else:
                     self._fail(scan, ScanError(f"A scan worker failed: {msg[2]}. Retry; if it persists, run reindex."))
                 self._release(scan)
