@@ -280,6 +280,21 @@ class Recallite:
         ).fetchone()
         return row[0] if row else None
 
+    def _find_duplicates(self, conn, prepared: Sequence[_Prepared]) -> list[int | None]:
+        """_find_duplicate for many at once: one indexed query per 500 hashes."""
+        best: dict[tuple[str, str], int] = {}
+        hashes = list({p.hash for p in prepared})
+        for i in range(0, len(hashes), 500):
+            chunk = hashes[i : i + 500]
+            for mid, h, sc in conn.execute(
+                f"SELECT id, content_hash, scope FROM memories WHERE content_hash IN ({','.join('?' * len(chunk))}) "
+                "AND status != 'superseded'",
+                chunk,
+            ):
+                if (h, sc) not in best or mid < best[(h, sc)]:
+                    best[(h, sc)] = mid
+        return [best.get((p.hash, p.scope)) for p in prepared]
+
     def remember(
         self,
         content: str | None = None,
@@ -348,7 +363,7 @@ class Recallite:
         if not prepared:
             return []
         with self.store.reading() as conn:
-            existing = {i: self._find_duplicate(conn, p) for i, p in enumerate(prepared)}
+            existing = dict(enumerate(self._find_duplicates(conn, prepared)))
         first_of: dict[tuple[str, str], int] = {}
         to_embed: list[int] = []
         for i, p in enumerate(prepared):
@@ -361,10 +376,13 @@ class Recallite:
         ids: list[tuple[int, bool]] = []
         now = time.time()
         with self.store.transaction() as conn:
+            # Another thread or process may have stored some of them since: check again, in
+            # one query (the batch itself holds no two first occurrences of one key).
+            late = dict(zip(to_embed, self._find_duplicates(conn, [prepared[i] for i in to_embed])))
             new_ids: dict[int, int] = {}
             for i, p in enumerate(prepared):
                 if i in vec_of:
-                    dup = self._find_duplicate(conn, p)
+                    dup = late[i]
                     if dup is None:
                         new_ids[i] = self._insert(conn, p, vec_of[i], now)
                         ids.append((new_ids[i], False))

@@ -25,13 +25,14 @@ def memory_from_row(row: sqlite3.Row | tuple) -> Memory:
         usefulness, importance, success_count, failure_count, access_count, last_accessed_at, created_at,
         updated_at, superseded_by, chash, tokens,
     ) = row
-    return Memory(
+    # Rows come from our own schema (validated on the way in): construct without re-validating.
+    return Memory.model_construct(
         id=f"mem_{mid}",
         type=mtype,
         title=title,
         content=content,
         status=status,
-        source=Source(type=source_type, id=source_id),
+        source=Source.model_construct(type=source_type, id=source_id),
         scope=scope,
         session=session,
         tags=json.loads(tags),

@@ -339,6 +339,7 @@ class ScanPool:
             while (self._queue or self._running) and time.monotonic() < end:
                 self._cond.wait(min(0.05, max(0.0, end - time.monotonic())))
             err = ScanAbortedError("The scan pool was closed before this scan finished. Reopen the store and retry.")
+            busy = bool(self._queue or self._running)
             for scan in list(self._queue) + list(self._running):
                 self._fail(scan, err)
             self._queue.clear()
@@ -350,7 +351,7 @@ class ScanPool:
             except (OSError, EOFError, ValueError):
                 pass
         for w in workers:
-            w.process.join(timeout=2.0)
+            w.process.join(timeout=0.3 if busy else 2.0)  # a busy worker did not drain: no more grace
             if w.process.is_alive():
                 w.process.kill()
                 w.process.join(timeout=2.0)
