@@ -252,24 +252,45 @@ class Recallite:
         return vecs
 
     def _insert(self, conn, p: _Prepared, vector: np.ndarray, now: float, extra: dict | None = None) -> int:
-        extra = extra or {}
-        cur = conn.execute(
-            "INSERT INTO memories (type, title, content, status, source_type, source_id, scope, session, tags, metadata, "
-            "confidence, usefulness, importance, success_count, failure_count, access_count, last_accessed_at, "
-            "created_at, updated_at, content_hash, tokens) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                p.type, p.title, p.content, p.status, p.source.type, p.source.id, p.scope, p.session,
+        return self._insert_many(conn, [(p, vector, extra)], now)[0]
+
+    def _insert_many(self, conn, rows: Sequence[tuple[_Prepared, np.ndarray, dict | None]], now: float) -> list[int]:
+        """Insert memories with their vectors (caller holds the write transaction).
+
+        Two executemany statements: ids are taken after the largest ever used (AUTOINCREMENT
+        semantics, we hold the write lock) and every row is stamped with one bump of the
+        change counter, so the per-row seq triggers skip them (migration 0002)."""
+        if not rows:
+            return []
+        conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
+        seq = conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
+        top = conn.execute(
+            "SELECT max(coalesce((SELECT max(id) FROM memories), 0), "
+            "coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0))"
+        ).fetchone()[0]
+        ids = list(range(top + 1, top + 1 + len(rows)))
+        dims = self.embedder.dimensions
+        mem_rows = []
+        vec_rows = []
+        for mid, (p, vector, extra) in zip(ids, rows):
+            extra = extra or {}
+            mem_rows.append((
+                mid, p.type, p.title, p.content, p.status, p.source.type, p.source.id, p.scope, p.session,
                 json.dumps(p.tags, ensure_ascii=False), json.dumps(p.metadata, ensure_ascii=False),
                 p.confidence, extra.get("usefulness", 0.5), p.importance, extra.get("success_count", 0),
                 extra.get("failure_count", 0), extra.get("access_count", 0), extra.get("last_accessed_at"),
-                extra.get("created_at", now), extra.get("updated_at", now), p.hash, p.tokens,
-            ),
+                extra.get("created_at", now), extra.get("updated_at", now), p.hash, p.tokens, seq,
+            ))
+            vec_rows.append((mid, encode_vector(vector, dims), seq))
+        conn.executemany(
+            "INSERT INTO memories (id, type, title, content, status, source_type, source_id, scope, session, tags, "
+            "metadata, confidence, usefulness, importance, success_count, failure_count, access_count, "
+            "last_accessed_at, created_at, updated_at, content_hash, tokens, seq) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            mem_rows,
         )
-        mid = cur.lastrowid
-        conn.execute(
-            "INSERT INTO vectors (memory_id, vector) VALUES (?, ?)", (mid, encode_vector(vector, self.embedder.dimensions))
-        )
-        return mid
+        conn.executemany("INSERT INTO vectors (memory_id, vector, seq) VALUES (?, ?, ?)", vec_rows)
+        return ids
 
     def _find_duplicate(self, conn, p: _Prepared, any_status: bool = False) -> int | None:
         """An identical memory in the scope. Superseded ones count only for imports (any_status)."""
@@ -379,15 +400,13 @@ class Recallite:
             # Another thread or process may have stored some of them since: check again, in
             # one query (the batch itself holds no two first occurrences of one key).
             late = dict(zip(to_embed, self._find_duplicates(conn, [prepared[i] for i in to_embed])))
-            new_ids: dict[int, int] = {}
+            fresh = [i for i in to_embed if late[i] is None]
+            new_ids = dict(zip(fresh, self._insert_many(conn, [(prepared[i], vec_of[i], None) for i in fresh], now)))
             for i, p in enumerate(prepared):
-                if i in vec_of:
-                    dup = late[i]
-                    if dup is None:
-                        new_ids[i] = self._insert(conn, p, vec_of[i], now)
-                        ids.append((new_ids[i], False))
-                    else:
-                        ids.append((dup, True))
+                if i in new_ids:
+                    ids.append((new_ids[i], False))
+                elif i in vec_of:
+                    ids.append((late[i], True))
                 else:
                     dup = existing[i] if existing[i] is not None else new_ids.get(first_of[(p.hash, p.scope)])
                     if dup is None:
