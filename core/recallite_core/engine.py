@@ -619,21 +619,30 @@ class Recallite:
                 (rid, outcome, recorded_score, json.dumps([f"mem_{i}" for i in (used or [])]), reason_text, key, now),
             )
             fid = cur.lastrowid
+            olds: dict[int, float] = {}
+            cids = [mid for mid, _ in credits]
+            for i in range(0, len(cids), 500):
+                chunk = cids[i : i + 500]
+                olds.update(conn.execute(
+                    f"SELECT id, usefulness FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+            succ = 1 if target >= 0.5 and outcome != "failure" else 0
+            fail = 1 if outcome == "failure" else 0
+            updates, outcomes = [], []
             for mid, weight in credits:
-                old = conn.execute("SELECT usefulness FROM memories WHERE id = ?", (mid,)).fetchone()[0]
+                old = olds[mid]
                 new = policy.updated_usefulness(old, target, weight, self.config.learning_rate)
-                succ = 1 if target >= 0.5 and outcome != "failure" else 0
-                fail = 1 if outcome == "failure" else 0
-                conn.execute(
-                    "UPDATE memories SET usefulness = ?, success_count = success_count + ?, "
-                    "failure_count = failure_count + ?, updated_at = ? WHERE id = ?",
-                    (new, succ, fail, now, mid),
-                )
-                conn.execute(
-                    "INSERT INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, new_usefulness, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (fid, mid, weight, target, old, new, now),
-                )
+                updates.append((new, succ, fail, now, mid))
+                outcomes.append((fid, mid, weight, target, old, new, now))
+            conn.executemany(
+                "UPDATE memories SET usefulness = ?, success_count = success_count + ?, "
+                "failure_count = failure_count + ?, updated_at = ? WHERE id = ?",
+                updates,
+            )
+            conn.executemany(
+                "INSERT INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, new_usefulness, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                outcomes,
+            )
             return self._feedback_result(conn, fid)
 
     def _feedback_result(self, conn, fid: int, duplicate: bool = False) -> FeedbackResult:
