@@ -432,3 +432,13 @@ def test_scan_errors_are_one_family():
     for cls in (WorkerTimeoutError, QueueFullError, ScanAbortedError, WorkerCrashedError):
         assert issubclass(cls, ScanError)
         assert cls.code != ScanError.code
+
+
+def test_inline_scan_in_a_helper_thread_gives_the_same_answers(pair, monkeypatch):
+    inline, _, _ = pair
+    want = [inline.recall(q, limit=12, scope=["default", "proj-alpha"]) for q in queries(6, seed=21)]
+    monkeypatch.setattr(inline.retriever, "PARALLEL_SCAN_OPS", 0)  # every scan overlaps the FTS query
+    got = [inline.recall(q, limit=12, scope=["default", "proj-alpha"]) for q in queries(6, seed=21)]
+    assert inline.retriever._scan_thread is not None
+    for a, b in zip(want, got):
+        same_hits(a, b)

@@ -173,6 +173,7 @@ class Recallite:
             try:
                 if self.scan_pool is not None:
                     self.scan_pool.close(drain_timeout=drain_timeout)
+                self.retriever.close()
             finally:
                 self.store.close()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import logging
 import sqlite3
@@ -116,6 +117,7 @@ class Retriever:
         self.config = config
         self.pool = pool
         self._counted: tuple[int, int] | None = None  # (vectors, change counter) last seen
+        self._scan_thread: concurrent.futures.ThreadPoolExecutor | None = None
         self.query_cache = QueryVectorCache(config.query_cache_size)
 
     # -- channels -------------------------------------------------------------------------------
@@ -153,6 +155,28 @@ class Retriever:
         self._counted = (len(self.index), self.index.seq)
         ids, sims = self.index.search(qvec, depth, scan_filter_for(conn, flt))
         return list(zip(ids.tolist(), sims.tolist()))
+
+    # Inline matrices at least this large (rows x dims) are scanned in a helper thread
+    # while the FTS query runs; below it a thread hand-off costs more than it saves.
+    PARALLEL_SCAN_OPS = 2_000_000
+
+    def _inline_scan_async(self, conn: sqlite3.Connection, qvec: np.ndarray, flt: RecallFilter, depth: int):
+        """Refresh the inline index here (it needs ``conn``), then scan it in a helper thread.
+
+        Safe: the caller holds the store lock until the result is taken, and every other
+        user of the index (refresh, reset) takes that lock first."""
+        self.index.refresh(conn)
+        self._counted = (len(self.index), self.index.seq)
+        if self.index.n * self.index.dimensions < self.PARALLEL_SCAN_OPS:
+            return None
+        if self._scan_thread is None:
+            self._scan_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="recallite-scan")
+        return self._scan_thread.submit(self.index.search, qvec, depth, scan_filter_for(conn, flt))
+
+    def close(self) -> None:
+        if self._scan_thread is not None:
+            self._scan_thread.shutdown(wait=True)
+            self._scan_thread = None
 
     # -- routing between the inline scan and the worker pool --------------------------------------
     def vector_count(self, conn: sqlite3.Connection) -> int:
@@ -249,11 +273,19 @@ class Retriever:
         depth = max(cfg.candidate_depth, limit * 4)
         weights = cfg.profiles[profile]
         with self.store.reading() as conn:
-            future = self._submit_scan(conn, qvec, flt, depth)  # the workers scan while FTS runs here
-            kw = self.keyword_channel(conn, query, flt, depth)
+            # The vector scan runs while FTS runs here: in the workers, or for a large inline
+            # matrix in a helper thread (numpy and SQLite both release the GIL).
+            future = self._submit_scan(conn, qvec, flt, depth)
             if future is None:
-                vec = self.vector_channel(conn, qvec, flt, depth)
+                future = self._inline_scan_async(conn, qvec, flt, depth)
+                kw = self.keyword_channel(conn, query, flt, depth)
+                if future is None:
+                    vec = self.vector_channel(conn, qvec, flt, depth)
+                else:
+                    ids, sims = future.result()
+                    vec = list(zip(ids.tolist(), sims.tolist()))
             else:
+                kw = self.keyword_channel(conn, query, flt, depth)
                 vec = self._pool_result(future, conn, qvec, flt, depth)
             fused = reciprocal_rank_fusion(
                 [[i for i, _ in kw], [i for i, _ in vec]], [cfg.keyword_weight, cfg.vector_weight], cfg.rrf_k
