@@ -529,9 +529,13 @@ class Recallite:
             min_score = float(min_score)
             if not math.isfinite(min_score):
                 raise InvalidInputError("min_score must be a finite number.")
-        hits = self.retriever.rank(q, flt, n, profile, min_score)
-        with self.store.transaction() as conn:
-            rid = self.retriever.log(conn, q, profile, flt.scopes, hits, _kind)
+        qvec = self.retriever.query_vector(q)  # embedding needs no lock
+        # One hold of the store lock for the read and the log write: under concurrent
+        # recalls every lock hand-off costs a thread wake-up, so take it once.
+        with self.store.lock:
+            hits = self.retriever.rank(q, flt, n, profile, min_score, qvec=qvec)
+            with self.store.transaction() as conn:
+                rid = self.retriever.log(conn, q, profile, flt.scopes, hits, _kind)
         return RecallResult(retrieval_id=fmt_id("ret", rid), query=q, profile=profile, memories=hits)
 
     def format_context(self, result: RecallResult, max_tokens: int = 2000, format: str = "markdown") -> str:

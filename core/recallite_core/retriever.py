@@ -6,6 +6,7 @@ import concurrent.futures
 import json
 import logging
 import sqlite3
+import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ import numpy as np
 from . import policy
 from .config import RecalliteConfig
 from .embedder import Embedder
-from .errors import ScanError
+from .errors import ScanError, WorkerTimeoutError
 from .fts import fts_query
 from .fusion import reciprocal_rank_fusion
 from .models import Memory, RecallHit, ScoreBreakdown
@@ -89,21 +90,25 @@ def scan_filter_for(conn: sqlite3.Connection, flt: RecallFilter) -> ScanFilter:
 
 
 class QueryVectorCache:
-    """LRU of query embeddings: agents repeat their task descriptions."""
+    """LRU of query embeddings: agents repeat their task descriptions. Thread-safe; the
+    embedding itself runs outside the lock."""
 
     def __init__(self, size: int):
         self.size = size
         self._data: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, embedder: Embedder, text: str) -> np.ndarray:
-        vec = self._data.get(text)
-        if vec is not None:
-            self._data.move_to_end(text)
-            return vec
+        with self._lock:
+            vec = self._data.get(text)
+            if vec is not None:
+                self._data.move_to_end(text)
+                return vec
         vec = np.asarray(embedder.embed([text])[0], dtype=np.float32)
-        self._data[text] = vec
-        if len(self._data) > self.size:
-            self._data.popitem(last=False)
+        with self._lock:
+            self._data[text] = vec
+            if len(self._data) > self.size:
+                self._data.popitem(last=False)
         return vec
 
 
@@ -213,7 +218,13 @@ class Retriever:
     def _pool_result(self, future, conn: sqlite3.Connection, qvec: np.ndarray, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
         pool = self.pool
         try:
-            res = future.result(timeout=pool.options.task_timeout + 5.0)
+            try:
+                res = future.result(timeout=pool.options.task_timeout + 5.0)  # the pool's watchdog fails it first
+            except concurrent.futures.TimeoutError:
+                future.cancel()
+                raise WorkerTimeoutError(
+                    f"The vector scan took longer than {pool.options.task_timeout:.1f} s. Retry, or raise task_timeout."
+                ) from None
         except ScanError as exc:
             if pool.options.fallback != "inline":
                 raise
@@ -265,11 +276,16 @@ class Retriever:
         return out
 
     # -- the whole recall -------------------------------------------------------------------------------
+    def query_vector(self, query: str) -> np.ndarray:
+        return self.query_cache.get(self.embedder, query)
+
     def rank(
-        self, query: str, flt: RecallFilter, limit: int, profile: str, min_score: float | None
+        self, query: str, flt: RecallFilter, limit: int, profile: str, min_score: float | None,
+        qvec: np.ndarray | None = None,
     ) -> list[RecallHit]:
         cfg = self.config
-        qvec = self.query_cache.get(self.embedder, query)
+        if qvec is None:
+            qvec = self.query_vector(query)
         depth = max(cfg.candidate_depth, limit * 4)
         weights = cfg.profiles[profile]
         with self.store.reading() as conn:

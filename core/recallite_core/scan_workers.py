@@ -268,6 +268,7 @@ class ScanPool:
         self._tids = itertools.count(1)
         self._started = False
         self._closed = False
+        self._stopping = False
         self._broken: str | None = None
         self._restarts: dict[int, list[float]] = collections.defaultdict(list)
         self._watchdog: threading.Thread | None = None
@@ -340,6 +341,7 @@ class ScanPool:
                 self._cond.wait(min(0.05, max(0.0, end - time.monotonic())))
             err = ScanAbortedError("The scan pool was closed before this scan finished. Reopen the store and retry.")
             busy = bool(self._queue or self._running)
+            self._stopping = True  # from here on nothing is dispatched
             for scan in list(self._queue) + list(self._running):
                 self._fail(scan, err)
             self._queue.clear()
@@ -477,12 +479,10 @@ class ScanPool:
             pass  # a part is still computing in a worker; freed when it answers or dies
 
     def _pump(self) -> None:
-        while self._queue and len(self._running) < self.options.max_concurrent_scans and not self._closed_hard():
+        while (self._queue and len(self._running) < self.options.max_concurrent_scans
+               and self._broken is None and not self._stopping):
             self._dispatch(self._queue.popleft())
         self._cond.notify_all()
-
-    def _closed_hard(self) -> bool:
-        return self._broken is not None
 
     def _abort(self, scan: _Scan, exc: ScanError) -> bool:
         with self._lock:
