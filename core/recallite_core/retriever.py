@@ -156,27 +156,34 @@ class Retriever:
 
     def vector_channel(self, conn: sqlite3.Connection, qvec: np.ndarray, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
         """The inline scan: the cached matrix in this process."""
-        self.index.refresh(conn)
-        self._counted = (len(self.index), self.index.seq)
+        self._refresh_inline(conn)
         ids, sims = self.index.search(qvec, depth, scan_filter_for(conn, flt))
         return list(zip(ids.tolist(), sims.tolist()))
+
+    def _refresh_inline(self, conn: sqlite3.Connection) -> None:
+        self.index.refresh(conn)
+        self._counted = (len(self.index), self.index.seq)
 
     # Inline matrices at least this large (rows x dims) are scanned in a helper thread
     # while the FTS query runs; below it a thread hand-off costs more than it saves.
     PARALLEL_SCAN_OPS = 2_000_000
 
-    def _inline_scan_async(self, conn: sqlite3.Connection, qvec: np.ndarray, flt: RecallFilter, depth: int):
-        """Refresh the inline index here (it needs ``conn``), then scan it in a helper thread.
-
-        Safe: the caller holds the store lock until the result is taken, and every other
-        user of the index (refresh, reset) takes that lock first."""
-        self.index.refresh(conn)
-        self._counted = (len(self.index), self.index.seq)
+    def _inline_channels(self, conn, query: str, qvec: np.ndarray, flt: RecallFilter, depth: int):
+        """Keyword and inline vector channels; a large matrix is scanned in a helper thread
+        while FTS runs here (numpy and SQLite both release the GIL). Safe: the caller holds
+        the store lock throughout, and every other user of the index takes it first."""
+        self._refresh_inline(conn)
+        sflt = scan_filter_for(conn, flt)
         if self.index.n * self.index.dimensions < self.PARALLEL_SCAN_OPS:
-            return None
-        if self._scan_thread is None:
-            self._scan_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="recallite-scan")
-        return self._scan_thread.submit(self.index.search, qvec, depth, scan_filter_for(conn, flt))
+            kw = self.keyword_channel(conn, query, flt, depth)
+            ids, sims = self.index.search(qvec, depth, sflt)
+        else:
+            if self._scan_thread is None:
+                self._scan_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="recallite-scan")
+            future = self._scan_thread.submit(self.index.search, qvec, depth, sflt)
+            kw = self.keyword_channel(conn, query, flt, depth)
+            ids, sims = future.result()
+        return kw, list(zip(ids.tolist(), sims.tolist()))
 
     def close(self) -> None:
         if self._scan_thread is not None:
@@ -289,17 +296,9 @@ class Retriever:
         depth = max(cfg.candidate_depth, limit * 4)
         weights = cfg.profiles[profile]
         with self.store.reading() as conn:
-            # The vector scan runs while FTS runs here: in the workers, or for a large inline
-            # matrix in a helper thread (numpy and SQLite both release the GIL).
-            future = self._submit_scan(conn, qvec, flt, depth)
+            future = self._submit_scan(conn, qvec, flt, depth)  # the workers scan while FTS runs here
             if future is None:
-                future = self._inline_scan_async(conn, qvec, flt, depth)
-                kw = self.keyword_channel(conn, query, flt, depth)
-                if future is None:
-                    vec = self.vector_channel(conn, qvec, flt, depth)
-                else:
-                    ids, sims = future.result()
-                    vec = list(zip(ids.tolist(), sims.tolist()))
+                kw, vec = self._inline_channels(conn, query, qvec, flt, depth)
             else:
                 kw = self.keyword_channel(conn, query, flt, depth)
                 vec = self._pool_result(future, conn, qvec, flt, depth)
