@@ -319,6 +319,10 @@ def test_cancel_queued_and_running_scans(small_db):
     # The discarded part comes back; its slot is freed and the pool keeps working.
     assert len(pool.search(qvec(3), 7).ids) == 7
     wait_until(lambda: pool.stats()["running"] == 0, what="slot released")
+    # An error inside the worker fails that scan only, typed, and the worker lives on.
+    with pytest.raises(ScanError, match="worker failed"):
+        pool.search(qvec(3), 7, "not a filter")
+    assert len(pool.search(qvec(3), 7).ids) == 7 and pool.stats()["crashes"] == 0
     pool.close()
 
 

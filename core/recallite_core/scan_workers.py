@@ -471,12 +471,11 @@ class ScanPool:
         self._release(scan)
 
     def _release(self, scan: _Scan) -> None:
-        """Free the scan's running slot once no worker holds a part of it."""
+        """Free the scan's running slot once no worker holds a part of it (a part of an
+        aborted scan still computing in a worker keeps the slot until it answers or dies)."""
         if scan in self._running and not scan.waiting_on:
             self._running.discard(scan)
             self._pump()
-        elif scan in self._running and scan.future.done():
-            pass  # a part is still computing in a worker; freed when it answers or dies
 
     def _pump(self) -> None:
         while (self._queue and len(self._running) < self.options.max_concurrent_scans
@@ -527,9 +526,9 @@ class ScanPool:
                         scan.future.set_result(
                             ScanResult(ids, sims, scan.counts, scan.seq, time.monotonic() - scan.submitted)
                         )
+                    self._release(scan)
                 else:
                     self._fail(scan, ScanError(f"A scan worker failed: {msg[2]}. Retry; if it persists, run reindex."))
-                self._release(scan)
         self._crashed(w)
 
     def _crashed(self, w: _Worker) -> None:
