@@ -648,7 +648,12 @@ class Recallite:
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 outcomes,
             )
-            return self._feedback_result(conn, fid)
+        # What was just written, without reading it back.
+        return FeedbackResult(
+            feedback_id=fmt_id("fb", fid), retrieval_id=fmt_id("ret", rid), outcome=outcome, score=recorded_score,
+            changes=[UsefulnessChange(id=f"mem_{m}", weight=w, old_usefulness=o, new_usefulness=n)
+                     for _f, m, w, _t, o, n, _c in outcomes],
+        )
 
     def _feedback_result(self, conn, fid: int, duplicate: bool = False) -> FeedbackResult:
         rid, outcome, score = conn.execute("SELECT retrieval_id, outcome, score FROM feedback WHERE id = ?", (fid,)).fetchone()
