@@ -311,33 +311,40 @@ class Retriever:
             contra = self.contradictions(conn, pool_ids, flt.scopes)
             kw_rank = {i: (r, s) for r, (i, s) in enumerate(kw, start=1)}
             vec_rank = {i: (r, s) for r, (i, s) in enumerate(vec, start=1)}
-            scored: list[tuple[float, str, _Candidate, ScoreBreakdown]] = []
+            scored: list[tuple] = []
             for mid, fusion_score in pool:
                 c = cands.get(mid)
                 if c is None:
                     continue
-                kr = kw_rank.get(mid)
-                vr = vec_rank.get(mid)
-                bd = ScoreBreakdown(
-                    keyword_rank=kr[0] if kr else None,
-                    keyword_score=round(kr[1], 6) if kr else None,
-                    vector_rank=vr[0] if vr else None,
-                    vector_similarity=round(vr[1], 6) if vr else None,
-                    fusion=fusion_score,
-                    status_factor=policy.STATUS_FACTOR[c.status],
-                    profile_factor=weights.get(c.type, 1.0),
-                    quality=policy.quality(c.confidence, c.usefulness, c.importance),
-                    contradiction_factor=policy.contradiction_factor(len(contra.get(mid, ()))),
+                factors = (
+                    policy.STATUS_FACTOR[c.status],
+                    weights.get(c.type, 1.0),
+                    policy.quality(c.confidence, c.usefulness, c.importance),
+                    policy.contradiction_factor(len(contra.get(mid, ()))),
                 )
-                bd.final = bd.fusion * bd.status_factor * bd.profile_factor * bd.quality * bd.contradiction_factor
-                scored.append((bd.final, f"mem_{mid}", c, bd))
+                final = fusion_score * factors[0] * factors[1] * factors[2] * factors[3]
+                scored.append((final, f"mem_{mid}", c, fusion_score, factors))
             scored.sort(key=lambda t: (-t[0], t[1]))
             if min_score is not None:
                 scored = [t for t in scored if t[0] >= min_score]
             scored = scored[:limit]
             memories = load_memories(conn, [t[2].id for t in scored])
         hits: list[RecallHit] = []
-        for rank, (final, _, c, bd) in enumerate(scored, start=1):
+        for rank, (final, _, c, fusion_score, (status_f, profile_f, quality, contra_f)) in enumerate(scored, start=1):
+            kr = kw_rank.get(c.id)
+            vr = vec_rank.get(c.id)
+            bd = ScoreBreakdown(  # built only for the hits kept
+                keyword_rank=kr[0] if kr else None,
+                keyword_score=round(kr[1], 6) if kr else None,
+                vector_rank=vr[0] if vr else None,
+                vector_similarity=round(vr[1], 6) if vr else None,
+                fusion=fusion_score,
+                status_factor=status_f,
+                profile_factor=profile_f,
+                quality=quality,
+                contradiction_factor=contra_f,
+                final=final,
+            )
             hits.append(
                 RecallHit(
                     memory=memories[c.id],
