@@ -19,7 +19,6 @@ Failures are typed: :class:`WorkerTimeoutError`, :class:`QueueFullError`,
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import concurrent.futures
 import itertools
@@ -432,6 +431,8 @@ class ScanPool:
     async def asearch(self, query: np.ndarray, k: int, flt: Any = None, *, timeout: float | None = None) -> ScanResult:
         """The scan from asyncio: never blocks the event loop. Cancelling the awaiting task
         aborts the scan (queued or running)."""
+        import asyncio  # only asyncio callers pay its import
+
         if not self._started:
             await asyncio.get_running_loop().run_in_executor(None, self.start)
         fut = self.submit(query, k, flt, timeout=timeout)
