@@ -446,3 +446,34 @@ def test_inline_scan_in_a_helper_thread_gives_the_same_answers(pair, monkeypatch
     assert inline.retriever._scan_thread is not None
     for a, b in zip(want, got):
         same_hits(a, b)
+
+
+def test_a_pool_whose_workers_keep_dying_gives_up_cleanly(tmp_path):
+    bad = tmp_path / "not-a-db.db"
+    bad.write_bytes(b"garbage, not sqlite" * 200)
+    pool = ScanPool(str(bad), 384, WorkerOptions(size=1, **FORCE))
+    pool.MAX_RESTARTS = 1  # the second death in the window stops the replacing
+    try:
+        pool.start()
+        with pytest.raises(WorkerCrashedError):
+            pool.search(qvec(), 5)
+        wait_until(lambda: pool.stats()["broken"], what="pool gives up")
+        with pytest.raises(WorkerCrashedError, match="stopped replacing"):
+            pool.submit(qvec(), 5)
+    finally:
+        pool.close(drain_timeout=0)
+
+
+def test_a_broken_pool_errors_or_falls_back_as_configured(small_db):
+    for fallback in ("error", "inline"):
+        m = Recallite.open(small_db, embedder="hash", workers={"size": 1, "fallback": fallback, **FORCE})
+        try:
+            m.scan_pool._broken = "Scan workers crashed too often (simulated)."
+            if fallback == "error":
+                with pytest.raises(WorkerCrashedError, match="simulated"):
+                    m.recall("flaky pytest fixture", limit=3)
+            else:
+                assert m.recall("flaky pytest fixture", limit=3).ids  # answered inline
+                assert m.scan_pool.pids() == [None]  # no worker was ever started
+        finally:
+            m.close()

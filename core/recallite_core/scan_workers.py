@@ -281,6 +281,8 @@ class ScanPool:
         with self._lock:
             if self._closed:
                 raise ScanAbortedError("The scan pool is closed. Open the store again to scan with workers.")
+            if self._broken:
+                raise WorkerCrashedError(self._broken)
             if not self._started:
                 self._started = True
                 for slot in range(self.size):
@@ -383,7 +385,9 @@ class ScanPool:
             }
 
     def wants(self, vector_count: int) -> bool:
-        return not self._closed and self._broken is None and self.options.wants(vector_count, self.dimensions)
+        """Whether a store of this size goes to the pool. A broken pool still says yes: its
+        submit raises WorkerCrashedError and the caller's fallback decides."""
+        return not self._closed and self.options.wants(vector_count, self.dimensions)
 
     # -- submitting ----------------------------------------------------------------------------
     def submit(self, query: np.ndarray, k: int, flt: Any = None, *, timeout: float | None = None) -> ScanFuture:
