@@ -15,6 +15,20 @@ The pool is usable from threads (blocking :meth:`ScanPool.search`, or :meth:`Sca
 which returns a :class:`concurrent.futures.Future`) and from asyncio (:meth:`ScanPool.asearch`).
 Failures are typed: :class:`WorkerTimeoutError`, :class:`QueueFullError`,
 :class:`ScanAbortedError`, :class:`WorkerCrashedError` (all :class:`ScanError`).
+
+Usage::
+
+    mem = Recallite.open("agent-memory.db", workers="auto")   # or True / {"size": 2, ...}
+    mem.recall("...")              # routed to the pool only above the size thresholds
+    mem.close(drain_timeout=5.0)   # running scans finish, then the workers stop
+
+    pool = ScanPool(path, dims, WorkerOptions(size=2))
+    res = pool.search(qvec, 50, flt)            # blocking, from any thread
+    fut = pool.submit(qvec, 50, flt); fut.cancel()   # concurrent.futures; cancel aborts
+    res = await pool.asearch(qvec, 50, flt)     # asyncio; cancelling the task aborts
+
+As with any ``spawn`` start method, a script that opens a pool must guard its entry
+point with ``if __name__ == "__main__":`` (console scripts and ``python -m`` already do).
 """
 
 from __future__ import annotations
