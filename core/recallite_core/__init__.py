@@ -13,11 +13,16 @@ from .errors import (
     InvalidTransitionError,
     MemoryNotFoundError,
     NotFoundError,
+    QueueFullError,
     RecalliteError,
     RetrievalNotFoundError,
+    ScanAbortedError,
+    ScanError,
     SchemaVersionError,
     StoreError,
     TrustPolicyError,
+    WorkerCrashedError,
+    WorkerTimeoutError,
 )
 from .models import (
     ContextResult,
@@ -31,6 +36,7 @@ from .models import (
     Source,
     Stats,
 )
+from .scan_workers import ScanPool, ScanResult, WorkerOptions
 from .validation import Limits
 
 __version__ = "0.1.0"
@@ -41,5 +47,6 @@ __all__ = [
     "Relation", "RelationCounts", "Stats", "RecalliteError", "InvalidInputError", "ContentTooLargeError",
     "NotFoundError", "MemoryNotFoundError", "RetrievalNotFoundError", "InvalidTransitionError", "TrustPolicyError",
     "EmbedderError", "EmbedderUnavailableError", "EmbedderMismatchError", "StoreError", "SchemaVersionError",
-    "ClosedError",
+    "ClosedError", "ScanError", "WorkerTimeoutError", "QueueFullError", "ScanAbortedError", "WorkerCrashedError",
+    "ScanPool", "ScanResult", "WorkerOptions",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .policy import PROFILES
 from .validation import Limits
@@ -45,3 +46,7 @@ class RecalliteConfig:
     working_overflow: str = "archive"  # "archive": written as a candidate episode; "drop": forgotten
     working_promote_after: int = 3  # uses (recall hits + credited feedback) before auto-promotion; 0 = never
     behavior_queue_size: int = 1000
+    # Vector scans in worker processes (file stores only): False, True, "auto" or a dict of
+    # scan_workers.WorkerOptions fields (size, min_vector_count, min_scan_operations,
+    # max_concurrent_scans, task_timeout, max_queue, fallback). False keeps every scan inline.
+    workers: Any = False

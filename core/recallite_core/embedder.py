@@ -70,19 +70,21 @@ class HashEmbedder:
         return feats
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        # One pass over every feature of every text (C-level map for the hashing), then a
+        # single bincount; sums of +-1 are exact, so the vectors equal a per-feature loop.
         dims = self.dimensions
+        feats: list[str] = []
+        counts = np.empty(len(texts), dtype=np.int64)
         for row, text in enumerate(texts):
-            feats = self._features(text)
-            if not feats:
-                continue
-            idx = np.empty(len(feats), dtype=np.int64)
-            sign = np.empty(len(feats), dtype=np.float32)
-            for j, f in enumerate(feats):
-                h = zlib.crc32(f.encode("utf-8"))
-                idx[j] = h % dims
-                sign[j] = 1.0 if (h >> 31) & 1 else -1.0
-            np.add.at(out[row], idx, sign)
+            f = self._features(text)
+            counts[row] = len(f)
+            feats.extend(f)
+        out = np.zeros((len(texts), dims), dtype=np.float32)
+        if feats:
+            h = np.fromiter(map(zlib.crc32, map(str.encode, feats)), dtype=np.uint32, count=len(feats))
+            slot = np.repeat(np.arange(len(texts), dtype=np.int64) * dims, counts) + (h % dims).astype(np.int64)
+            sign = np.where((h >> 31) & 1, 1.0, -1.0)
+            out = np.bincount(slot, weights=sign, minlength=len(texts) * dims).astype(np.float32).reshape(len(texts), dims)
         return normalize_rows(out)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -67,6 +68,7 @@ from .validation import (
     fmt_id,
     parse_id,
 )
+from .scan_workers import ScanPool, WorkerOptions
 from .vector_index import VectorIndex
 
 log = logging.getLogger("recallite")
@@ -104,7 +106,12 @@ class Recallite(SlmLite):
         self.embedder = embedder
         self.config = config or RecalliteConfig()
         self.index = VectorIndex(embedder.dimensions)
-        self.retriever = Retriever(store, embedder, self.index, self.config)
+        self.scan_pool: ScanPool | None = None
+        options = WorkerOptions.parse(self.config.workers)
+        if options is not None and store.path is not None:  # in-memory stores always scan inline
+            # Lazy: no process starts until a recall is big enough for the pool.
+            self.scan_pool = ScanPool(store.path, embedder.dimensions, options, busy_timeout_ms=store.busy_timeout_ms)
+        self.retriever = Retriever(store, embedder, self.index, self.config, self.scan_pool)
         self._closed = False
 
     # -- opening and closing ----------------------------------------------------------------
@@ -117,6 +124,7 @@ class Recallite(SlmLite):
         dims: int | None = None,
         config: RecalliteConfig | None = None,
         on_embedder_mismatch: str = "error",
+        workers: Any = None,
     ) -> "Recallite":
         """Open (creating if needed) the store at ``path``; ``None`` or ":memory:" is a private in-memory store.
 
@@ -124,8 +132,14 @@ class Recallite(SlmLite):
         "hash", "onnx", an Embedder object, or a callable ``texts -> vectors`` with ``dims``.
         ``on_embedder_mismatch``: "error" (default) or "reindex" when the file was embedded
         with another model.
+        ``workers``: vector scans in worker processes for large file stores: False, True,
+        "auto" or a dict of options (see ``scan_workers.WorkerOptions``); None keeps
+        ``config.workers`` (default False).
         """
         config = config or RecalliteConfig()
+        if workers is not None:
+            config = dataclasses.replace(config, workers=workers)
+        WorkerOptions.parse(config.workers)  # a typo fails here, before the file is touched
         emb = resolve_embedder(embedder, dims)
         store = Store(path, busy_timeout_ms=config.busy_timeout_ms)
         try:
@@ -158,11 +172,18 @@ class Recallite(SlmLite):
             "(Python: Recallite.open(path, embedder=..., on_embedder_mismatch='reindex'))."
         )
 
-    def close(self) -> None:
+    def close(self, drain_timeout: float = 5.0) -> None:
+        """Close the store. Scans in the worker pool get up to ``drain_timeout`` seconds to
+        finish (later ones raise ScanAbortedError), then the workers stop."""
         if not self._closed:
             self._slm_close()  # drain queued behaviour events first
             self._closed = True
-            self.store.close()
+            try:
+                if self.scan_pool is not None:
+                    self.scan_pool.close(drain_timeout=drain_timeout)
+                self.retriever.close()
+            finally:
+                self.store.close()
 
     def __enter__(self) -> "Recallite":
         return self
@@ -260,25 +281,47 @@ class Recallite(SlmLite):
         return vecs
 
     def _insert(self, conn, p: _Prepared, vector: np.ndarray, now: float, extra: dict | None = None) -> int:
-        extra = extra or {}
-        cur = conn.execute(
-            "INSERT INTO memories (type, title, content, status, source_type, source_id, scope, session, tags, metadata, "
-            "confidence, usefulness, importance, success_count, failure_count, access_count, last_accessed_at, "
-            "created_at, updated_at, content_hash, tokens, valid_until) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                p.type, p.title, p.content, p.status, p.source.type, p.source.id, p.scope, p.session,
+        return self._insert_many(conn, [(p, vector, extra)], now)[0]
+
+    def _insert_many(self, conn, rows: Sequence[tuple[_Prepared, np.ndarray, dict | None]], now: float) -> list[int]:
+        """Insert memories with their vectors (caller holds the write transaction).
+
+        Two executemany statements: ids are taken after the largest ever used (AUTOINCREMENT
+        semantics, we hold the write lock) and every row is stamped with one bump of the
+        change counter, so the per-row seq triggers skip them (migration 0006)."""
+        if not rows:
+            return []
+        conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
+        seq = conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
+        top = conn.execute(
+            "SELECT max(coalesce((SELECT max(id) FROM memories), 0), "
+            "coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0))"
+        ).fetchone()[0]
+        ids = list(range(top + 1, top + 1 + len(rows)))
+        dims = self.embedder.dimensions
+        mem_rows = []
+        vec_rows = []
+        for mid, (p, vector, extra) in zip(ids, rows):
+            extra = extra or {}
+            mem_rows.append((
+                mid, p.type, p.title, p.content, p.status, p.source.type, p.source.id, p.scope, p.session,
                 json.dumps(p.tags, ensure_ascii=False), json.dumps(p.metadata, ensure_ascii=False),
                 p.confidence, extra.get("usefulness", 0.5), p.importance, extra.get("success_count", 0),
                 extra.get("failure_count", 0), extra.get("access_count", 0), extra.get("last_accessed_at"),
-                extra.get("created_at", now), extra.get("updated_at", now), p.hash, p.tokens, p.valid_until,
-            ),
+                extra.get("created_at", now), extra.get("updated_at", now), p.hash, p.tokens, p.valid_until, seq,
+            ))
+            vec_rows.append((mid, encode_vector(vector, dims), seq))
+        conn.executemany(
+            "INSERT INTO memories (id, type, title, content, status, source_type, source_id, scope, session, tags, "
+            "metadata, confidence, usefulness, importance, success_count, failure_count, access_count, "
+            "last_accessed_at, created_at, updated_at, content_hash, tokens, valid_until, seq) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            mem_rows,
         )
-        mid = cur.lastrowid
-        conn.execute(
-            "INSERT INTO vectors (memory_id, vector) VALUES (?, ?)", (mid, encode_vector(vector, self.embedder.dimensions))
-        )
-        _count_redactions(conn, p.redactions)
-        return mid
+        conn.executemany("INSERT INTO vectors (memory_id, vector, seq) VALUES (?, ?, ?)", vec_rows)
+        for p, _, _ in rows:
+            _count_redactions(conn, p.redactions)
+        return ids
 
     def _find_duplicate(self, conn, p: _Prepared, any_status: bool = False) -> int | None:
         """An identical memory in the scope. Superseded ones count only for imports (any_status)."""
@@ -288,6 +331,21 @@ class Recallite(SlmLite):
             (p.hash, p.scope),
         ).fetchone()
         return row[0] if row else None
+
+    def _find_duplicates(self, conn, prepared: Sequence[_Prepared]) -> list[int | None]:
+        """_find_duplicate for many at once: one indexed query per 500 hashes."""
+        best: dict[tuple[str, str], int] = {}
+        hashes = list({p.hash for p in prepared})
+        for i in range(0, len(hashes), 500):
+            chunk = hashes[i : i + 500]
+            for mid, h, sc in conn.execute(
+                f"SELECT id, content_hash, scope FROM memories WHERE content_hash IN ({','.join('?' * len(chunk))}) "
+                "AND status != 'superseded'",
+                chunk,
+            ):
+                if (h, sc) not in best or mid < best[(h, sc)]:
+                    best[(h, sc)] = mid
+        return [best.get((p.hash, p.scope)) for p in prepared]
 
     def remember(
         self,
@@ -365,7 +423,7 @@ class Recallite(SlmLite):
         if not prepared:
             return []
         with self.store.reading() as conn:
-            existing = {i: self._find_duplicate(conn, p) for i, p in enumerate(prepared)}
+            existing = dict(enumerate(self._find_duplicates(conn, prepared)))
         first_of: dict[tuple[str, str], int] = {}
         to_embed: list[int] = []
         for i, p in enumerate(prepared):
@@ -378,15 +436,16 @@ class Recallite(SlmLite):
         ids: list[tuple[int, bool]] = []
         now = time.time()
         with self.store.transaction() as conn:
-            new_ids: dict[int, int] = {}
+            # Another thread or process may have stored some of them since: check again, in
+            # one query (the batch itself holds no two first occurrences of one key).
+            late = dict(zip(to_embed, self._find_duplicates(conn, [prepared[i] for i in to_embed])))
+            fresh = [i for i in to_embed if late[i] is None]
+            new_ids = dict(zip(fresh, self._insert_many(conn, [(prepared[i], vec_of[i], None) for i in fresh], now)))
             for i, p in enumerate(prepared):
-                if i in vec_of:
-                    dup = self._find_duplicate(conn, p)
-                    if dup is None:
-                        new_ids[i] = self._insert(conn, p, vec_of[i], now)
-                        ids.append((new_ids[i], False))
-                    else:
-                        ids.append((dup, True))
+                if i in new_ids:
+                    ids.append((new_ids[i], False))
+                elif i in vec_of:
+                    ids.append((late[i], True))
                 else:
                     dup = existing[i] if existing[i] is not None else new_ids.get(first_of[(p.hash, p.scope)])
                     if dup is None:
@@ -539,14 +598,18 @@ class Recallite(SlmLite):
             if not math.isfinite(min_score):
                 raise InvalidInputError("min_score must be a finite number.")
         mt = None if min_trust is None else check_unit("min_trust", min_trust, 0.0)
-        hits = self.retriever.rank(q, flt, n, profile, min_score, mt)
-        if working_session is not None:
-            hits = self._merge_working(hits, q, flt, n, profile, working_session, mt, min_score)
-        if expand_beliefs:
-            hits = hits + self._belief_neighbours(hits, flt, n, mt)
-        with self.store.transaction() as conn:
-            rid = self.retriever.log(conn, q, profile, flt.scopes, [h for h in hits if h.memory.layer != "working"], _kind)
-            _count_redactions(conn, q_redacted)
+        qvec = self.retriever.query_vector(q)  # embedding needs no lock
+        # One hold of the store lock for the read and the log write: under concurrent
+        # recalls every lock hand-off costs a thread wake-up, so take it once.
+        with self.store.lock:
+            hits = self.retriever.rank(q, flt, n, profile, min_score, mt, qvec=qvec)
+            if working_session is not None:
+                hits = self._merge_working(hits, q, flt, n, profile, working_session, mt, min_score)
+            if expand_beliefs:
+                hits = hits + self._belief_neighbours(hits, flt, n, mt)
+            with self.store.transaction() as conn:
+                rid = self.retriever.log(conn, q, profile, flt.scopes, [h for h in hits if h.memory.layer != "working"], _kind)
+                _count_redactions(conn, q_redacted)
         result = RecallResult(retrieval_id=fmt_id("ret", rid), query=q, profile=profile, memories=hits)
         self._after_recall(result.retrieval_id, hits)
         return result
@@ -656,22 +719,36 @@ class Recallite(SlmLite):
                 (rid, outcome, recorded_score, json.dumps([f"mem_{i}" for i in (used or [])]), reason_text, key, now),
             )
             fid = cur.lastrowid
+            olds: dict[int, float] = {}
+            cids = [mid for mid, _ in credits]
+            for i in range(0, len(cids), 500):
+                chunk = cids[i : i + 500]
+                olds.update(conn.execute(
+                    f"SELECT id, usefulness FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+            succ = 1 if target >= 0.5 and outcome != "failure" else 0
+            fail = 1 if outcome == "failure" else 0
+            updates, outcomes = [], []
             for mid, weight in credits:
-                old = conn.execute("SELECT usefulness FROM memories WHERE id = ?", (mid,)).fetchone()[0]
+                old = olds[mid]
                 new = policy.updated_usefulness(old, target, weight, self.config.learning_rate)
-                succ = 1 if target >= 0.5 and outcome != "failure" else 0
-                fail = 1 if outcome == "failure" else 0
-                conn.execute(
-                    "UPDATE memories SET usefulness = ?, success_count = success_count + ?, "
-                    "failure_count = failure_count + ?, updated_at = ? WHERE id = ?",
-                    (new, succ, fail, now, mid),
-                )
-                conn.execute(
-                    "INSERT INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, new_usefulness, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (fid, mid, weight, target, old, new, now),
-                )
-            return self._feedback_result(conn, fid)
+                updates.append((new, succ, fail, now, mid))
+                outcomes.append((fid, mid, weight, target, old, new, now))
+            conn.executemany(
+                "UPDATE memories SET usefulness = ?, success_count = success_count + ?, "
+                "failure_count = failure_count + ?, updated_at = ? WHERE id = ?",
+                updates,
+            )
+            conn.executemany(
+                "INSERT INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, new_usefulness, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                outcomes,
+            )
+        # What was just written, without reading it back.
+        return FeedbackResult(
+            feedback_id=fmt_id("fb", fid), retrieval_id=fmt_id("ret", rid), outcome=outcome, score=recorded_score,
+            changes=[UsefulnessChange(id=f"mem_{m}", weight=w, old_usefulness=o, new_usefulness=n)
+                     for _f, m, w, _t, o, n, _c in outcomes],
+        )
 
     def _feedback_result(self, conn, fid: int, duplicate: bool = False) -> FeedbackResult:
         rid, outcome, score = conn.execute("SELECT retrieval_id, outcome, score FROM feedback WHERE id = ?", (fid,)).fetchone()

@@ -77,3 +77,34 @@ class SchemaVersionError(StoreError):
 
 class ClosedError(RecalliteError):
     code = "closed"
+
+
+class ScanError(RecalliteError):
+    """A vector scan in the worker pool did not complete. ``Recallite`` falls back to the
+    in-process scan when the pool is configured with ``fallback="inline"``."""
+
+    code = "scan_error"
+
+
+class WorkerTimeoutError(ScanError):
+    """A scan took longer than ``task_timeout`` (queue wait included)."""
+
+    code = "worker_timeout"
+
+
+class QueueFullError(ScanError):
+    """``max_queue`` scans are already waiting; the scan was refused at once."""
+
+    code = "queue_full"
+
+
+class ScanAbortedError(ScanError):
+    """The caller cancelled the scan (queued or running), or the pool was closed under it."""
+
+    code = "scan_aborted"
+
+
+class WorkerCrashedError(ScanError):
+    """A worker process died while holding part of the scan. It is replaced automatically."""
+
+    code = "worker_crashed"

@@ -181,6 +181,24 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        # Bulk inserts stamp their rows with one counter bump per transaction (seq > 0);
+        # the per-row triggers then stay out of the way. Any other insert (seq left at 0)
+        # is stamped by the trigger as before, so every reader still sees every change.
+        "0006_batch_seq_on_insert",
+        """
+        DROP TRIGGER memories_seq_ai;
+        CREATE TRIGGER memories_seq_ai AFTER INSERT ON memories WHEN new.seq = 0 BEGIN
+            UPDATE counters SET value = value + 1 WHERE name = 'changes';
+            UPDATE memories SET seq = (SELECT value FROM counters WHERE name = 'changes') WHERE id = new.id;
+        END;
+        DROP TRIGGER vectors_seq_ai;
+        CREATE TRIGGER vectors_seq_ai AFTER INSERT ON vectors WHEN new.seq = 0 BEGIN
+            UPDATE counters SET value = value + 1 WHERE name = 'changes';
+            UPDATE vectors SET seq = (SELECT value FROM counters WHERE name = 'changes') WHERE memory_id = new.memory_id;
+        END;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
+import logging
 import math
 import sqlite3
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -16,13 +18,19 @@ from . import policy
 from .config import RecalliteConfig
 from .embedder import Embedder
 from .codec import decode_vector
+from .errors import ScanError, WorkerTimeoutError
 from .fts import fts_query, query_terms
-from .fusion import keyword_weight, moments, reciprocal_rank_fusion, zscore_fusion
+from .fusion import keyword_weight, reciprocal_rank_fusion, zscore_fusion
 from .models import Memory, RecallHit, ScoreBreakdown
 from .rows import load_memories
 from .store import Store
 from .trust import trust_scores
-from .vector_index import ScanFilter, VectorIndex
+from .vector_index import ScanFilter, VectorIndex, stats_moments
+
+if TYPE_CHECKING:
+    from .scan_workers import ScanPool
+
+log = logging.getLogger("recallite.retriever")
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,17 @@ def flags_of(mem: Memory) -> list[str]:
     return [str(flags)] if flags else []
 
 
+def scan_filter_for(conn: sqlite3.Connection, flt: RecallFilter) -> ScanFilter:
+    """The filter a vector scan applies before its top-k (tags become an id list via SQL).
+
+    Shared by the inline scan and the worker processes, so both filter identically."""
+    allowed = None
+    if flt.tags is not None:
+        where, params = flt.sql("m")
+        allowed = np.array([r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)], dtype=np.int64)
+    return ScanFilter(scopes=flt.scopes, statuses=flt.statuses, types=flt.types, sessions=flt.sessions, allowed_ids=allowed)
+
+
 class QueryVectorCache:
     """LRU of query embeddings: agents repeat their task descriptions."""
 
@@ -89,46 +108,147 @@ class QueryVectorCache:
 
 
 class Retriever:
-    def __init__(self, store: Store, embedder: Embedder, index: VectorIndex, config: RecalliteConfig):
+    def __init__(
+        self, store: Store, embedder: Embedder, index: VectorIndex, config: RecalliteConfig, pool: "ScanPool | None" = None
+    ):
         self.store = store
         self.embedder = embedder
         self.index = index
         self.config = config
+        self.pool = pool
+        self._counted: tuple[int, int] | None = None  # (vectors, change counter) last seen
+        self._scan_thread: concurrent.futures.ThreadPoolExecutor | None = None
         self.query_cache = QueryVectorCache(config.query_cache_size)
         self._df_cache: dict[str, int] = {}
         self._df_counter = -1
 
     # -- channels -------------------------------------------------------------------------------
     def keyword_channel(self, conn: sqlite3.Connection, query: str, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
+        """bm25 top-``depth`` among the memories passing the filter, ties by id.
+
+        The bm25 top-N is taken on the FTS table alone (no per-match join to memories),
+        then filtered; only when the filter leaves fewer than ``depth`` of a full top-N is
+        the N widened (and finally the whole match set filtered), so the answer is the same
+        as filtering every match first."""
         match = fts_query(query)
         if match is None:
             return []
         where, params = flt.sql("m")
-        rows = conn.execute(
-            "SELECT m.id, bm25(memories_fts, 1.5, 1.0, 0.5) AS s FROM memories_fts "
-            "JOIN memories m ON m.id = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {where} ORDER BY s LIMIT ?",
-            [match, *params, depth],
-        ).fetchall()
+        inner = max(depth * 2, 100)
+        while True:
+            limit_sql, limit_params = ("LIMIT ?", [inner]) if inner else ("", [])
+            # One pass: the bm25 top-N with, for each, whether it passes the filter.
+            rows = conn.execute(
+                f"SELECT f.id, f.s, ({where}) FROM (SELECT rowid AS id, bm25(memories_fts, 1.5, 1.0, 0.5) AS s "
+                f"FROM memories_fts WHERE memories_fts MATCH ? ORDER BY s, rowid {limit_sql}) f "
+                "JOIN memories m ON m.id = f.id ORDER BY f.s, f.id",
+                [*params, match, *limit_params],
+            ).fetchall()
+            kept = [r for r in rows if r[2]]
+            if len(kept) >= depth or not inner or len(rows) < inner:
+                break  # enough, or the top-N already held every match
+            inner = inner * 8 if inner < 100_000 else 0
+        rows = kept[:depth]
         return [(r[0], -r[1]) for r in rows]
 
     def vector_channel(
         self, conn: sqlite3.Connection, qvec: np.ndarray, flt: RecallFilter, depth: int
-    ) -> tuple[list[tuple[int, float]], tuple[int, float, float]]:
-        """Top-depth (id, cosine) and (count, sum, sum of squares) of the cosine over the scope."""
-        self.index.refresh(conn)
-        allowed = None
-        if flt.tags is not None:
-            where, params = flt.sql("m")
-            allowed = np.array([r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)], dtype=np.int64)
+    ) -> tuple[list[tuple[int, float]], tuple[int, int, int]]:
+        """The inline scan: top-depth (id, cosine) from the cached matrix in this process, and
+        (count, sum, sum of squares) of the cosine over the filtered scope."""
+        self._refresh_inline(conn)
         expired = self.expired_ids(conn, flt.valid_at)
-        ids, sims, stats = self.index.search_with_stats(
-            qvec,
-            depth + len(expired),  # expired rows are dropped below, so the top-k stays exact
-            ScanFilter(scopes=flt.scopes, statuses=flt.statuses, types=flt.types, sessions=flt.sessions, allowed_ids=allowed),
-        )
-        out = [(int(i), float(s)) for i, s in zip(ids, sims) if int(i) not in expired]
-        return out[:depth], stats
+        ids, sims, stats = self.index.search_with_stats(qvec, depth + len(expired), scan_filter_for(conn, flt))
+        return _drop(ids, sims, expired, depth), stats
+
+    def _refresh_inline(self, conn: sqlite3.Connection) -> None:
+        self.index.refresh(conn)
+        self._counted = (len(self.index), self.index.seq)
+
+    # Inline matrices at least this large (rows x dims) are scanned in a helper thread
+    # while the FTS query runs; below it a thread hand-off costs more than it saves.
+    PARALLEL_SCAN_OPS = 2_000_000
+
+    def _inline_channels(self, conn, query: str, qvec: np.ndarray, flt: RecallFilter, depth: int):
+        """Keyword and inline vector channels; a large matrix is scanned in a helper thread
+        while FTS runs here (numpy and SQLite both release the GIL). Safe: the caller holds
+        the store lock throughout, and every other user of the index takes it first."""
+        self._refresh_inline(conn)
+        sflt = scan_filter_for(conn, flt)
+        expired = self.expired_ids(conn, flt.valid_at)
+        k = depth + len(expired)  # expired rows are dropped below, so the top-k stays exact
+        if self.index.n * self.index.dimensions < self.PARALLEL_SCAN_OPS:
+            kw = self.keyword_channel(conn, query, flt, depth)
+            ids, sims, stats = self.index.search_with_stats(qvec, k, sflt)
+        else:
+            if self._scan_thread is None:
+                self._scan_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="recallite-scan")
+            future = self._scan_thread.submit(self.index.search_with_stats, qvec, k, sflt)
+            kw = self.keyword_channel(conn, query, flt, depth)
+            ids, sims, stats = future.result()
+        return kw, _drop(ids, sims, expired, depth), stats
+
+    def close(self) -> None:
+        if self._scan_thread is not None:
+            self._scan_thread.shutdown(wait=True)
+            self._scan_thread = None
+
+    # -- routing between the inline scan and the worker pool --------------------------------------
+    def vector_count(self, conn: sqlite3.Connection) -> int:
+        """How many vectors the store holds, cheaply: the last exact count (from whichever
+        engine scanned) plus the vectors written and minus those deleted since."""
+        counter = conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
+        if self._counted is not None and self._counted[1] == counter:
+            return self._counted[0]
+        floor = conn.execute("SELECT value FROM counters WHERE name = 'tombstone_floor'").fetchone()[0]
+        if self._counted is None or counter < self._counted[1] or floor > self._counted[1]:
+            count = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+        else:
+            base, seq = self._counted
+            added = conn.execute("SELECT count(*) FROM vectors WHERE seq > ?", (seq,)).fetchone()[0]
+            removed = conn.execute("SELECT count(*) FROM tombstones WHERE seq > ?", (seq,)).fetchone()[0]
+            count = max(0, base + added - removed)
+        self._counted = (count, counter)
+        return count
+
+    def _submit_scan(self, conn: sqlite3.Connection, qvec: np.ndarray, flt: RecallFilter, depth: int):
+        """A pool future when this store is large enough for the workers, else None (inline)."""
+        pool = self.pool
+        if pool is None or not pool.wants(self.vector_count(conn)):
+            return None
+        try:
+            pool.start(wait=True)  # once: the workers load their shards
+            return pool.submit(qvec, depth + len(self.expired_ids(conn, flt.valid_at)), flt)
+        except ScanError as exc:
+            if pool.options.fallback != "inline":
+                raise
+            log.warning("vector scan falls back inline: %s", exc)
+            return None
+
+    def _pool_result(
+        self, future, conn: sqlite3.Connection, qvec: np.ndarray, flt: RecallFilter, depth: int
+    ) -> tuple[list[tuple[int, float]], tuple[int, int, int]]:
+        pool = self.pool
+        try:
+            try:
+                res = future.result(timeout=pool.options.task_timeout + 5.0)  # the pool's watchdog fails it first
+            except concurrent.futures.TimeoutError:
+                future.cancel()
+                raise WorkerTimeoutError(
+                    f"The vector scan took longer than {pool.options.task_timeout:.1f} s. Retry, or raise task_timeout."
+                ) from None
+        except ScanError as exc:
+            if pool.options.fallback != "inline":
+                raise
+            log.warning("vector scan falls back inline: %s", exc)
+            return self.vector_channel(conn, qvec, flt, depth)
+        except BaseException:
+            future.cancel()
+            raise
+        self._counted = (res.vector_count, res.seq)
+        if self.index.seq >= 0:
+            self.index.reset()  # the workers hold the vectors now: free the inline copy
+        return _drop(res.ids, res.sims, self.expired_ids(conn, flt.valid_at), depth), res.stats
 
     def similarities(self, conn: sqlite3.Connection, qvec: np.ndarray, ids: list[int]) -> dict[int, float]:
         """Exact cosine for candidates the vector top-k did not include (keyword-only hits)."""
@@ -149,9 +269,9 @@ class Retriever:
         return out
 
     # -- keyword confidence ----------------------------------------------------------------------
-    def _document_frequency(self, conn: sqlite3.Connection, term: str) -> int:
-        counter = self.index.seq
-        if abs(counter - self._df_counter) > max(50, len(self.index) // 50):
+    def _document_frequency(self, conn: sqlite3.Connection, term: str, n: int) -> int:
+        counter = self._counted[1] if self._counted else 0  # the change counter the last scan saw
+        if abs(counter - self._df_counter) > max(50, n // 50):
             self._df_cache.clear()
             self._df_counter = counter
         df = self._df_cache.get(term)
@@ -166,10 +286,11 @@ class Retriever:
         """Share of the query's IDF mass matched by its best keyword hit (0..1)."""
         if not terms or not top_ids:
             return 0.0
-        n = max(1, len(self.index))
+        # Whichever engine scanned (inline or workers), the store's vector count is the collection size.
+        n = max(1, self.vector_count(conn))
         idf = {}
         for t in terms:
-            df = self._document_frequency(conn, t)
+            df = self._document_frequency(conn, t, n)
             idf[t] = math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else math.log(1 + (n + 0.5) / 0.5)
         total = sum(idf.values())
         if total <= 0:
@@ -236,20 +357,30 @@ class Retriever:
         return out
 
     # -- the whole recall -------------------------------------------------------------------------------
+    def query_vector(self, query: str) -> np.ndarray:
+        return self.query_cache.get(self.embedder, query)
+
     def rank(
         self, query: str, flt: RecallFilter, limit: int, profile: str, min_score: float | None,
-        min_trust: float | None = None,
+        min_trust: float | None = None, qvec: np.ndarray | None = None,
     ) -> list[RecallHit]:
         cfg = self.config
-        qvec = self.query_cache.get(self.embedder, query)
+        if qvec is None:
+            qvec = self.query_vector(query)
         depth = max(cfg.candidate_depth, limit * 4)
         use_kw = cfg.channels in ("hybrid", "keyword")
         use_vec = cfg.channels in ("hybrid", "vector")
         if min_trust is not None:
             depth *= 3  # candidates below the trust floor are dropped: look deeper so the limit still fills
         with self.store.reading() as conn:
-            kw = self.keyword_channel(conn, query, flt, depth) if use_kw else []
-            vec, vstats = self.vector_channel(conn, qvec, flt, depth)
+            future = self._submit_scan(conn, qvec, flt, depth)  # the workers scan while FTS runs here
+            if future is None:
+                kw, vec, vstats = self._inline_channels(conn, query, qvec, flt, depth)
+            else:
+                kw = self.keyword_channel(conn, query, flt, depth)
+                vec, vstats = self._pool_result(future, conn, qvec, flt, depth)
+            if not use_kw:
+                kw = []
             if not use_vec:
                 vec = []
             alpha = None
@@ -268,7 +399,7 @@ class Retriever:
                     alpha = keyword_weight(coverage, cfg.keyword_alpha_max, *cfg.keyword_coverage_ramp)
                 else:
                     alpha = 1.0 if use_kw else 0.0
-                fused, kz, vz = zscore_fusion(dict(kw), sims, vstats[0], moments(*vstats), alpha)
+                fused, kz, vz = zscore_fusion(dict(kw), sims, vstats[0], stats_moments(vstats), alpha)
                 # exp keeps the score positive, so policy factors scale it the same way whatever its sign.
                 base = {i: math.exp(min(50.0, s)) for i, s in fused.items()}
             ordered = sorted(base.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -380,3 +511,8 @@ class Retriever:
                 [now, *ids],
             )
         return rid
+
+
+def _drop(ids: np.ndarray, sims: np.ndarray, expired: set[int], depth: int) -> list[tuple[int, float]]:
+    """The scan's (id, cosine) pairs without expired memories, cut to depth."""
+    return [(i, s) for i, s in zip(ids.tolist(), sims.tolist()) if i not in expired][:depth]

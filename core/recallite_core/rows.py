@@ -7,6 +7,7 @@ import sqlite3
 from datetime import datetime, timezone
 
 from .models import Memory, Source
+from .policy import TYPE_LAYER
 
 MEMORY_COLUMNS = (
     "id, type, title, content, status, source_type, source_id, scope, session, tags, metadata, confidence, "
@@ -25,13 +26,14 @@ def memory_from_row(row: sqlite3.Row | tuple) -> Memory:
         usefulness, importance, success_count, failure_count, access_count, last_accessed_at, created_at,
         updated_at, superseded_by, chash, tokens, valid_until,
     ) = row
-    return Memory(
+    # Rows come from our own schema (validated on the way in): construct without re-validating.
+    return Memory.model_construct(
         id=f"mem_{mid}",
         type=mtype,
         title=title,
         content=content,
         status=status,
-        source=Source(type=source_type, id=source_id),
+        source=Source.model_construct(type=source_type, id=source_id),
         scope=scope,
         session=session,
         tags=json.loads(tags),
@@ -49,6 +51,7 @@ def memory_from_row(row: sqlite3.Row | tuple) -> Memory:
         content_hash=chash,
         tokens=tokens,
         valid_until=ts(valid_until),
+        layer=TYPE_LAYER.get(mtype),  # model_construct runs no validators: set what they would derive
     )
 
 

@@ -3,6 +3,13 @@
 It refreshes incrementally from the store's change counter: rows whose vector or filter
 columns changed since the last refresh are upserted, tombstoned ids are dropped. A write by
 another process bumps the same counter, so it is seen on the next query.
+
+Exactness: the fast scan (float32, SIMD or BLAS) only *selects* candidates; every candidate
+within the float32 error bound of the k-th score is then re-scored in float64 with numpy's
+pairwise sum, which gives the same bits for a row whatever matrix, shard or process it sits
+in. Ranking is by (-exact score, id), so the inline index, any sharding of it across worker
+processes (merged with :func:`merge_top`) and a narrow filtered scan all return the same
+ids in the same order with the same scores.
 """
 
 from __future__ import annotations
@@ -19,6 +26,25 @@ from .models import MEMORY_TYPES, STATUSES
 STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 TYPE_CODE = {t: i for i, t in enumerate(MEMORY_TYPES)}
 
+# np.vecdot (numpy >= 2) is a plain SIMD loop: on small VMs it beats a multi-threaded BLAS
+# gemv whose thread hand-offs cost scheduler ticks; einsum is the numpy 1.x equivalent.
+_vecdot = getattr(np, "vecdot", None)
+
+
+def dot_rows(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Approximate float32 dot product of every row with ``query`` (candidate selection only)."""
+    if _vecdot is not None:
+        return _vecdot(matrix, query)
+    return np.einsum("ij,j->i", matrix, query)
+
+
+def exact_scores(rows: np.ndarray, query64: np.ndarray) -> np.ndarray:
+    """float64 dot products, bit-identical for a row wherever it is computed (pairwise sum)."""
+    return (rows.astype(np.float64) * query64).sum(axis=1)
+
+
+_EMPTY = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64))
+
 _SELECT = "SELECT m.id, m.scope, m.status, m.type, m.session, v.vector FROM vectors v JOIN memories m ON m.id = v.memory_id"
 
 
@@ -32,13 +58,29 @@ class ScanFilter:
     sessions: tuple[str, ...] | None = None
     allowed_ids: np.ndarray | None = None  # e.g. the ids that carry a tag; None = all
 
+    def key(self) -> tuple | None:
+        """A hashable key of the column filters (None when allowed_ids makes it one-off)."""
+        if self.allowed_ids is not None:
+            return None
+        return (self.scopes, self.statuses, self.types, self.sessions)
+
+    @property
+    def unfiltered(self) -> bool:
+        return (
+            self.scopes is None and self.statuses is None and self.types is None
+            and self.sessions is None and self.allowed_ids is None
+        )
+
 
 class VectorIndex:
     """Exact cosine scan over a cached matrix. Not thread-safe: the caller serialises."""
 
+    MASK_CACHE = 16  # prepared filter masks kept between refreshes
+
     def __init__(self, dimensions: int, shard: tuple[int, int] | None = None):
         self.dimensions = dimensions
         # Optional (index, count): keep only ids with id % count == index (worker shards).
+        # Modulo keeps shards balanced as ids grow; merge_top makes the union exact.
         self.shard = shard
         self.seq = -1
         self._cap = 0
@@ -52,38 +94,38 @@ class VectorIndex:
         self.alive = np.empty(0, dtype=bool)
         self.row_of: dict[int, int] = {}
         self.dead = 0
+        self.max_norm = 0.0  # largest row norm seen: bounds the float32 scan error
         self._scope_codes: dict[str, int] = {}
         self._session_codes: dict[str | None, int] = {None: 0}
+        self._masks: dict[tuple, tuple[np.ndarray, int]] = {}
 
     # -- maintenance ----------------------------------------------------------------------
     def __len__(self) -> int:
         return self.n - self.dead
 
+    @property
+    def nbytes(self) -> int:
+        return int(self.matrix.nbytes + self.ids.nbytes + self.scope.nbytes + self.status.nbytes
+                   + self.type.nbytes + self.session.nbytes + self.alive.nbytes)
+
     def _grow(self, need: int) -> None:
         if need <= self._cap:
             return
-        cap = max(need, 1024, self._cap * 2)
+        cap = max(need, 1024, self._cap + self._cap // 2)
 
-        def grow(a: np.ndarray, fill=0) -> np.ndarray:
-            shape = (cap,) + a.shape[1:]
-            out = np.full(shape, fill, dtype=a.dtype) if fill else np.zeros(shape, dtype=a.dtype)
+        def grow(a: np.ndarray) -> np.ndarray:
+            out = np.zeros((cap,) + a.shape[1:], dtype=a.dtype)
             out[: self.n] = a[: self.n]
             return out
 
-        self.matrix = grow(self.matrix)
-        self.ids = grow(self.ids)
-        self.scope = grow(self.scope)
-        self.status = grow(self.status)
-        self.type = grow(self.type)
-        self.session = grow(self.session)
-        self.alive = grow(self.alive)
+        for name in ("matrix", "ids", "scope", "status", "type", "session", "alive"):
+            setattr(self, name, grow(getattr(self, name)))
         self._cap = cap
 
     def _code(self, table: dict, key) -> int:
         code = table.get(key)
-        if code is None:
-            code = max(table.values(), default=-1) + 1
-            table[key] = code
+        if code is None:  # codes are consecutive from 0
+            code = table[key] = len(table)
         return code
 
     def _keep(self, mid: int) -> bool:
@@ -96,25 +138,39 @@ class VectorIndex:
             self.dead += 1
 
     def _upsert(self, rows: Sequence[tuple]) -> None:
-        rows = [r for r in rows if self._keep(r[0])]
+        if self.shard is not None:
+            rows = [r for r in rows if self._keep(r[0])]
         if not rows:
             return
         vecs = decode_many([r[5] for r in rows], self.dimensions)
-        new = [i for i, r in enumerate(rows) if r[0] not in self.row_of]
-        self._grow(self.n + len(new))
-        for i, (mid, scope, status, mtype, session, _blob) in enumerate(rows):
-            row = self.row_of.get(mid)
+        if len(vecs):
+            self.max_norm = max(self.max_norm, float(np.sqrt(np.einsum("ij,ij->i", vecs, vecs).max())))
+        mids = [r[0] for r in rows]
+        row_of = self.row_of
+        targets = np.empty(len(rows), dtype=np.int64)
+        fresh = 0
+        for i, mid in enumerate(mids):
+            row = row_of.get(mid)
             if row is None:
-                row = self.n
-                self.n += 1
-                self.row_of[mid] = row
-                self.ids[row] = mid
-                self.alive[row] = True
-            self.matrix[row] = vecs[i]
-            self.scope[row] = self._code(self._scope_codes, scope)
-            self.status[row] = STATUS_CODE[status]
-            self.type[row] = TYPE_CODE[mtype]
-            self.session[row] = self._code(self._session_codes, session)
+                fresh += 1
+                row = -1
+            targets[i] = row
+        if fresh:
+            self._grow(self.n + fresh)
+            new_pos = np.flatnonzero(targets < 0)
+            new_rows = np.arange(self.n, self.n + len(new_pos))
+            targets[new_pos] = new_rows
+            for pos, row in zip(new_pos.tolist(), new_rows.tolist()):
+                row_of[mids[pos]] = row
+            self.ids[new_rows] = np.asarray(mids, dtype=np.int64)[new_pos]
+            self.alive[new_rows] = True
+            self.n += len(new_pos)
+        self.matrix[targets] = vecs
+        code, scopes, sessions = self._code, self._scope_codes, self._session_codes
+        self.scope[targets] = [code(scopes, r[1]) for r in rows]
+        self.status[targets] = [STATUS_CODE[r[2]] for r in rows]
+        self.type[targets] = [TYPE_CODE[r[3]] for r in rows]
+        self.session[targets] = [code(sessions, r[4]) for r in rows]
 
     def _compact(self) -> None:
         keep = np.flatnonzero(self.alive[: self.n])
@@ -125,10 +181,15 @@ class VectorIndex:
         self.alive[n:] = False
         self.n = n
         self.dead = 0
-        self.row_of = {int(mid): i for i, mid in enumerate(self.ids[:n])}
+        self.row_of = dict(zip(self.ids[:n].tolist(), range(n)))
 
     def reset(self) -> None:
         self.__init__(self.dimensions, self.shard)
+
+    def _shard_sql(self, column: str) -> tuple[str, list]:
+        if self.shard is None:
+            return "", []
+        return f" AND {column} % ? = ?", [self.shard[1], self.shard[0]]
 
     def refresh(self, conn: sqlite3.Connection, counter: int | None = None) -> bool:
         """Bring the matrix up to date with the database. Returns True if anything changed.
@@ -141,116 +202,152 @@ class VectorIndex:
         if counter == self.seq:
             return False
         floor = conn.execute("SELECT value FROM counters WHERE name = 'tombstone_floor'").fetchone()[0]
+        shard_where, shard_params = self._shard_sql("v.memory_id")
         if self.seq < 0 or self.seq < floor or counter < self.seq:
             self.reset()
-            rows = conn.execute(_SELECT).fetchall()
-            self._upsert(rows)
+            total = conn.execute(f"SELECT count(*) FROM vectors v WHERE 1{shard_where}", shard_params).fetchone()[0]
+            self._grow(total)
+            cur = conn.execute(f"{_SELECT} WHERE 1{shard_where}", shard_params)
+            while True:  # in chunks: never hold every BLOB of a large store at once
+                rows = cur.fetchmany(8192)
+                if not rows:
+                    break
+                self._upsert(rows)
         else:
             for (mid,) in conn.execute("SELECT memory_id FROM tombstones WHERE seq > ?", (self.seq,)):
                 self._remove(mid)
             rows = conn.execute(
-                f"{_SELECT} WHERE v.seq > ? UNION ALL {_SELECT} WHERE m.seq > ? AND v.seq <= ?",
-                (self.seq, self.seq, self.seq),
+                f"{_SELECT} WHERE v.seq > ?{shard_where} UNION ALL {_SELECT} WHERE m.seq > ? AND v.seq <= ?{shard_where}",
+                (self.seq, *shard_params, self.seq, self.seq, *shard_params),
             ).fetchall()
             self._upsert(rows)
             if self.dead > 1000 and self.dead * 4 > self.n:
                 self._compact()
         self.seq = counter
+        self._masks.clear()
         return True
 
     # -- search -----------------------------------------------------------------------------
     def mask(self, flt: ScanFilter | None) -> np.ndarray:
+        """Rows that are alive and pass the filter (a lookup table per column, no isin)."""
         n = self.n
+        key = None if flt is None else flt.key()
+        if key is not None:
+            hit = self._masks.get(key)
+            if hit is not None and hit[1] == n:
+                return hit[0]
         mask = self.alive[:n].copy()
         if flt is None:
             return mask
+
+        def keep(column: np.ndarray, codes: list[int], size: int) -> None:
+            lut = np.zeros(max(size, 1), dtype=bool)
+            lut[[c for c in codes if c is not None]] = True
+            np.logical_and(mask, lut[column[:n]], out=mask)
+
         if flt.scopes is not None:
-            codes = [self._scope_codes[s] for s in flt.scopes if s in self._scope_codes]
-            mask &= np.isin(self.scope[:n], codes)
+            keep(self.scope, [self._scope_codes.get(s) for s in flt.scopes], len(self._scope_codes))
         if flt.statuses is not None:
-            mask &= np.isin(self.status[:n], [STATUS_CODE[s] for s in flt.statuses])
+            keep(self.status, [STATUS_CODE[s] for s in flt.statuses], len(STATUS_CODE))
         if flt.types is not None:
-            mask &= np.isin(self.type[:n], [TYPE_CODE[t] for t in flt.types])
+            keep(self.type, [TYPE_CODE[t] for t in flt.types], len(TYPE_CODE))
         if flt.sessions is not None:
-            codes = [self._session_codes[s] for s in flt.sessions if s in self._session_codes]
-            mask &= np.isin(self.session[:n], codes)
+            keep(self.session, [self._session_codes.get(s) for s in flt.sessions], len(self._session_codes))
         if flt.allowed_ids is not None:
             mask &= np.isin(self.ids[:n], flt.allowed_ids)
+        if key is not None:
+            if len(self._masks) >= self.MASK_CACHE:
+                self._masks.pop(next(iter(self._masks)))
+            self._masks[key] = (mask, n)
         return mask
 
     def search(self, query: np.ndarray, k: int, flt: ScanFilter | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k memory ids and cosine similarities among rows passing the filter."""
+        """Top-k memory ids and exact (float64) cosine similarities among rows passing the filter."""
         ids, sims, _ = self.search_with_stats(query, k, flt)
         return ids, sims
 
     def search_with_stats(
         self, query: np.ndarray, k: int, flt: ScanFilter | None = None
-    ) -> tuple[np.ndarray, np.ndarray, tuple[int, float, float]]:
+    ) -> tuple[np.ndarray, np.ndarray, tuple[int, int, int]]:
         """Like search(), plus (count, sum, sum of squares) of the similarity over every row
         that passed the filter: what score normalisation needs, mergeable across shards."""
-        empty = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32), (0, 0.0, 0.0))
         n = self.n
         if n == 0 or k <= 0:
-            return empty
-        q = np.asarray(query, dtype=np.float32)
-        unfiltered = flt is None or (
-            flt.scopes is None and flt.statuses is None and flt.types is None and flt.sessions is None and flt.allowed_ids is None
-        )
-        if unfiltered and self.dead == 0:
-            scores = self.matrix[:n] @ q
-            ids, sims = self._top(scores, self.ids[:n], k)
-            return ids, sims, _stats(scores)
+            return (*_EMPTY, (0, 0, 0))
+        q = np.ascontiguousarray(query, dtype=np.float32)
+        if (flt is None or flt.unfiltered) and self.dead == 0:
+            scores = dot_rows(self.matrix[:n], q)
+            return (*self._top(scores, None, k, q), _stats(scores))
         mask = self.mask(flt)
-        selected = int(mask.sum())
-        if selected == 0:
-            return empty
-        if selected * 3 < n:  # a narrow filter: gather the rows, scan only them
-            rows = np.flatnonzero(mask)
-            scores = self.matrix[rows] @ q
-            ids, sims = self._top(scores, self.ids[rows], k)
-            return ids, sims, _stats(scores)
-        scores = self.matrix[:n] @ q
-        stats = _stats(scores[mask])
-        scores[~mask] = -np.inf
-        ids, sims = self._top(scores, self.ids[:n], min(k, selected))
-        return ids, sims, stats
-
-    @staticmethod
-    def _top(scores: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        k = min(k, scores.shape[0])
-        if k <= 0:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-        if k < scores.shape[0]:
-            part = np.argpartition(-scores, k - 1)[:k]
+        rows = np.flatnonzero(mask)
+        if len(rows) == 0:
+            return (*_EMPTY, (0, 0, 0))
+        if len(rows) * 3 < n:  # a narrow filter: gather the rows, scan only them
+            scores = dot_rows(self.matrix[rows], q)
         else:
-            part = np.arange(scores.shape[0])
+            scores = dot_rows(self.matrix[:n], q)[rows]
+        return (*self._top(scores, rows, k, q), _stats(scores))
+
+    def _top(self, scores: np.ndarray, rows: np.ndarray | None, k: int, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Exact top-k from approximate ``scores`` of ``rows`` (None = rows 0..len-1)."""
+        m = scores.shape[0]
+        if k < m:
+            kth = scores[np.argpartition(scores, m - k)[m - k:]].min()
+            # With |approx - exact| <= bound for every row, each row of the exact top-k has
+            # approx >= kth - 2*bound. bound: |q| * max|row| * d * 2^-23, twice the textbook
+            # float32 dot-product error (d * 2^-24 relative to |q||row|).
+            bound = float(np.linalg.norm(q)) * max(self.max_norm, 1e-30) * self.dimensions * 2.0 ** -23
+            cand = np.flatnonzero(scores >= kth - 2 * bound)
+        else:
+            cand = np.arange(m)
+        rows = cand if rows is None else rows[cand]
+        exact = exact_scores(self.matrix[rows], q.astype(np.float64))
+        ids = self.ids[rows]
         # Ties broken by id so that every engine (inline, workers) returns the same order.
-        order = part[np.lexsort((ids[part], -scores[part]))]
-        return ids[order].astype(np.int64), scores[order].astype(np.float32)
+        order = np.lexsort((ids, -exact))[:k]
+        return ids[order].astype(np.int64), exact[order]
 
     def vector_of(self, mid: int) -> np.ndarray | None:
         row = self.row_of.get(mid)
         return None if row is None else self.matrix[row]
 
 
-def _stats(scores: np.ndarray) -> tuple[int, float, float]:
+# Score statistics are summed as integers (each cosine rounded to 2^-32) so that a whole
+# scan and the merge of its shards give the same bits: float sums depend on their order.
+STATS_SCALE = 2.0 ** 32
+
+
+def _stats(scores: np.ndarray) -> tuple[int, int, int]:
     s64 = scores.astype(np.float64, copy=False)
-    return int(s64.shape[0]), float(s64.sum()), float(np.dot(s64, s64))
+    total = int(np.rint(s64 * STATS_SCALE).astype(np.int64).sum())
+    total_sq = int(np.rint(s64 * s64 * STATS_SCALE).astype(np.int64).sum())
+    return int(s64.shape[0]), total, total_sq
 
 
-def merge_stats(parts: Iterable[tuple[int, float, float]]) -> tuple[int, float, float]:
-    n, s, q = 0, 0.0, 0.0
+def merge_stats(parts: Iterable[tuple[int, int, int]]) -> tuple[int, int, int]:
+    n, s, q = 0, 0, 0
     for pn, ps, pq in parts:
         n, s, q = n + pn, s + ps, q + pq
     return n, s, q
 
 
+def stats_moments(stats: tuple[int, int, int]) -> tuple[float, float]:
+    """Mean and population standard deviation of the cosine from _stats/merge_stats."""
+    n, s, q = stats
+    if n <= 0:
+        return 0.0, 0.0
+    mean = s / STATS_SCALE / n
+    var = max(0.0, q / STATS_SCALE / n - mean * mean)
+    return mean, var ** 0.5
+
+
 def merge_top(parts: Iterable[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
     """Merge several top-k lists (e.g. from shards) into one, same tie order as a single scan."""
+    parts = list(parts)
     ids = [p[0] for p in parts]
     sims = [p[1] for p in parts]
     if not ids:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        return _EMPTY
     all_ids = np.concatenate(ids)
     all_sims = np.concatenate(sims)
     order = np.lexsort((all_ids, -all_sims))[:k]
