@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .policy import PROFILES
 from .validation import Limits
@@ -28,3 +29,21 @@ class RecalliteConfig:
     busy_timeout_ms: int = 5000
     # Tombstones kept for incremental readers before they are pruned (readers then reload).
     max_tombstones: int = 20000
+    # Conversation memory (episodes.py). Memories of these types longer than
+    # chunk_threshold_chars are split into sentence-level chunks (about chunk_max_chars each,
+    # short sentences merged up to chunk_min_chars) that get their own vectors.
+    chunk_types: tuple[str, ...] = ("episode",)
+    chunk_threshold_chars: int = 280
+    chunk_max_chars: int = 240
+    chunk_min_chars: int = 40
+    # Running session summary: sentences kept per session, and how many are shown.
+    summary_pool: int = 24
+    summary_sentences: int = 5
+    # build_context(conversation=...): at most this share of max_tokens for the session block.
+    conversation_share: float = 0.5
+    # Optional reranking stage, off by default: None, "cross-encoder" (sentence-transformers,
+    # with rerank_model = a local model directory; nothing is downloaded) or a callable
+    # (query, texts) -> scores (higher = more relevant). Reorders the top rerank_depth hits.
+    rerank: Any = None
+    rerank_model: str | None = None
+    rerank_depth: int = 20

@@ -16,6 +16,7 @@ from .codec import encode_vector
 from .config import RecalliteConfig
 from .context import render
 from .embedder import Embedder, resolve_embedder
+from .episodes import ConversationMemory, check_category, check_names, check_orphans, check_role
 from .errors import (
     ClosedError,
     EmbedderMismatchError,
@@ -34,6 +35,7 @@ from .models import (
     ConsolidationGroup,
     ContextResult,
     FeedbackResult,
+    ForgetResult,
     Memory,
     RecallResult,
     Relation,
@@ -42,7 +44,7 @@ from .models import (
     UsefulnessChange,
 )
 from .retriever import RecallFilter, Retriever
-from .rows import MEMORY_COLUMNS, load_memories, memory_from_row, ts
+from .rows import MEMORY_COLUMNS, attach_extras, load_memories, memory_from_row, ts
 from .store import Store
 from .tokens import estimate_tokens
 from .validation import (
@@ -86,7 +88,7 @@ def embedding_text(title: str, content: str) -> str:
     return content
 
 
-class Recallite:
+class Recallite(ConversationMemory):
     """Persistent, outcome-aware agent memory in one SQLite file.
 
     Open with :meth:`open`. Every public write is one transaction; every method is safe to
@@ -276,11 +278,17 @@ class Recallite:
         status: str | None = None,
         allow_unsafe_status_override: bool = False,
         confidence: float | None = None,
+        category: str | None = None,
+        cites: Sequence[str | int] | None = None,
     ) -> Memory:
         """Store one memory. Identical content in the same scope returns the existing one (``duplicate_of`` set).
 
         ``source`` (default ``{"type": "user"}``) decides trust: llm and imported memories start
         as candidates whatever ``status`` asks, unless ``allow_unsafe_status_override``.
+        ``category``: an optional label recall(categories=...) filters on. ``cites``: ids of the
+        conversation turns (episodes) it came from, see :meth:`why` (also added to a duplicate).
+        An ``episode`` stored here is an event of its session (role ``event``); use
+        :meth:`record_turn` for conversation turns.
         """
         self._live()
         p = self._prepare(
@@ -288,22 +296,42 @@ class Recallite:
             importance=importance, scope=scope, session=session, status=status,
             allow_unsafe_status_override=allow_unsafe_status_override, confidence=confidence,
         )
+        cat = check_category(category)
+        cited = None if cites is None else [parse_id(c) for c in ([cites] if isinstance(cites, (str, int)) else cites)]
         with self.store.reading() as conn:
             dup = self._find_duplicate(conn, p)
         if dup is not None:
-            mem = self.get(dup)
-            mem.duplicate_of = mem.id
-            return mem
+            return self._remembered_again(dup, cat, cited)
         vec = self._embed([p.embed_text])[0]
+        plan = self._chunk_plans([p])[0]
         with self.store.transaction() as conn:
             dup = self._find_duplicate(conn, p)  # another thread or process may have won the race
             if dup is None:
                 mid = self._insert(conn, p, vec, time.time())
+                self._after_insert(conn, mid, p, plan, cat, cited)
         if dup is not None:
-            mem = self.get(dup)
-            mem.duplicate_of = mem.id
-            return mem
+            return self._remembered_again(dup, cat, cited)
         return self.get(mid)
+
+    def _after_insert(self, conn, mid: int, p: _Prepared, plan: list, category: str | None, cites: list[int] | None) -> None:
+        """Conversation memory of a new memory: episode position, chunks, category, citations."""
+        if p.type == "episode":
+            self._register_episode(conn, mid, p, "event", time.time())
+        self._write_chunks(conn, mid, plan)
+        self._set_category(conn, mid, category)
+        if cites:
+            self._cite(conn, mid, cites)
+
+    def _remembered_again(self, dup: int, category: str | None, cites: list[int] | None) -> Memory:
+        if cites or category:
+            with self.store.transaction() as conn:
+                if cites:
+                    self._cite(conn, dup, cites)
+                if category and conn.execute("SELECT 1 FROM memory_categories WHERE memory_id = ?", (dup,)).fetchone() is None:
+                    self._set_category(conn, dup, category)
+        mem = self.get(dup)
+        mem.duplicate_of = mem.id
+        return mem
 
     def remember_many(self, items: Iterable[dict], *, progress: Progress | None = None) -> list[Memory]:
         """Store many memories in one transaction with one embedding batch. All or nothing.
@@ -313,17 +341,20 @@ class Recallite:
         """
         self._live()
         prepared: list[_Prepared] = []
+        extras: list[tuple[str | None, list[int] | None]] = []
         for n, item in enumerate(items):
             if not isinstance(item, dict):
                 raise InvalidInputError(f"Item {n} is not a dict of remember() arguments.")
             unknown = set(item) - {
                 "content", "type", "title", "source", "tags", "metadata", "importance", "scope", "session",
-                "status", "allow_unsafe_status_override", "confidence",
+                "status", "allow_unsafe_status_override", "confidence", "category", "cites",
             }
             if unknown:
                 raise InvalidInputError(f"Item {n} has unknown fields: {', '.join(sorted(unknown))}.")
             try:
-                prepared.append(self._prepare(**item))
+                extras.append((check_category(item.get("category")),
+                               None if item.get("cites") is None else [parse_id(c) for c in item["cites"]]))
+                prepared.append(self._prepare(**{k: v for k, v in item.items() if k not in ("category", "cites")}))
             except InvalidInputError as exc:
                 raise type(exc)(f"Item {n}: {exc}") from None
         if not prepared:
@@ -339,6 +370,7 @@ class Recallite:
                 to_embed.append(i)
         vecs = self._embed([prepared[i].embed_text for i in to_embed])
         vec_of = dict(zip(to_embed, vecs))
+        plan_of = dict(zip(to_embed, self._chunk_plans([prepared[i] for i in to_embed])))
         ids: list[tuple[int, bool]] = []
         now = time.time()
         with self.store.transaction() as conn:
@@ -348,6 +380,7 @@ class Recallite:
                     dup = self._find_duplicate(conn, p)
                     if dup is None:
                         new_ids[i] = self._insert(conn, p, vec_of[i], now)
+                        self._after_insert(conn, new_ids[i], p, plan_of[i], *extras[i])
                         ids.append((new_ids[i], False))
                     else:
                         ids.append((dup, True))
@@ -382,9 +415,9 @@ class Recallite:
         mid = parse_id(memory_id)
         with self.store.reading() as conn:
             row = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (mid,)).fetchone()
-        if row is None:
-            raise MemoryNotFoundError(f"No memory mem_{mid}. List memories with list() or recall() to find ids.")
-        return memory_from_row(row)
+            if row is None:
+                raise MemoryNotFoundError(f"No memory mem_{mid}. List memories with list() or recall() to find ids.")
+            return attach_extras(conn, {mid: memory_from_row(row)})[mid]
 
     def get_many(self, memory_ids: Sequence[str | int]) -> list[Memory]:
         self._live()
@@ -421,10 +454,12 @@ class Recallite:
         session: str | None = None,
         limit: int = 50,
         offset: int = 0,
+        roles: Sequence[str] | None = None,
+        categories: Sequence[str] | None = None,
     ) -> list[Memory]:
         """Memories newest first, filtered. ``statuses`` defaults to every status."""
         self._live()
-        flt = self._filter(scope, types, statuses or STATUSES, tags, session)
+        flt = self._filter(scope, types, statuses or STATUSES, tags, session, roles, categories)
         lim = max(1, min(int(limit), 10_000))
         where, params = flt.sql("m")
         with self.store.reading() as conn:
@@ -433,9 +468,10 @@ class Recallite:
                 f"WHERE {where} ORDER BY m.id DESC LIMIT ? OFFSET ?",
                 [*params, lim, max(0, int(offset))],
             ).fetchall()
-        return [memory_from_row(r) for r in rows]
+            mems = attach_extras(conn, {r[0]: memory_from_row(r) for r in rows})
+        return [mems[r[0]] for r in rows]
 
-    def _filter(self, scope, types, statuses, tags, session) -> RecallFilter:
+    def _filter(self, scope, types, statuses, tags, session, roles=None, categories=None) -> RecallFilter:
         lim = self.limits
         scopes = None
         if scope is not None:
@@ -452,7 +488,8 @@ class Recallite:
         sessions = None
         if session is not None:
             sessions = (check_optional_name(session, "session", lim),)
-        return RecallFilter(scopes=scopes, statuses=sts, types=types, tags=tg or None, sessions=sessions)
+        return RecallFilter(scopes=scopes, statuses=sts, types=types, tags=tg or None, sessions=sessions,
+                            roles=check_names(roles, "roles", check_role), categories=check_names(categories, "categories", check_category))
 
     # -- recall -----------------------------------------------------------------------------------------------
     def recall(
@@ -468,13 +505,22 @@ class Recallite:
         tags: Sequence[str] | None = None,
         session: str | None = None,
         statuses: Sequence[str] | None = None,
+        roles: Sequence[str] | None = None,
+        categories: Sequence[str] | None = None,
+        expand_episodes: int | None = None,
         _kind: str = "recall",
+        _exclude: set[int] | None = None,
     ) -> RecallResult:
         """Hybrid recall: keyword + vector channels fused by RRF, then policy multipliers.
 
         Filters apply before scoring. Deprecated and superseded memories are left out unless
         ``include_inactive`` (or ``statuses``) asks for them. Every call is logged as a
         retrieval whose id feedback() refers to.
+
+        ``roles`` / ``categories`` keep only turns of these speakers / memories with these
+        categories. ``expand_episodes=w`` gives every episode hit its window (the turn and w
+        neighbours each side, ``hit.window``); each episode is returned once. With
+        ``RecalliteConfig(rerank=...)`` the top hits are reranked.
         """
         self._live()
         q = check_query(query, self.limits)
@@ -482,12 +528,20 @@ class Recallite:
         policy.check_profile(profile, self.config.profiles)
         if statuses is None:
             statuses = STATUSES if include_inactive else policy.DEFAULT_RECALL_STATUSES
-        flt = self._filter(scope, types, statuses, tags, session)
+        flt = self._filter(scope, types, statuses, tags, session, roles, categories)
         if min_score is not None:
             min_score = float(min_score)
             if not math.isfinite(min_score):
                 raise InvalidInputError("min_score must be a finite number.")
-        hits = self.retriever.rank(q, flt, n, profile, min_score)
+        if expand_episodes is not None:
+            from .episodes import _check_window
+
+            expand_episodes = _check_window(expand_episodes)
+        depth = n + len(_exclude or ()) + (n if expand_episodes else 0)
+        if self.config.rerank is not None:
+            depth = max(depth, self.config.rerank_depth)
+        hits = self.retriever.rank(q, flt, depth, profile, min_score)
+        hits = self._post_rank(q, hits, n, expand_episodes, _exclude)
         with self.store.transaction() as conn:
             rid = self.retriever.log(conn, q, profile, flt.scopes, hits, _kind)
         return RecallResult(retrieval_id=fmt_id("ret", rid), query=q, profile=profile, memories=hits)
@@ -515,13 +569,19 @@ class Recallite:
         )
 
     def build_context(
-        self, query: str, max_tokens: int = 2000, format: str = "markdown", limit: int = 10, **recall_kwargs: Any
+        self, query: str, max_tokens: int = 2000, format: str = "markdown", limit: int = 10, *,
+        conversation: str | None = None, recent_turns: int = 8, **recall_kwargs: Any
     ) -> ContextResult:
-        """recall() + format_context() in one call, with the ids and token count of what was served."""
+        """recall() + format_context() in one call, with the ids and token count of what was served.
+
+        ``conversation``: a session id whose short-term memory (its last ``recent_turns`` turns
+        and running summary) comes first, then the recalled memories, all within ``max_tokens``."""
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise InvalidInputError(f"max_tokens must be a positive whole number, got {max_tokens!r}.")
         if format not in CONTEXT_FORMATS:
             raise InvalidInputError(f"Unknown context format {format!r}. Use one of: {', '.join(CONTEXT_FORMATS)}.")
+        if conversation is not None:
+            return self._conversation_context(query, max_tokens, format, limit, conversation, recent_turns, recall_kwargs)
         result = self.recall(query, limit=limit, _kind="context", **recall_kwargs)
         return self._render(result, max_tokens, format)
 
@@ -788,21 +848,26 @@ class Recallite:
         return RelationCounts(id=f"mem_{mid}", evidence_count=evidence, contradiction_count=contra, confidence=row[0])
 
     # -- deletion ---------------------------------------------------------------------------------------------------------
-    def forget(self, memory_id: str | int, *, vacuum: bool = False) -> bool:
-        """Hard-delete a memory with its vector, FTS entry, relations, retrieval items and outcomes.
+    def forget(self, memory_id: str | int, *, vacuum: bool = False, orphans: str = "report") -> ForgetResult:
+        """Hard-delete a memory with its vector, FTS entry, relations, retrieval items and outcomes,
+        its chunks and citations. The result is truthy and lists the memories that cited it and
+        have no source left (``orphans="report"``), or deletes those too (``orphans="remove"``).
 
         ``vacuum=True`` also rewrites the file so the deleted text is gone from disk.
         """
         self._live()
         mid = parse_id(memory_id)
+        check_orphans(orphans)
         with self.store.transaction() as conn:
+            before = self._before_forget(conn, mid)
             cur = conn.execute("DELETE FROM memories WHERE id = ?", (mid,))
             if cur.rowcount == 0:
                 raise MemoryNotFoundError(f"No memory mem_{mid}.")
+            result = self._after_forget(conn, mid, before, orphans)
             self._prune_tombstones(conn)
         if vacuum:
             self.vacuum()
-        return True
+        return result
 
     def vacuum(self) -> None:
         """Merge the FTS index and rewrite the file, so deleted text leaves the disk."""
@@ -858,6 +923,7 @@ class Recallite:
             self.store.set_meta(conn, "dimensions", str(self.embedder.dimensions))
         with self.store.lock:
             self.index.reset()
+        self._rechunk()  # chunk vectors too, with the current embedder
         return len(rows)
 
     def consolidate(

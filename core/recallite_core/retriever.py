@@ -14,6 +14,7 @@ import numpy as np
 from . import policy
 from .config import RecalliteConfig
 from .embedder import Embedder
+from .episodes import chunk_channel, needs_id_list
 from .fts import fts_query
 from .fusion import reciprocal_rank_fusion
 from .models import Memory, RecallHit, ScoreBreakdown
@@ -29,6 +30,8 @@ class RecallFilter:
     types: tuple[str, ...] | None
     tags: tuple[str, ...] | None
     sessions: tuple[str, ...] | None
+    roles: tuple[str, ...] | None = None  # speakers of conversation turns (episodes.py)
+    categories: tuple[str, ...] | None = None
 
     def sql(self, alias: str = "m") -> tuple[str, list]:
         """WHERE fragments (joined by AND) and their parameters."""
@@ -51,6 +54,14 @@ class RecallFilter:
                 f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE json_each.value IN ({','.join('?' * len(self.tags))}))"
             )
             params.extend(self.tags)
+        if self.roles is not None:
+            where.append(f"{alias}.id IN (SELECT memory_id FROM episodes WHERE role IN ({','.join('?' * len(self.roles))}))")
+            params.extend(self.roles)
+        if self.categories is not None:
+            where.append(
+                f"{alias}.id IN (SELECT memory_id FROM memory_categories WHERE category IN ({','.join('?' * len(self.categories))}))"
+            )
+            params.extend(self.categories)
         return " AND ".join(where) or "1", params
 
 
@@ -98,7 +109,7 @@ class Retriever:
     def vector_channel(self, conn: sqlite3.Connection, qvec: np.ndarray, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
         self.index.refresh(conn)
         allowed = None
-        if flt.tags is not None:
+        if needs_id_list(flt):  # tags, roles, categories: an id list from SQL, applied inside the scan
             where, params = flt.sql("m")
             allowed = np.array([r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)], dtype=np.int64)
         ids, sims = self.index.search(
@@ -155,6 +166,7 @@ class Retriever:
         with self.store.reading() as conn:
             kw = self.keyword_channel(conn, query, flt, depth)
             vec = self.vector_channel(conn, qvec, flt, depth)
+            vec = chunk_channel(self, conn, qvec, flt, depth, vec)  # sentence chunks of long episodes
             fused = reciprocal_rank_fusion(
                 [[i for i, _ in kw], [i for i, _ in vec]], [cfg.keyword_weight, cfg.vector_weight], cfg.rrf_k
             )
