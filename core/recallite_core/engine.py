@@ -43,6 +43,7 @@ from .models import (
     Stats,
     UsefulnessChange,
 )
+from .reconcile import Reconciler
 from .retriever import RecallFilter, Retriever
 from .rows import MEMORY_COLUMNS, attach_extras, load_memories, memory_from_row, ts
 from .store import Store
@@ -88,7 +89,7 @@ def embedding_text(title: str, content: str) -> str:
     return content
 
 
-class Recallite(ConversationMemory):
+class Recallite(ConversationMemory, Reconciler):
     """Persistent, outcome-aware agent memory in one SQLite file.
 
     Open with :meth:`open`. Every public write is one transaction; every method is safe to
