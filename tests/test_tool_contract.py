@@ -10,19 +10,22 @@ from recallite_mcp.settings import Settings
 pytestmark = pytest.mark.anyio
 
 CONTRACT = {
-    "recallite_context": (["query"], ["format", "limit", "max_tokens", "profile", "query", "scope", "types"],
+    "recallite_context": (["query"], ["format", "limit", "max_tokens", "profile", "query", "scope", "session", "types"],
                           ["context", "memory_ids", "omitted", "retrieval_id", "scope", "tokens", "truncated"]),
-    "recallite_remember": (["content"], ["content", "importance", "level", "metadata", "scope", "source", "source_id", "tags", "title", "type"],
+    "recallite_remember": (["content"], ["category", "cites", "content", "importance", "level", "metadata", "scope", "source", "source_id", "tags", "title", "type"],
                            ["duplicate_of", "id", "scope", "source", "status", "title", "type"]),
     "recallite_feedback": (["outcome"], ["client_key", "outcome", "reason", "retrieval_id", "score", "used_memory_ids"],
                            ["changes", "duplicate", "feedback_id", "outcome", "retrieval_id", "score"]),
     "recallite_stats": ([], ["scope"], None),
     "recallite_relate": (["from_id", "relation", "to_id"], ["from_id", "relation", "to_id"], ["from_memory", "relation", "to_memory"]),
-    "recallite_recall": (["query"], ["include_inactive", "limit", "min_score", "profile", "query", "scope", "types"],
+    "recallite_recall": (["query"], ["categories", "include_inactive", "limit", "min_score", "profile", "query", "roles", "scope",
+                                     "session", "types", "window"],
                          ["memories", "retrieval_id", "scope"]),
     "recallite_update": (["action", "id"], ["action", "id", "reason", "superseded_by"], ["confidence", "id", "status", "superseded_by"]),
     "recallite_get": (["ids"], ["ids", "retrieval_id"], ["memories"]),
-    "recallite_forget": (["id"], ["id"], ["deleted", "id"]),
+    "recallite_forget": (["id"], ["id", "orphans"], ["deleted", "id", "orphans", "removed"]),
+    "recallite_record": (["session", "turns"], ["scope", "session", "turns"], ["scope", "session", "turns"]),
+    "recallite_why": (["id"], ["id", "window"], ["id", "sources"]),
 }
 
 
@@ -49,6 +52,8 @@ async def test_tool_contract():
         assert t.annotations is not None
     assert tools["recallite_stats"].annotations.read_only_hint is True
     assert tools["recallite_get"].annotations.read_only_hint is True
+    assert tools["recallite_why"].annotations.read_only_hint is True
+    assert tools["recallite_record"].annotations.destructive_hint is False
     assert tools["recallite_forget"].annotations.destructive_hint is True
     assert tools["recallite_remember"].annotations.destructive_hint is False
     enum = tools["recallite_feedback"].input_schema["properties"]["outcome"]["enum"]
