@@ -50,6 +50,12 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
         check("vectors", missing == 0 and n_vec == n_mem,
               f"{n_vec} vectors for {n_mem} memories" + ("" if missing == 0 else f"; {missing} missing: run `recallite-mcp reindex`"))
         check("keyword index", fts_ok, fts_detail)
+        try:
+            rec = mem.reconcile()
+            check("projections", rec.ok, "vectors, keyword index, turns, chunks, citations and summaries match the memories"
+                  if rec.ok else "; ".join(f"{d.kind} {d.count}" for d in rec.drift) + ": run `recallite-mcp reconcile --repair`")
+        except RecalliteError as exc:
+            check("projections", False, str(exc))
         if path:
             bad = []
             for suffix in ("", "-wal", "-shm"):
