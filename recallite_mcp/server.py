@@ -57,7 +57,8 @@ T = TypeVar("T")
 INSTRUCTIONS = (
     "Persistent memory that learns from outcomes. At the start of a task call recallite_context with the task; "
     "when you learn a durable rule, preference, lesson or fix call recallite_remember; when the task ends call "
-    "recallite_feedback with the retrieval_id and success/failure and the memory ids you used."
+    "recallite_feedback with the retrieval_id and success/failure and the memory ids you used. In a conversation, "
+    "record its turns with recallite_record and pass session= to recallite_context; cite the turns a fact came from."
 )
 
 

@@ -330,7 +330,7 @@ def test_export_import_round_trips_conversation_memory(tmp_path):
 # -- rerank ---------------------------------------------------------------------------------------------
 
 
-def test_rerank_is_off_by_default_and_a_callable_reorders(mem):
+def test_rerank_is_off_by_default_and_a_callable_reorders(mem, tmp_path):
     for i, text in enumerate(["alpha beta gamma", "alpha beta", "alpha"]):
         mem.add(text)
     plain = mem.recall("alpha beta gamma", limit=3)
@@ -360,6 +360,14 @@ def test_rerank_is_off_by_default_and_a_callable_reorders(mem):
     with pytest.raises(RerankerUnavailableError, match="local model directory"):
         ce.recall("x")
     ce.close()
+    try:
+        import sentence_transformers  # noqa: F401
+    except ImportError:
+        ce = Recallite.open(None, embedder="hash", config=RecalliteConfig(rerank="cross-encoder", rerank_model=str(tmp_path)))
+        ce.add("x")
+        with pytest.raises(RerankerUnavailableError, match="pip install sentence-transformers"):
+            ce.recall("x")
+        ce.close()
 
 
 def test_reindex_rebuilds_chunk_vectors(file_mem):

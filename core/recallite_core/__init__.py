@@ -20,7 +20,12 @@ from .errors import (
     TrustPolicyError,
 )
 from .models import (
+    Citation,
     ContextResult,
+    EpisodeInfo,
+    ForgetResult,
+    ReconcileReport,
+    SessionContext,
     FeedbackResult,
     Memory,
     RecallHit,
@@ -31,6 +36,7 @@ from .models import (
     Source,
     Stats,
 )
+from .rerank import RerankerUnavailableError
 from .validation import Limits
 
 __version__ = "0.1.0"
@@ -42,4 +48,6 @@ __all__ = [
     "NotFoundError", "MemoryNotFoundError", "RetrievalNotFoundError", "InvalidTransitionError", "TrustPolicyError",
     "EmbedderError", "EmbedderUnavailableError", "EmbedderMismatchError", "StoreError", "SchemaVersionError",
     "ClosedError",
+    # conversation memory
+    "EpisodeInfo", "Citation", "ForgetResult", "SessionContext", "ReconcileReport", "RerankerUnavailableError",
 ]

@@ -32,7 +32,7 @@ from .models import Citation, ForgetResult, Memory, RecallHit, SessionContext
 from .policy import DEFAULT_RECALL_STATUSES
 from .rows import load_memories, ts
 from .tokens import estimate_tokens, truncate_to_tokens
-from .validation import check_optional_name, clean_text, derive_title, fmt_id, parse_id
+from .validation import check_optional_name, clean_text, derive_title, parse_id
 from .vector_index import ScanFilter, VectorIndex
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -898,4 +898,4 @@ def _check_window(window: Any) -> int:
 
 
 __all__ = ["ConversationMemory", "ChunkIndex", "chunk_channel", "chunk_spans", "sentence_spans", "sentence_score",
-           "check_role", "check_category", "check_timestamp", "render_session", "needs_id_list", "fmt_id"]
+           "check_role", "check_category", "check_timestamp", "render_session", "needs_id_list"]
