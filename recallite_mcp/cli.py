@@ -332,6 +332,17 @@ def doctor(ctx, db, scope, embedder, log_level, as_json):
         sys.exit(1)
 
 
+@main.command("eval", context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                                        "help_option_names": []})
+@click.argument("benchmark", type=click.Choice(["locomo"]))
+@click.pass_context
+def eval_cmd(ctx, benchmark):
+    """Retrieval quality on a public benchmark: `eval locomo --data ../shared/bench` (--help there)."""
+    from .benchmarks import locomo
+
+    sys.exit(locomo.main(list(ctx.args)) or 0)
+
+
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.option("--learning", is_flag=True, help="The closed-loop learning benchmark instead of speed.")
 @click.pass_context

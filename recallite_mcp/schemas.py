@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
-from recallite_core.models import Memory, RecallHit
+from recallite_core.models import BeliefGraph, Memory, RecallHit, Stats
 
 
 class ContextOut(BaseModel):
@@ -27,6 +27,7 @@ class RememberOut(BaseModel):
     scope: str
     source: str = Field(description="The source recorded (clients claiming user/system are recorded as agent unless the server trusts them).")
     duplicate_of: Optional[str] = Field(None, description="Set when an identical memory already existed; nothing new was stored.")
+    layer: str = Field("semantic", description="working (this session only, in RAM), episodic, semantic or procedural.")
 
 
 class UsefulnessChangeOut(BaseModel):
@@ -80,6 +81,8 @@ class HitOut(BaseModel):
     warnings: list[str]
     source: str
     level: str = Field(description="user: a user-level memory seen from every project; project: this project's.")
+    trust: Optional[float] = Field(None, description="Trust score 0.1..1 (source credibility, contradictions, corroboration, age).")
+    layer: str = Field("semantic", description="working (this session, RAM only), episodic, semantic or procedural.")
     turn: Optional[TurnOut] = Field(None, description="For a conversation turn: its role, session, position and time.")
     window: list[TurnOut] = Field(default_factory=list, description="With window > 0: the turn and its neighbours, in order.")
 
@@ -90,7 +93,7 @@ class HitOut(BaseModel):
             id=m.id, type=m.type, title=m.title, content=m.content, status=m.status, scope=m.scope, tags=m.tags,
             level="user" if m.scope == user_scope else "project",
             confidence=round(m.confidence, 4), usefulness=round(m.usefulness, 4), score=hit.score, rank=hit.rank,
-            reasons=hit.reasons, warnings=hit.warnings, source=m.source.type,
+            reasons=hit.reasons, warnings=hit.warnings, source=m.source.type, trust=hit.trust, layer=m.layer or "semantic",
             turn=TurnOut.of(m) if m.episode else None, window=[TurnOut.of(w) for w in hit.window],
         )
 
@@ -122,6 +125,9 @@ class MemoryOut(BaseModel):
     superseded_by: Optional[str]
     created_at: str
     updated_at: str
+    layer: str = "semantic"
+    last_accessed_at: Optional[str] = None
+    valid_until: Optional[str] = None
 
     @classmethod
     def of(cls, m: Memory) -> "MemoryOut":
@@ -131,6 +137,8 @@ class MemoryOut(BaseModel):
             confidence=round(m.confidence, 4), usefulness=round(m.usefulness, 4), importance=m.importance,
             success_count=m.success_count, failure_count=m.failure_count, access_count=m.access_count,
             superseded_by=m.superseded_by, created_at=m.created_at.isoformat(), updated_at=m.updated_at.isoformat(),
+            layer=m.layer or "semantic", last_accessed_at=m.last_accessed_at.isoformat() if m.last_accessed_at else None,
+            valid_until=m.valid_until.isoformat() if m.valid_until else None,
         )
 
 
@@ -160,10 +168,13 @@ class RelateOut(BaseModel):
 
 
 class UpdateOut(BaseModel):
-    id: str
+    id: str = Field(description="The memory changed: for revise the old version (now superseded), for promote the "
+                                "stored memory, for share the team copy.")
     status: str
-    superseded_by: Optional[str] = None
+    superseded_by: Optional[str] = Field(None, description="After supersede or revise: the newer version's id.")
     confidence: float
+    layer: str = Field("semantic", description="episodic, semantic or procedural.")
+    scope: str = ""
 
 
 class ForgetOut(BaseModel):
@@ -194,32 +205,73 @@ class WhyOut(BaseModel):
     sources: list[TurnOut] = Field(description="The conversation turns the memory came from, in order (empty: no recorded source).")
 
 
-class StatsOut(BaseModel):
+class StatsOut(Stats):
+    """The engine's Stats plus what this server session knows: its scope and the model state."""
+
     scope: Optional[str] = Field(description="Scope the counts are limited to; null for the whole database.")
     active_scope: str = Field(description="The project scope this session reads and writes.")
     scope_rule: str = Field(description="Which rule chose it: roots, flag, env, git or default.")
     scope_reason: str
     user_scope: str
     isolate_scopes: bool
-    memories: int
-    by_type: dict[str, int]
-    by_status: dict[str, int]
-    by_source: dict[str, int]
-    by_scope: dict[str, int]
-    relations: dict[str, int]
-    vectors: int
-    embedder: str
     embedder_loaded: bool
-    retrievals: int
-    feedback: dict[str, int]
-    context_calls: int
-    tokens_stored: int
-    tokens_served: int
-    tokens_matched: int
-    tokens_saved: int
-    tokens_served_median: float
-    tokens_served_p95: float
-    db_path: Optional[str]
-    db_bytes: int
-    wal_bytes: int
-    schema_version: int
+    working: dict[str, int] = Field(default_factory=dict, description="Working memory held by this server: sessions, entries, bytes.")
+
+
+class BeliefNodeOut(BaseModel):
+    id: str
+    type: str
+    title: str
+    content: str
+    status: str
+    scope: str
+    hops: int = Field(description="0: found by recall; 1-2: reached along relations.")
+    confidence: float = Field(description="Belief confidence, x0.6 per hop from the seed.")
+    trust: Optional[float] = None
+    via: Optional[str] = Field(None, description="The memory this one was reached from.")
+    relation: Optional[str] = Field(None, description="How it relates to `via`: causes, caused_by, supports, supported_by, "
+                                                       "requires, required_by, contradicts, contradicted_by.")
+
+
+class BeliefEdgeOut(BaseModel):
+    from_id: str
+    to_id: str
+    type: str
+
+
+class BeliefsOut(BaseModel):
+    topic: str
+    retrieval_id: str = Field(description="The recall that found the seeds; feedback may refer to it.")
+    nodes: list[BeliefNodeOut]
+    edges: list[BeliefEdgeOut]
+
+    @classmethod
+    def of(cls, g: BeliefGraph) -> "BeliefsOut":
+        return cls(
+            topic=g.topic, retrieval_id=g.retrieval_id,
+            nodes=[BeliefNodeOut(id=n.memory.id, type=n.memory.type, title=n.memory.title, content=n.memory.content,
+                                 status=n.memory.status, scope=n.memory.scope, hops=n.hops, confidence=n.confidence,
+                                 trust=n.trust, via=n.via, relation=n.relation) for n in g.nodes],
+            edges=[BeliefEdgeOut(from_id=e.from_id, to_id=e.to_id, type=e.type) for e in g.edges],
+        )
+
+
+class HistoryOut(BaseModel):
+    versions: list[MemoryOut] = Field(description="Every version, oldest first; the last one is current unless retired.")
+
+
+class CaptureOut(BaseModel):
+    queued: bool = Field(description="True when the event was queued (it is written in the background).")
+    pending: int = Field(description="Behaviour events still waiting to be written.")
+
+
+class AutoContextOut(BaseModel):
+    context: str = Field(description="Prompt-ready text of the memories that matter for the message.")
+    retrieval_id: str = Field(description="Pass this to recallite_feedback when the task ends.")
+    memory_ids: list[str]
+    tokens: int
+    query: str = Field(description="The recall query built from the concepts.")
+    concepts: list[str] = Field(description="Key phrases of the message, best first.")
+    summary: str = Field(description="A short summary of the message.")
+    method: str = Field(description="sampling: your client's LLM extracted them; local: the built-in keyword extractor.")
+    scope: str

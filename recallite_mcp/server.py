@@ -45,7 +45,9 @@ from .schemas import (
     WhyOut,
 )
 from .scoping import ScopeDecision, level_for
+from .sessions import connection_key
 from .settings import Settings
+from .slm_tools import register_slm_tools, working_session
 
 log = logging.getLogger("recallite.server")
 
@@ -73,7 +75,7 @@ class AppState:
     last_retrieval_id: Optional[str] = None
     # Active scope per client session (stdio has one; HTTP may have several), dropped when the
     # client says its roots changed.
-    scopes: dict[int, ScopeDecision] = field(default_factory=dict)
+    scopes: dict[str, ScopeDecision] = field(default_factory=dict)
     scope_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -94,7 +96,7 @@ def fetch_roots(ctx: Context) -> Optional[list[str]]:
 
 
 def active_scope(st: AppState, ctx: Context) -> ScopeDecision:
-    key = id(ctx.session)
+    key = connection_key(ctx.session, getattr(ctx.request_context, "protocol_version", None))
     with st.scope_lock:
         decision = st.scopes.get(key)
     if decision is None:
@@ -224,7 +226,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         st = holder.get("state")
         if st is not None:
             with st.scope_lock:
-                st.scopes.pop(id(ctx.session), None)
+                st.scopes.pop(connection_key(ctx.session, ctx.protocol_version), None)
             log.info("Client roots changed; the scope is decided again on the next call")
 
     server._lowlevel_server.add_notification_handler(  # no public hook in mcp 2.3
@@ -247,6 +249,9 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         scope: Annotated[Optional[str], Field(description="Another project scope to search instead of the active one (user-level memories are always included).")] = None,
         format: Annotated[Literal["markdown", "xml", "plain", "compact"], Field(description="markdown/xml/plain: full memories; compact: one line per memory (id, type, title, confidence, warnings) so you see twice as many; open the ones you need with recallite_get.")] = "markdown",
         session: Annotated[Optional[str], Field(description="The conversation you are in (the session id you record turns under): its last turns and a running summary of the earlier ones come first, within the same budget.")] = None,
+        min_trust: Annotated[Optional[float], Field(ge=0, le=1, description="Leave out memories whose trust score (0.1..1) is lower, e.g. 0.5 to drop unconfirmed LLM-written ones.")] = None,
+        include_teams: Annotated[bool, Field(description="Also search the team scopes this project shares into.")] = False,
+        expand_beliefs: Annotated[bool, Field(description="Also add memories linked to the results (causes, supports, requires, contradicts).")] = False,
     ) -> ContextOut:
         """Call this FIRST, at the start of every task. Returns the rules, preferences, lessons and past
         fixes that matter for the task, ranked by relevance and by what worked before, as prompt-ready
@@ -256,7 +261,9 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         scopes = read_scopes(st, ctx, scope)
         n = limit or (20 if format == "compact" else 10)
         r = st.memory.build_context(query, max_tokens=max_tokens, format=format, limit=n, types=types,
-                                    profile=profile, scope=scopes, conversation=session)
+                                    profile=profile, scope=scopes, min_trust=min_trust, include_teams=include_teams,
+                                    expand_beliefs=expand_beliefs, working_session=working_session(st, ctx),
+                                    conversation=session)
         st.last_retrieval_id = r.retrieval_id
         return ContextOut(context=r.context, retrieval_id=r.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
                           truncated=r.truncated, omitted=r.omitted, scope=scopes[0])
@@ -277,6 +284,8 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         source_id: Annotated[Optional[str], Field(description="Optional id of the writer (agent name, run id).")] = None,
         cites: Annotated[Optional[list[str]], Field(description="Ids of the conversation turns (from recallite_record or a recall) this was learned from; recallite_why returns them.")] = None,
         category: Annotated[Optional[str], Field(description="Optional label (e.g. health, work) that recall can filter on.")] = None,
+        working: Annotated[bool, Field(description="Keep it only in this session's working memory (RAM, never written to disk): a scratch note for the current task. It is promoted to permanent memory if it keeps being used, or with recallite_update action=promote.")] = False,
+        valid_until: Annotated[Optional[str], Field(description="ISO 8601 date/time after which the memory expires and leaves recall, e.g. 2026-03-31 (a temporary rule, a freeze, a promo).")] = None,
     ) -> RememberOut:
         """Persist something worth knowing next time: a user preference, a constraint, a lesson from a
         failure, a procedure that worked, a fact about the project. One idea per call, self-contained.
@@ -288,11 +297,20 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
             src = "agent"  # a client cannot vouch for itself unless the server is told to trust it
         if cites:
             guard_memories(st, ctx, cites)
-        m = st.memory.remember(content, type=type, title=title, tags=tags, metadata=metadata, importance=importance,
-                               scope=write_scope(st, ctx, scope, type, level), source={"type": src, "id": source_id},
-                               cites=cites, category=category)
+        if working:
+            if valid_until:
+                raise ToolError("valid_until is for stored memories; working entries end with the session.")
+            if cites or category:
+                raise ToolError("cites and category are for stored memories; a working entry has neither.")
+            m = st.memory.remember_working(content, session=working_session(st, ctx), type=type, title=title, tags=tags,
+                                           metadata=metadata, importance=importance, source={"type": src, "id": source_id},
+                                           scope=write_scope(st, ctx, scope, type, level))
+        else:
+            m = st.memory.remember(content, type=type, title=title, tags=tags, metadata=metadata, importance=importance,
+                                   scope=write_scope(st, ctx, scope, type, level), source={"type": src, "id": source_id},
+                                   valid_until=valid_until, cites=cites, category=category)
         return RememberOut(id=m.id, status=m.status, type=m.type, title=m.title, scope=m.scope, source=m.source.type,
-                           duplicate_of=m.duplicate_of)
+                           duplicate_of=m.duplicate_of, layer=m.layer or "semantic")
 
     @server.tool(title="Report a task outcome", annotations=writes)
     @edge
@@ -367,13 +385,18 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         roles: Annotated[Optional[list[str]], Field(description="Only conversation turns of these speakers (user, assistant, a name).")] = None,
         categories: Annotated[Optional[list[str]], Field(description="Only memories with these categories.")] = None,
         window: Annotated[int, Field(ge=0, le=10, description="For each conversation turn found, also return this many neighbouring turns on each side (each turn once).")] = 0,
+        min_trust: Annotated[Optional[float], Field(ge=0, le=1, description="Leave out memories whose trust score (0.1..1) is lower.")] = None,
+        include_teams: Annotated[bool, Field(description="Also search the team scopes this project shares into.")] = False,
+        expand_beliefs: Annotated[bool, Field(description="Also add memories linked to the results (causes, supports, requires, contradicts), marked belief-expansion.")] = False,
     ) -> RecallOut:
         """Ranked memories with scores, reasons (keyword-match, semantic-match, reinforced, ...) and
         contradiction warnings, as structured data. Prefer recallite_context for prompt text."""
         st = state_of(ctx)
         scopes = read_scopes(st, ctx, scope)
         r = st.memory.recall(query, limit=limit, types=types, profile=profile, scope=scopes,
-                             include_inactive=include_inactive, min_score=min_score, session=session, roles=roles,
+                             include_inactive=include_inactive, min_score=min_score, min_trust=min_trust,
+                             include_teams=include_teams, expand_beliefs=expand_beliefs,
+                             working_session=working_session(st, ctx), session=session, roles=roles,
                              categories=categories, expand_episodes=window or None)
         st.last_retrieval_id = r.retrieval_id
         return RecallOut(retrieval_id=r.retrieval_id, scope=scopes[0],
@@ -383,17 +406,43 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
     @edge
     def recallite_update(
         id: Annotated[str, Field(description="The memory, e.g. mem_12.")],
-        action: Annotated[Literal["validate", "activate", "deprecate", "supersede"], Field(description="validate a candidate; activate (put in force); deprecate (retire); supersede (replace by superseded_by).")],
+        action: Annotated[Literal["validate", "activate", "deprecate", "supersede", "revise", "promote", "share"], Field(description="validate a candidate; activate (put in force); deprecate (retire); supersede (replace by superseded_by); revise (new version with `content`); promote (working entry to permanent memory, or up a `layer`); share (copy into `team_scope`).")],
         ctx: Context,
         superseded_by: Annotated[Optional[str], Field(description="With action=supersede: the memory that replaces this one.")] = None,
         reason: Annotated[Optional[str], Field(description="Why, in a sentence.")] = None,
+        content: Annotated[Optional[str], Field(description="With action=revise: the corrected text. The old version stays on record, superseded.")] = None,
+        layer: Annotated[Optional[Literal["episodic", "semantic", "procedural"]], Field(description="With action=promote: the layer to move to (default for a working entry: its type's layer).")] = None,
+        team_scope: Annotated[Optional[str], Field(description="With action=share: the team scope to copy the memory into.")] = None,
     ) -> UpdateOut:
         """Move a memory through its lifecycle: candidate -> validated -> active; deprecate what is wrong
-        or outdated; supersede an old memory with a newer one. Illegal moves return an error naming the
-        allowed ones."""
+        or outdated; supersede an old memory with a newer one; revise its text (a new version; history is
+        kept); promote a working entry (wm_...) to permanent memory; share it into a team scope. Illegal
+        moves return an error naming the allowed ones."""
         st = state_of(ctx)
         mem = st.memory
+        for name, value, owner in (("content", content, "revise"), ("layer", layer, "promote"), ("team_scope", team_scope, "share")):
+            if value is not None and action != owner:
+                raise ToolError(f"{name} is only for action={owner}.")
+            if value is None and action == owner and owner != "promote":
+                raise ToolError(f"action={owner} needs {name}.")
+        if action == "promote":
+            if id.strip().startswith("wm_"):
+                m = mem.promote(id, layer)
+            else:
+                guard_memories(st, ctx, [id])
+                if layer is None:
+                    raise ToolError("To promote a stored memory name its new layer: semantic or procedural.")
+                m = mem.promote(id, layer)
+            return update_out(m)
         guard_memories(st, ctx, [id] + ([superseded_by] if superseded_by else []))
+        if action == "revise":
+            src = {"type": "agent"} if not st.settings.trust_client_sources else None
+            return update_out(mem.get(mem.revise(id, content or "", reason=reason, source=src).metadata["previous_id"]))
+        if action == "share":
+            if st.settings.isolate_scopes and team_scope not in mem.teams(active_scope(st, ctx).scope):
+                raise ToolError(f"Cross-scope access is disabled on this server (--isolate-scopes): {team_scope!r} is not "
+                                "one of this project's team scopes. Ask the operator to link it (join_team).")
+            return update_out(mem.share(id, team_scope or ""))
         if action == "supersede":
             if not superseded_by:
                 raise ToolError("action=supersede needs superseded_by: the id of the memory that replaces this one.")
@@ -406,7 +455,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
             m = mem.activate(id, reason=reason)
         else:
             m = mem.deprecate(id, reason=reason)
-        return UpdateOut(id=m.id, status=m.status, superseded_by=m.superseded_by, confidence=round(m.confidence, 4))
+        return update_out(m)
 
     @server.tool(title="Get memories by id", annotations=read_only)
     @edge
@@ -418,9 +467,12 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         """The full memories with these ids (content, status, scores, metadata). After a compact
         recallite_context, open the memories you need here, passing its retrieval_id."""
         st = state_of(ctx)
-        guard_memories(st, ctx, ids)
-        mems = st.memory.expand(retrieval_id, ids) if retrieval_id else st.memory.get_many(ids)
-        return GetOut(memories=[MemoryOut.of(m) for m in mems])
+        work = {i: st.memory.working_entry(i.strip()) for i in ids if i.strip().startswith("wm_")}  # this session's RAM
+        stored = [i for i in ids if i not in work]
+        guard_memories(st, ctx, stored)
+        mems = (st.memory.expand(retrieval_id, stored) if retrieval_id and stored else st.memory.get_many(stored))
+        found = dict(zip(stored, mems))
+        return GetOut(memories=[MemoryOut.of(work[i] if i in work else found[i]) for i in ids])
 
     @server.tool(
         title="Delete a memory for good",
@@ -497,6 +549,8 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         except RecalliteError as exc:
             raise ResourceNotFoundError(str(exc)) from exc
 
+    register_slm_tools(server, state_of, read_only, writes)  # beliefs, history, capture, auto_context
+
     @server.prompt(name="recallite_rules", title="Recallite agent rules",
                    description="How and when an agent should use the recallite memory tools.")
     def recallite_rules() -> str:
@@ -505,9 +559,14 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
     return server
 
 
+def update_out(m) -> UpdateOut:
+    return UpdateOut(id=m.id, status=m.status, superseded_by=m.superseded_by, confidence=round(m.confidence, 4),
+                     layer=m.layer or "semantic", scope=m.scope)
+
+
 def stats_out(st: AppState, scope: Optional[str], decision: Optional[ScopeDecision] = None) -> StatsOut:
     s = st.memory.stats(scope=scope)
-    data = s.model_dump(exclude={"dimensions"})
+    data = s.model_dump()
     d = decision or st.settings.scope_decision()
     return StatsOut(scope=scope, embedder_loaded=embedder_loaded(st.memory), active_scope=d.scope, scope_rule=d.rule,
                     scope_reason=d.reason, user_scope=st.settings.user_scope, isolate_scopes=st.settings.isolate_scopes,

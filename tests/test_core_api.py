@@ -248,7 +248,7 @@ def test_recall_is_logged_and_reasons_explain(mem):
     hit = r.memories[0]
     assert hit.memory.id == m.id and "keyword-match" in hit.reasons and "active-memory" in hit.reasons
     b = hit.breakdown
-    assert math.isclose(b.final, b.fusion * b.status_factor * b.profile_factor * b.quality * b.contradiction_factor)
+    assert math.isclose(b.final, b.fusion * b.status_factor * b.profile_factor * b.quality * b.outcome_factor * b.contradiction_factor)
     rows = mem.store.conn.execute("SELECT memory_id, rank FROM retrieval_items").fetchall()
     assert rows == [(int(m.id[4:]), 1)]
     assert mem.get(m.id).access_count == 1

@@ -164,3 +164,21 @@ async def test_title_is_derived_over_mcp():
     async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False))) as c:
         m = await call(c, "recallite_remember", content="Staging deploys need the VPN. Ask ops if it fails.")
         assert m["title"] == "Staging deploys need the VPN"
+
+
+async def test_roots_are_listed_once_per_connection_not_per_call(tmp_path):
+    """Regression: the SDK makes a new session object per request; the scope cache must key
+    on the connection, or every tool call costs a roots/list round trip."""
+    repo = make_repo(tmp_path / "svc", "https://git.example/svc.git")
+    calls = []
+
+    async def cb(ctx):
+        calls.append(1)
+        return t.ListRootsResult(roots=[t.Root(uri=repo.as_uri())])
+
+    async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False)),
+                      mode="legacy", list_roots_callback=cb) as c:
+        for _ in range(4):
+            await call(c, "recallite_remember", content=f"note {_}")
+        assert (await call(c, "recallite_stats"))["scope_rule"] == "roots"
+    assert len(calls) == 1

@@ -13,16 +13,24 @@ from .validation import Limits
 class RecalliteConfig:
     limits: Limits = field(default_factory=Limits)
     default_scope: str = "default"
-    # Retrieval
+    # Retrieval. fusion "zscore" (default): coverage-gated z-score fusion; "rrf": weighted
+    # reciprocal rank fusion with the weights below. channels: "hybrid", "keyword" or "vector"
+    # (single-channel ablations for evaluation).
+    fusion: str = "zscore"
+    channels: str = "hybrid"
+    keyword_alpha_max: float = 0.4
+    keyword_coverage_ramp: tuple[float, float] = (0.1, 0.4)
+    coverage_docs: int = 20  # keyword hits inspected for query-term coverage
     keyword_weight: float = 1.0
     vector_weight: float = 1.0
     rrf_k: int = 60
-    candidate_depth: int = 50  # per channel
+    candidate_depth: int = 100  # per channel
     rerank_pool: int = 40  # fused candidates that get the policy multipliers
     semantic_match_threshold: float = 0.25
     profiles: dict[str, dict[str, float]] = field(default_factory=lambda: {k: dict(v) for k, v in PROFILES.items()})
     # Learning
     learning_rate: float = 0.35
+    outcome_gain: float = 3.0
     # Caches
     query_cache_size: int = 256
     embed_batch_size: int = 64
@@ -47,3 +55,10 @@ class RecalliteConfig:
     rerank: Any = None
     rerank_model: str | None = None
     rerank_depth: int = 20
+    # SLM-Lite: trust, working memory, behaviour capture
+    trust_half_life_days: float = 180.0
+    working_max_entries: int = 200  # per session; the oldest entry is archived beyond it
+    working_max_bytes: int = 256 * 1024  # per session, content bytes
+    working_overflow: str = "archive"  # "archive": written as a candidate episode; "drop": forgotten
+    working_promote_after: int = 3  # uses (recall hits + credited feedback) before auto-promotion; 0 = never
+    behavior_queue_size: int = 1000

@@ -45,6 +45,7 @@ from .models import (
 )
 from .reconcile import Reconciler
 from .retriever import RecallFilter, Retriever
+from .slm import SlmLite
 from .rows import MEMORY_COLUMNS, attach_extras, load_memories, memory_from_row, ts
 from .store import Store
 from .tokens import estimate_tokens
@@ -59,6 +60,7 @@ from .validation import (
     check_tags,
     check_title,
     check_unit,
+    check_valid_until,
     content_hash,
     derive_title,
     fmt_id,
@@ -75,7 +77,7 @@ class _Prepared:
     """A validated memory ready to insert."""
 
     __slots__ = ("type", "title", "content", "status", "source", "scope", "session", "tags", "metadata",
-                 "confidence", "importance", "hash", "tokens", "embed_text")
+                 "confidence", "importance", "hash", "tokens", "embed_text", "valid_until")
 
     def __init__(self, **kw):
         for k, v in kw.items():
@@ -89,7 +91,7 @@ def embedding_text(title: str, content: str) -> str:
     return content
 
 
-class Recallite(ConversationMemory, Reconciler):
+class Recallite(ConversationMemory, Reconciler, SlmLite):
     """Persistent, outcome-aware agent memory in one SQLite file.
 
     Open with :meth:`open`. Every public write is one transaction; every method is safe to
@@ -157,6 +159,7 @@ class Recallite(ConversationMemory, Reconciler):
 
     def close(self) -> None:
         if not self._closed:
+            self._slm_close()  # drain queued behaviour events first
             self._closed = True
             self.store.close()
 
@@ -190,6 +193,7 @@ class Recallite(ConversationMemory, Reconciler):
         status: str | None = None,
         allow_unsafe_status_override: bool = False,
         confidence: Any = None,
+        valid_until: Any = None,
     ) -> _Prepared:
         lim = self.limits
         if not isinstance(type, str):
@@ -219,6 +223,7 @@ class Recallite(ConversationMemory, Reconciler):
             hash=content_hash(text),
             tokens=estimate_tokens(text) + estimate_tokens(ttl),
             embed_text=embedding_text(ttl, text),
+            valid_until=check_valid_until(valid_until),
         )
 
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -240,13 +245,13 @@ class Recallite(ConversationMemory, Reconciler):
         cur = conn.execute(
             "INSERT INTO memories (type, title, content, status, source_type, source_id, scope, session, tags, metadata, "
             "confidence, usefulness, importance, success_count, failure_count, access_count, last_accessed_at, "
-            "created_at, updated_at, content_hash, tokens) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "created_at, updated_at, content_hash, tokens, valid_until) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 p.type, p.title, p.content, p.status, p.source.type, p.source.id, p.scope, p.session,
                 json.dumps(p.tags, ensure_ascii=False), json.dumps(p.metadata, ensure_ascii=False),
                 p.confidence, extra.get("usefulness", 0.5), p.importance, extra.get("success_count", 0),
                 extra.get("failure_count", 0), extra.get("access_count", 0), extra.get("last_accessed_at"),
-                extra.get("created_at", now), extra.get("updated_at", now), p.hash, p.tokens,
+                extra.get("created_at", now), extra.get("updated_at", now), p.hash, p.tokens, p.valid_until,
             ),
         )
         mid = cur.lastrowid
@@ -281,6 +286,7 @@ class Recallite(ConversationMemory, Reconciler):
         confidence: float | None = None,
         category: str | None = None,
         cites: Sequence[str | int] | None = None,
+        valid_until: Any = None,
     ) -> Memory:
         """Store one memory. Identical content in the same scope returns the existing one (``duplicate_of`` set).
 
@@ -290,12 +296,14 @@ class Recallite(ConversationMemory, Reconciler):
         conversation turns (episodes) it came from, see :meth:`why` (also added to a duplicate).
         An ``episode`` stored here is an event of its session (role ``event``); use
         :meth:`record_turn` for conversation turns.
+        ``valid_until`` (datetime, ISO string or epoch seconds): after it the memory leaves default recall.
         """
         self._live()
         p = self._prepare(
             content=content, type=type, title=title, source=source, tags=tags, metadata=metadata,
             importance=importance, scope=scope, session=session, status=status,
             allow_unsafe_status_override=allow_unsafe_status_override, confidence=confidence,
+            valid_until=valid_until,
         )
         cat = check_category(category)
         cited = None if cites is None else [parse_id(c) for c in ([cites] if isinstance(cites, (str, int)) else cites)]
@@ -348,7 +356,7 @@ class Recallite(ConversationMemory, Reconciler):
                 raise InvalidInputError(f"Item {n} is not a dict of remember() arguments.")
             unknown = set(item) - {
                 "content", "type", "title", "source", "tags", "metadata", "importance", "scope", "session",
-                "status", "allow_unsafe_status_override", "confidence", "category", "cites",
+                "status", "allow_unsafe_status_override", "confidence", "valid_until", "category", "cites",
             }
             if unknown:
                 raise InvalidInputError(f"Item {n} has unknown fields: {', '.join(sorted(unknown))}.")
@@ -509,6 +517,11 @@ class Recallite(ConversationMemory, Reconciler):
         roles: Sequence[str] | None = None,
         categories: Sequence[str] | None = None,
         expand_episodes: int | None = None,
+        min_trust: float | None = None,
+        include_teams: bool = False,
+        include_expired: bool = False,
+        expand_beliefs: bool = False,
+        working_session: str | None = None,
         _kind: str = "recall",
         _exclude: set[int] | None = None,
     ) -> RecallResult:
@@ -522,6 +535,11 @@ class Recallite(ConversationMemory, Reconciler):
         categories. ``expand_episodes=w`` gives every episode hit its window (the turn and w
         neighbours each side, ``hit.window``); each episode is returned once. With
         ``RecalliteConfig(rerank=...)`` the top hits are reranked.
+        SLM-Lite options: ``min_trust`` drops memories whose trust score is lower (before the
+        top-k); ``include_teams`` also searches the team scopes of ``scope``; expired memories
+        (``valid_until`` passed) are left out unless ``include_expired`` or ``include_inactive``;
+        ``expand_beliefs`` appends up to ``limit`` memories one relation away (reason
+        ``belief-expansion``); ``working_session`` merges that session's working memory.
         """
         self._live()
         q = check_query(query, self.limits)
@@ -530,10 +548,12 @@ class Recallite(ConversationMemory, Reconciler):
         if statuses is None:
             statuses = STATUSES if include_inactive else policy.DEFAULT_RECALL_STATUSES
         flt = self._filter(scope, types, statuses, tags, session, roles, categories)
+        flt = self._slm_filter(flt, include_teams, include_expired or include_inactive)
         if min_score is not None:
             min_score = float(min_score)
             if not math.isfinite(min_score):
                 raise InvalidInputError("min_score must be a finite number.")
+        mt = None if min_trust is None else check_unit("min_trust", min_trust, 0.0)
         if expand_episodes is not None:
             from .episodes import _check_window
 
@@ -541,11 +561,17 @@ class Recallite(ConversationMemory, Reconciler):
         depth = n + len(_exclude or ()) + (n if expand_episodes else 0)
         if self.config.rerank is not None:
             depth = max(depth, self.config.rerank_depth)
-        hits = self.retriever.rank(q, flt, depth, profile, min_score)
+        hits = self.retriever.rank(q, flt, depth, profile, min_score, mt)
+        if working_session is not None:
+            hits = self._merge_working(hits, q, flt, depth, profile, working_session, mt, min_score)
         hits = self._post_rank(q, hits, n, expand_episodes, _exclude)
+        if expand_beliefs:
+            hits = hits + self._belief_neighbours(hits, flt, n, mt)
         with self.store.transaction() as conn:
-            rid = self.retriever.log(conn, q, profile, flt.scopes, hits, _kind)
-        return RecallResult(retrieval_id=fmt_id("ret", rid), query=q, profile=profile, memories=hits)
+            rid = self.retriever.log(conn, q, profile, flt.scopes, [h for h in hits if h.memory.layer != "working"], _kind)
+        result = RecallResult(retrieval_id=fmt_id("ret", rid), query=q, profile=profile, memories=hits)
+        self._after_recall(result.retrieval_id, hits)
+        return result
 
     def format_context(self, result: RecallResult, max_tokens: int = 2000, format: str = "markdown") -> str:
         """Render a recall result as prompt text; the budget (see tokens.py) is never exceeded."""
@@ -599,7 +625,24 @@ class Recallite(ConversationMemory, Reconciler):
     ) -> FeedbackResult:
         """Report how the task went. Used memories (or, if none are named, every shown memory
         with rank-decayed weight) move their usefulness toward the outcome. Never changes status.
-        A repeated ``client_key`` is applied once."""
+        A repeated ``client_key`` is applied once. Working-memory ids (``wm_…``) in
+        ``used_memory_ids`` credit those entries (and count toward their promotion)."""
+        used_memory_ids, working_used = self._split_working_ids(used_memory_ids)
+        result = self._feedback(retrieval_id, outcome, score, used_memory_ids, reason, client_key=client_key)
+        if not result.duplicate:
+            self._credit_working(result.retrieval_id, outcome, score, working_used)
+        return result
+
+    def _feedback(
+        self,
+        retrieval_id: str,
+        outcome: str = "success",
+        score: float | None = None,
+        used_memory_ids: Sequence[str] | None = None,
+        reason: str | None = None,
+        *,
+        client_key: str | None = None,
+    ) -> FeedbackResult:
         self._live()
         if outcome not in OUTCOMES:
             raise InvalidInputError(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}.")
@@ -712,6 +755,8 @@ class Recallite(ConversationMemory, Reconciler):
                 "UPDATE memories SET status = ?, confidence = ?, metadata = ?, updated_at = ? WHERE id = ?",
                 (new_status, conf, json.dumps(meta, ensure_ascii=False), time.time(), mid),
             )
+            if new_status in ("validated", "active"):  # trust decays from the last validation
+                conn.execute("UPDATE memories SET validated_at = ? WHERE id = ?", (time.time(), mid))
         return self.get(mid)
 
     def validate(self, memory_id: str | int, reason: str | None = None) -> Memory:
@@ -1047,7 +1092,7 @@ class Recallite(ConversationMemory, Reconciler):
                 rparams)}
         served_sorted = sorted(served)
         db_bytes, wal_bytes = self.store.file_sizes()
-        return Stats(
+        stats = Stats(
             memories=total, by_type=by_type, by_status=by_status, by_source=by_source, by_scope=by_scope,
             relations=rel, vectors=vectors, embedder=self.embedder.name, dimensions=self.embedder.dimensions,
             retrievals=retrievals, feedback={o: fb.get(o, 0) for o in OUTCOMES}, context_calls=len(served),
@@ -1058,6 +1103,8 @@ class Recallite(ConversationMemory, Reconciler):
             db_path=self.store.path, db_bytes=db_bytes, wal_bytes=wal_bytes,
             schema_version=self.store.conn.execute("PRAGMA user_version").fetchone()[0],
         )
+        self._slm_stats(stats, flt)
+        return stats
 
     # -- portability --------------------------------------------------------------------------------------------------------
     def export_jsonl(self, path: str, *, scope: str | None = None) -> int:

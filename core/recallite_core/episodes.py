@@ -286,6 +286,10 @@ def chunk_channel(retriever: Any, conn: sqlite3.Connection, qvec: np.ndarray, fl
     hits = index.search_memories(
         qvec, depth, ScanFilter(scopes=flt.scopes, statuses=flt.statuses, types=flt.types, sessions=flt.sessions,
                                 allowed_ids=allowed))
+    expired = getattr(retriever, "expired_ids", None)  # memories past valid_until (SLM-Lite)
+    if expired is not None and getattr(flt, "valid_at", None) is not None:
+        gone = expired(conn, flt.valid_at)
+        hits = [(m, s) for m, s in hits if m not in gone]
     if not hits:
         return vec
     best = dict(vec)
@@ -726,7 +730,7 @@ class ConversationMemory:
                    exclude: set[int] | None) -> list[RecallHit]:
         """After ranking: drop excluded ids, rerank (if configured), expand episode windows, trim."""
         if exclude:
-            hits = [h for h in hits if parse_id(h.memory.id) not in exclude]
+            hits = [h for h in hits if _mid(h) not in exclude]
         reranker = self._reranker()
         if reranker is not None and hits:
             from .rerank import rerank_hits
@@ -760,7 +764,12 @@ class ConversationMemory:
         with self.store.reading() as conn:
             windows: dict[int, list[int]] = {}
             for h in hits:
-                mid = parse_id(h.memory.id)
+                mid = _mid(h)
+                if mid is None:  # not a stored memory (e.g. a working-memory entry): no window
+                    out.append(h)
+                    if len(out) >= limit:
+                        break
+                    continue
                 if mid in seen:
                     continue  # already inside an earlier hit's window
                 ids = self._window_ids(conn, mid, w, DEFAULT_RECALL_STATUSES) if h.memory.type == "episode" else None
@@ -775,9 +784,9 @@ class ConversationMemory:
                     break
             found = load_memories(conn, sorted({i for ids in windows.values() for i in ids}))
         for h in out:
-            ids = windows.get(parse_id(h.memory.id))
+            ids = windows.get(_mid(h))
             if ids:
-                h.window = [found[i] if i != parse_id(h.memory.id) else h.memory for i in ids if i in found]
+                h.window = [found[i] if i != _mid(h) else h.memory for i in ids if i in found]
                 if len(h.window) > 1:
                     h.reasons.append(f"episode-window:{len(h.window)}")
         return out
@@ -883,6 +892,12 @@ class ConversationMemory:
             res.removed = list(res.orphans)
         self._prune_chunk_tombstones(conn)
         return res
+
+
+def _mid(hit: RecallHit) -> int | None:
+    """The stored memory id of a hit (None for entries that live elsewhere, e.g. working memory)."""
+    mid = hit.memory.id
+    return int(mid[4:]) if mid.startswith("mem_") and mid[4:].isdigit() else None
 
 
 def check_orphans(value: Any) -> str:

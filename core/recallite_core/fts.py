@@ -13,7 +13,9 @@ STOPWORDS = frozenset(
     myself no nor not now of off on once only or other our ours ourselves out over own same she should so
     some such than that the their theirs them themselves then there these they this those through to too
     under until up very was we were what when where which while who whom why will with would you your
-    yours yourself yourselves""".split()
+    yours yourself yourselves
+    s t d ll m re ve y o ma ain don doesn didn isn aren wasn weren hasn haven hadn won wouldn shouldn
+    couldn mustn needn mightn shan""".split()  # the pieces \w+ makes of contractions ("don't" -> don, t)
 )
 
 

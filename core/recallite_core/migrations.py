@@ -233,6 +233,24 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "0005_layers_trust",
+        """
+        -- SLM-Lite: expiry, the time a memory was last validated (trust decays from it) and
+        -- team scopes. Layers need no column: a memory's layer follows from its type
+        -- (policy.TYPE_LAYER); the working layer lives in process memory only.
+        ALTER TABLE memories ADD COLUMN valid_until REAL;
+        ALTER TABLE memories ADD COLUMN validated_at REAL;
+        CREATE INDEX memories_valid_until ON memories(valid_until) WHERE valid_until IS NOT NULL;
+        -- A scope's team scopes: recall(scope=X, include_teams=True) also searches them.
+        CREATE TABLE scope_links (
+            scope TEXT NOT NULL,
+            team_scope TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (scope, team_scope)
+        );
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MemoryType = Literal["observation", "preference", "fact", "constraint", "lesson", "procedure", "episode"]
 Status = Literal["candidate", "validated", "active", "deprecated", "superseded"]
@@ -13,6 +13,7 @@ SourceType = Literal["user", "system", "tool", "agent", "llm", "imported"]
 RelationType = Literal["contradicts", "supports", "derived_from", "supersedes", "causes", "requires"]
 Outcome = Literal["success", "failure", "partial"]
 ContextFormat = Literal["markdown", "xml", "plain", "compact"]
+Layer = Literal["working", "episodic", "semantic", "procedural"]
 
 MEMORY_TYPES: tuple[str, ...] = MemoryType.__args__  # type: ignore[attr-defined]
 STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
@@ -68,6 +69,18 @@ class Memory(BaseModel):
     # Conversation memory (episodes.py): set for turns/events and for categorised memories.
     episode: Optional[EpisodeInfo] = None
     category: Optional[str] = None
+    valid_until: Optional[datetime] = Field(default=None, description="After this moment the memory leaves default recall.")
+    layer: Optional[Layer] = Field(
+        default=None, description="working (in process only), episodic, semantic or procedural; follows from the type."
+    )
+
+    @model_validator(mode="after")
+    def _default_layer(self) -> "Memory":
+        if self.layer is None:
+            from .policy import TYPE_LAYER
+
+            self.layer = TYPE_LAYER[self.type]  # type: ignore[assignment]
+        return self
 
 
 class ScoreBreakdown(BaseModel):
@@ -77,10 +90,14 @@ class ScoreBreakdown(BaseModel):
     keyword_score: Optional[float] = None
     vector_rank: Optional[int] = None
     vector_similarity: Optional[float] = None
+    keyword_z: Optional[float] = None
+    vector_z: Optional[float] = None
+    keyword_alpha: Optional[float] = Field(None, description="Weight of the keyword channel for this query (z-score fusion).")
     fusion: float = 0.0
     status_factor: float = 1.0
     profile_factor: float = 1.0
     quality: float = 1.0
+    outcome_factor: float = Field(1.0, description="What task outcomes did to this memory (1 = no effect).")
     contradiction_factor: float = 1.0
     final: float = 0.0
     rerank_score: Optional[float] = None  # set when the optional reranking stage ran
@@ -98,6 +115,7 @@ class RecallHit(BaseModel):
         description="With recall(expand_episodes=w): the hit episode and its neighbouring turns (same session, "
         "seq ± w) in conversation order. Each episode appears in at most one hit's window.",
     )
+    trust: Optional[float] = Field(default=None, description="Trust score in [0.1, 1] (policy.trust_score).")
 
 
 class RecallResult(BaseModel):
@@ -187,6 +205,50 @@ class Stats(BaseModel):
     db_bytes: int
     wal_bytes: int
     schema_version: int
+    by_layer: dict[str, int] = Field(default_factory=dict)
+    trust: dict[str, Any] = Field(default_factory=dict, description="Trust distribution: buckets, mean, min, max.")
+    expired: int = Field(0, description="Memories past valid_until still on record (clean_expired retires them).")
+    working: dict[str, int] = Field(default_factory=dict, description="Working memory in this process: sessions, entries, bytes.")
+
+
+# -- SLM-Lite ----------------------------------------------------------------------------------------------------------
+class BeliefNode(BaseModel):
+    memory: Memory
+    hops: int = Field(description="0 for a seed found by recall, 1 or 2 for neighbours along relations.")
+    confidence: float = Field(description="Belief confidence: the seed's confidence, x 0.6 per hop.")
+    trust: Optional[float] = None
+    via: Optional[str] = Field(None, description="The node this one was reached from.")
+    relation: Optional[str] = Field(None, description="The relation that reached it, seen from `via` (e.g. supports, contradicted_by).")
+
+
+class BeliefEdge(BaseModel):
+    from_id: str
+    to_id: str
+    type: RelationType
+
+
+class BeliefGraph(BaseModel):
+    topic: str
+    retrieval_id: str
+    nodes: list[BeliefNode] = Field(default_factory=list)
+    edges: list[BeliefEdge] = Field(default_factory=list)
+
+
+class Concepts(BaseModel):
+    concepts: list[str] = Field(description="Key phrases, best first.")
+    summary: str = Field(description="A short extractive (or sampled) summary of the text.")
+    method: Literal["local", "sampling"] = "local"
+
+
+class AutoContextResult(BaseModel):
+    context: str
+    retrieval_id: str
+    memory_ids: list[str]
+    tokens: int
+    query: str = Field(description="The recall query built from the concepts.")
+    concepts: list[str]
+    summary: str
+    method: Literal["local", "sampling"] = "local"
 
 
 # -- conversation memory (episodes.py) -------------------------------------------------------------------

@@ -159,21 +159,18 @@ def clamp01(x: float) -> float:
     return 0.0 if x < 0 else 1.0 if x > 1 else float(x)
 
 
-def finite_unit(name: str, value: float | None, default: float) -> float:
-    """Validate a caller's 0..1 number: None -> default, NaN/inf -> error, else clamped."""
-    if value is None:
-        return default
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"{name} must be a number between 0 and 1, got {value!r}.") from None
-    if not math.isfinite(v):
-        raise InvalidInputError(f"{name} must be a finite number between 0 and 1, got {value!r}.")
-    return clamp01(v)
-
-
 def quality(confidence: float, usefulness: float, importance: float) -> float:
     return 0.45 + 0.25 * confidence + 0.20 * usefulness + 0.10 * importance
+
+
+OUTCOME_GAIN = 3.0
+
+
+def outcome_factor(usefulness: float, gain: float = OUTCOME_GAIN) -> float:
+    """exp(gain * (usefulness - 0.5)): what outcomes did to a memory, on the fused score's own
+    scale (z-units after the exp), so a proven memory beats a close rival but not a clearly
+    more relevant one. 1.0 for a memory with no feedback (usefulness 0.5)."""
+    return math.exp(gain * (clamp01(usefulness) - 0.5))
 
 
 def contradiction_factor(count: int) -> float:
@@ -211,3 +208,155 @@ def confidence_after_support(c: float, supporter_confidence: float) -> float:
 
 def confidence_after_contradiction(c: float) -> float:
     return clamp01(max(0.05, c - 0.1))
+
+
+# -- SLM-Lite: layers ---------------------------------------------------------------------------------------------
+# Working memory is per session and in process only; the other three layers are stored, and a
+# stored memory's layer follows from its type.
+LAYERS: tuple[str, ...] = ("working", "episodic", "semantic", "procedural")
+STORED_LAYERS: tuple[str, ...] = LAYERS[1:]
+TYPE_LAYER: dict[str, str] = {
+    "episode": "episodic",
+    "observation": "semantic",
+    "fact": "semantic",
+    "preference": "semantic",
+    "procedure": "procedural",
+    "lesson": "procedural",
+    "constraint": "procedural",
+}
+# The type a memory takes when it is promoted into a layer its own type does not belong to.
+LAYER_DEFAULT_TYPE: dict[str, str] = {"episodic": "episode", "semantic": "fact", "procedural": "procedure"}
+LAYER_RANK: dict[str, int] = {name: i for i, name in enumerate(LAYERS)}
+
+
+def check_layer(layer: str, stored_only: bool = False) -> str:
+    allowed = STORED_LAYERS if stored_only else LAYERS
+    if layer not in allowed:
+        raise InvalidInputError(f"Unknown layer {layer!r}. Use one of: {', '.join(allowed)}.")
+    return layer
+
+
+def layer_of(memory_type: str) -> str:
+    """The stored layer of a memory type: episode -> episodic; fact, preference, observation ->
+    semantic; procedure, lesson, constraint -> procedural."""
+    return TYPE_LAYER[check_type(memory_type)]
+
+
+def types_of_layers(layers) -> tuple[str, ...]:
+    """Memory types whose layer is among ``layers`` (working has none: it is not stored)."""
+    wanted = {check_layer(x) for x in layers}
+    return tuple(t for t in MEMORY_TYPES if TYPE_LAYER[t] in wanted)
+
+
+def promotion_type(memory_type: str, target_layer: str, requested_type: str | None = None) -> str:
+    """The type a memory gets when promoted to ``target_layer``: its own if it already belongs
+    there, the requested one if that belongs there, else the layer's default type.
+    Promotion only moves up (episodic -> semantic -> procedural)."""
+    check_layer(target_layer, stored_only=True)
+    if requested_type is not None:
+        check_type(requested_type)
+        if TYPE_LAYER[requested_type] != target_layer:
+            raise InvalidInputError(
+                f"type {requested_type!r} belongs to the {TYPE_LAYER[requested_type]} layer, not {target_layer}."
+            )
+        return requested_type
+    return memory_type if TYPE_LAYER.get(memory_type) == target_layer else LAYER_DEFAULT_TYPE[target_layer]
+
+
+def check_promotion(current_layer: str, target_layer: str) -> None:
+    check_layer(target_layer, stored_only=True)
+    if LAYER_RANK[target_layer] <= LAYER_RANK[current_layer]:
+        raise InvalidTransitionError(
+            f"A memory in the {current_layer} layer cannot be promoted to {target_layer}: promotion moves up "
+            f"(working -> episodic -> semantic -> procedural). To replace its text, revise it."
+        )
+
+
+# -- SLM-Lite: trust score ----------------------------------------------------------------------------------------
+# How far a memory is believed, from who wrote it and what happened to it since. It is not a
+# ranking multiplier (confidence already is); it is shown in results and stats and filters recall
+# with min_trust.
+SOURCE_CREDIBILITY: dict[str, float] = {
+    "user": 1.0,
+    "system": 0.9,
+    "tool": 0.8,
+    "agent": 0.7,
+    "behavioral": 0.6,  # an agent's recorded habits (capture_behavior)
+    "llm": 0.4,
+    "imported": 0.3,
+}
+TRUST_FLOOR = 0.1
+TRUST_CEILING = 1.0
+CORROBORATION_STEP = 0.3  # each independent supporting source closes 30% of the gap to 1
+TRUST_HALF_LIFE_DAYS = 180.0
+TRUST_DECAY_FLOOR = 0.5  # decay alone never takes more than half
+
+
+def credibility_key(source_type: str, behavioral: bool = False) -> str:
+    """Which credibility row applies: behaviour captured from an agent counts as "behavioral"."""
+    return "behavioral" if behavioral and source_type in ("agent", "tool", "system") else source_type
+
+
+def contradiction_penalty(count: int) -> float:
+    """Share of trust lost to live contradictions: 0.2 per contradiction, at most 0.8."""
+    return min(0.8, 0.2 * max(0, int(count)))
+
+
+def trust_decay(days_since_validation: float, half_life_days: float = TRUST_HALF_LIFE_DAYS) -> float:
+    """1.0 when just written or validated, sliding toward 0.5: the part above 0.5 halves every half-life."""
+    d = max(0.0, float(days_since_validation))
+    if half_life_days <= 0:
+        return 1.0
+    return TRUST_DECAY_FLOOR + (1.0 - TRUST_DECAY_FLOOR) * 0.5 ** (d / half_life_days)
+
+
+def trust_score(
+    source: str,
+    contradictions: int = 0,
+    days_since_validation: float = 0.0,
+    independent_sources: int = 0,
+    half_life_days: float = TRUST_HALF_LIFE_DAYS,
+) -> float:
+    """Trust in [0.1, 1]:
+
+        t = credibility(source)                            user 1.0 ... imported 0.3
+        t = t + (1 - t) * (1 - 0.7 ** independent_sources) cross-validation
+        t = t * (1 - min(0.8, 0.2 * contradictions))       contradictions
+        t = t * decay(days since written / validated)      1.0 -> 0.5, half-life 180 days
+        clamp to [0.1, 1]
+    """
+    if source not in SOURCE_CREDIBILITY:
+        raise InvalidInputError(f"Unknown source {source!r}. Use one of: {', '.join(SOURCE_CREDIBILITY)}.")
+    t = SOURCE_CREDIBILITY[source]
+    k = max(0, int(independent_sources))
+    t = t + (1.0 - t) * (1.0 - (1.0 - CORROBORATION_STEP) ** k)
+    t = t * (1.0 - contradiction_penalty(contradictions))
+    t = t * trust_decay(days_since_validation, half_life_days)
+    if math.isnan(t):
+        return TRUST_FLOOR
+    return max(TRUST_FLOOR, min(TRUST_CEILING, t))
+
+
+TRUST_BUCKETS: tuple[tuple[str, float, float], ...] = (
+    ("0.1-0.3", 0.0, 0.3),
+    ("0.3-0.5", 0.3, 0.5),
+    ("0.5-0.7", 0.5, 0.7),
+    ("0.7-0.9", 0.7, 0.9),
+    ("0.9-1.0", 0.9, 1.01),
+)
+
+
+def trust_bucket(t: float) -> str:
+    for name, lo, hi in TRUST_BUCKETS:
+        if lo <= t < hi:
+            return name
+    return TRUST_BUCKETS[-1][0]
+
+
+# -- SLM-Lite: belief graph ---------------------------------------------------------------------------------------
+BELIEF_RELATIONS: tuple[str, ...] = ("causes", "contradicts", "supports", "requires")
+BELIEF_HOP_DECAY = 0.6  # a neighbour's belief confidence = its parent's x 0.6 per hop
+
+
+def belief_confidence(parent: float, hops: int = 1) -> float:
+    return clamp01(parent * BELIEF_HOP_DECAY ** max(0, hops))

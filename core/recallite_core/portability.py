@@ -52,7 +52,7 @@ def export_jsonl(mem: "Recallite", path: str, scope: str | None = None) -> int:
             for start in range(0, len(ids_list), 500):
                 for mid, m in sorted(load_memories(conn, ids_list[start : start + 500]).items()):
                     d = m.model_dump(exclude={"duplicate_of"})
-                    for k in ("created_at", "updated_at", "last_accessed_at"):
+                    for k in ("created_at", "updated_at", "last_accessed_at", "valid_until"):
                         d[k] = _epoch(getattr(m, k))
                     if m.episode is not None:
                         d["episode"]["timestamp"] = _epoch(m.episode.timestamp)
@@ -158,6 +158,7 @@ def import_jsonl(mem: "Recallite", path: str, trust: str = "untrusted", progress
                 tags=r.get("tags"), metadata=r.get("metadata"), importance=r.get("importance"), scope=r.get("scope"),
                 session=r.get("session"), status=None if not restore else (r.get("status") if r.get("status") in policy.STATUS_RANK else None),
                 allow_unsafe_status_override=restore, confidence=r.get("confidence") if restore else None,
+                valid_until=r.get("valid_until"),
             )
             old_id = parse_id(r.get("id"))
             ep = r.get("episode")

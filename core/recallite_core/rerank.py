@@ -87,7 +87,9 @@ def rerank_hits(reranker: Reranker, query: str, hits: list[RecallHit], depth: in
         h = top[i]
         bd = h.breakdown
         bd.rerank_score = round(scores[i], 6)
-        bd.final = bd.status_factor * bd.profile_factor * bd.quality * bd.contradiction_factor / (rrf_k + new_rank)
+        factors = bd.status_factor * bd.profile_factor * bd.quality * bd.contradiction_factor
+        factors *= getattr(bd, "outcome_factor", 1.0)  # what task outcomes did to it, where the policy has it
+        bd.final = factors / (rrf_k + new_rank)
         h.score = bd.final
         if "reranked" not in h.reasons:
             h.reasons.append("reranked")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import time
 from collections import OrderedDict
@@ -15,11 +16,13 @@ from . import policy
 from .config import RecalliteConfig
 from .embedder import Embedder
 from .episodes import chunk_channel, needs_id_list
-from .fts import fts_query
-from .fusion import reciprocal_rank_fusion
+from .codec import decode_vector
+from .fts import fts_query, query_terms
+from .fusion import keyword_weight, moments, reciprocal_rank_fusion, zscore_fusion
 from .models import Memory, RecallHit, ScoreBreakdown
 from .rows import load_memories
 from .store import Store
+from .trust import trust_scores
 from .vector_index import ScanFilter, VectorIndex
 
 
@@ -32,6 +35,7 @@ class RecallFilter:
     sessions: tuple[str, ...] | None
     roles: tuple[str, ...] | None = None  # speakers of conversation turns (episodes.py)
     categories: tuple[str, ...] | None = None
+    valid_at: float | None = None  # leave out memories whose valid_until is not after this moment
 
     def sql(self, alias: str = "m") -> tuple[str, list]:
         """WHERE fragments (joined by AND) and their parameters."""
@@ -62,6 +66,9 @@ class RecallFilter:
                 f"{alias}.id IN (SELECT memory_id FROM memory_categories WHERE category IN ({','.join('?' * len(self.categories))}))"
             )
             params.extend(self.categories)
+        if self.valid_at is not None:
+            where.append(f"({alias}.valid_until IS NULL OR {alias}.valid_until > ?)")
+            params.append(self.valid_at)
         return " AND ".join(where) or "1", params
 
 
@@ -91,6 +98,8 @@ class Retriever:
         self.index = index
         self.config = config
         self.query_cache = QueryVectorCache(config.query_cache_size)
+        self._df_cache: dict[str, int] = {}
+        self._df_counter = -1
 
     # -- channels -------------------------------------------------------------------------------
     def keyword_channel(self, conn: sqlite3.Connection, query: str, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
@@ -106,18 +115,84 @@ class Retriever:
         ).fetchall()
         return [(r[0], -r[1]) for r in rows]
 
-    def vector_channel(self, conn: sqlite3.Connection, qvec: np.ndarray, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
+    def vector_channel(
+        self, conn: sqlite3.Connection, qvec: np.ndarray, flt: RecallFilter, depth: int
+    ) -> tuple[list[tuple[int, float]], tuple[int, float, float]]:
+        """Top-depth (id, cosine) and (count, sum, sum of squares) of the cosine over the scope."""
         self.index.refresh(conn)
         allowed = None
         if needs_id_list(flt):  # tags, roles, categories: an id list from SQL, applied inside the scan
             where, params = flt.sql("m")
             allowed = np.array([r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)], dtype=np.int64)
-        ids, sims = self.index.search(
+        expired = self.expired_ids(conn, flt.valid_at)
+        ids, sims, stats = self.index.search_with_stats(
             qvec,
-            depth,
+            depth + len(expired),  # expired rows are dropped below, so the top-k stays exact
             ScanFilter(scopes=flt.scopes, statuses=flt.statuses, types=flt.types, sessions=flt.sessions, allowed_ids=allowed),
         )
-        return [(int(i), float(s)) for i, s in zip(ids, sims)]
+        out = [(int(i), float(s)) for i, s in zip(ids, sims) if int(i) not in expired]
+        return out[:depth], stats
+
+    def similarities(self, conn: sqlite3.Connection, qvec: np.ndarray, ids: list[int]) -> dict[int, float]:
+        """Exact cosine for candidates the vector top-k did not include (keyword-only hits)."""
+        out: dict[int, float] = {}
+        missing = []
+        for i in ids:
+            v = self.index.vector_of(i)
+            if v is None:
+                missing.append(i)
+            else:
+                out[i] = float(v @ qvec)
+        for i in range(0, len(missing), 500):
+            chunk = missing[i : i + 500]
+            for mid, blob in conn.execute(
+                f"SELECT memory_id, vector FROM vectors WHERE memory_id IN ({','.join('?' * len(chunk))})", chunk
+            ):
+                out[mid] = float(decode_vector(blob, self.embedder.dimensions) @ qvec)
+        return out
+
+    # -- keyword confidence ----------------------------------------------------------------------
+    def _document_frequency(self, conn: sqlite3.Connection, term: str) -> int:
+        counter = self.index.seq
+        if abs(counter - self._df_counter) > max(50, len(self.index) // 50):
+            self._df_cache.clear()
+            self._df_counter = counter
+        df = self._df_cache.get(term)
+        if df is None:
+            df = conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (f'"{term}"',)).fetchone()[0]
+            if len(self._df_cache) > 4096:
+                self._df_cache.clear()
+            self._df_cache[term] = df
+        return df
+
+    def keyword_coverage(self, conn: sqlite3.Connection, terms: list[str], top_ids: list[int]) -> float:
+        """Share of the query's IDF mass matched by its best keyword hit (0..1)."""
+        if not terms or not top_ids:
+            return 0.0
+        n = max(1, len(self.index))
+        idf = {}
+        for t in terms:
+            df = self._document_frequency(conn, t)
+            idf[t] = math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else math.log(1 + (n + 0.5) / 0.5)
+        total = sum(idf.values())
+        if total <= 0:
+            return 0.0
+        matched: dict[int, float] = {}
+        marks = ",".join("?" * len(top_ids))
+        for t in terms:
+            for (rowid,) in conn.execute(
+                f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({marks})", [f'"{t}"', *top_ids]
+            ):
+                matched[rowid] = matched.get(rowid, 0.0) + idf[t]
+        return max(matched.values(), default=0.0) / total
+
+    @staticmethod
+    def expired_ids(conn: sqlite3.Connection, valid_at: float | None) -> set[int]:
+        """Memories past their valid_until (a partial index keeps this cheap; clean_expired empties it)."""
+        if valid_at is None:
+            return set()
+        return {r[0] for r in conn.execute(
+            "SELECT id FROM memories WHERE valid_until IS NOT NULL AND valid_until <= ?", (valid_at,))}
 
     # -- contradictions -----------------------------------------------------------------------------
     def contradictions(
@@ -158,22 +233,52 @@ class Retriever:
 
     # -- the whole recall -------------------------------------------------------------------------------
     def rank(
-        self, query: str, flt: RecallFilter, limit: int, profile: str, min_score: float | None
+        self, query: str, flt: RecallFilter, limit: int, profile: str, min_score: float | None,
+        min_trust: float | None = None,
     ) -> list[RecallHit]:
         cfg = self.config
         qvec = self.query_cache.get(self.embedder, query)
         depth = max(cfg.candidate_depth, limit * 4)
+        use_kw = cfg.channels in ("hybrid", "keyword")
+        use_vec = cfg.channels in ("hybrid", "vector")
+        if min_trust is not None:
+            depth *= 3  # candidates below the trust floor are dropped: look deeper so the limit still fills
         with self.store.reading() as conn:
-            kw = self.keyword_channel(conn, query, flt, depth)
-            vec = self.vector_channel(conn, qvec, flt, depth)
+            kw = self.keyword_channel(conn, query, flt, depth) if use_kw else []
+            vec, vstats = self.vector_channel(conn, qvec, flt, depth)
             vec = chunk_channel(self, conn, qvec, flt, depth, vec)  # sentence chunks of long episodes
-            fused = reciprocal_rank_fusion(
-                [[i for i, _ in kw], [i for i, _ in vec]], [cfg.keyword_weight, cfg.vector_weight], cfg.rrf_k
-            )
-            pool = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[: max(cfg.rerank_pool, limit * 3)]
+            if not use_vec:
+                vec = []
+            alpha = None
+            if cfg.fusion == "rrf":
+                base = reciprocal_rank_fusion(
+                    [[i for i, _ in kw], [i for i, _ in vec]], [cfg.keyword_weight, cfg.vector_weight], cfg.rrf_k
+                )
+                kz = vz = {}
+            else:
+                sims = dict(vec)
+                if use_vec:
+                    extra = [i for i, _ in kw if i not in sims]
+                    sims.update(self.similarities(conn, qvec, extra))
+                if use_kw and use_vec:
+                    coverage = self.keyword_coverage(conn, query_terms(query), [i for i, _ in kw[: cfg.coverage_docs]])
+                    alpha = keyword_weight(coverage, cfg.keyword_alpha_max, *cfg.keyword_coverage_ramp)
+                else:
+                    alpha = 1.0 if use_kw else 0.0
+                fused, kz, vz = zscore_fusion(dict(kw), sims, vstats[0], moments(*vstats), alpha)
+                # exp keeps the score positive, so policy factors scale it the same way whatever its sign.
+                base = {i: math.exp(min(50.0, s)) for i, s in fused.items()}
+            ordered = sorted(base.items(), key=lambda kv: (-kv[1], kv[0]))
+            trust: dict[int, float] = {}
+            if min_trust is not None:  # filter every fused candidate before the pool is cut
+                trust = trust_scores(conn, [i for i, _ in ordered], half_life_days=cfg.trust_half_life_days)
+                ordered = [(i, s) for i, s in ordered if trust.get(i, 0.0) >= min_trust]
+            pool = ordered[: max(cfg.rerank_pool, limit * 3)]
             pool_ids = [i for i, _ in pool]
             memories = load_memories(conn, pool_ids)
             contra = self.contradictions(conn, pool_ids, flt.scopes)
+            if min_trust is None:
+                trust = trust_scores(conn, pool_ids, half_life_days=cfg.trust_half_life_days)
         kw_rank = {i: (r, s) for r, (i, s) in enumerate(kw, start=1)}
         vec_rank = {i: (r, s) for r, (i, s) in enumerate(vec, start=1)}
         weights = cfg.profiles[profile]
@@ -190,13 +295,18 @@ class Retriever:
                 keyword_score=round(kr[1], 6) if kr else None,
                 vector_rank=vr[0] if vr else None,
                 vector_similarity=round(vr[1], 6) if vr else None,
+                keyword_z=round(kz[mid], 4) if mid in kz else None,
+                vector_z=round(vz[mid], 4) if mid in vz else None,
+                keyword_alpha=None if alpha is None else round(alpha, 4),
                 fusion=fusion_score,
                 status_factor=policy.STATUS_FACTOR[mem.status],
                 profile_factor=weights.get(mem.type, 1.0),
                 quality=policy.quality(mem.confidence, mem.usefulness, mem.importance),
+                outcome_factor=policy.outcome_factor(mem.usefulness, cfg.outcome_gain),
                 contradiction_factor=policy.contradiction_factor(len(against)),
             )
-            bd.final = bd.fusion * bd.status_factor * bd.profile_factor * bd.quality * bd.contradiction_factor
+            bd.final = (bd.fusion * bd.status_factor * bd.profile_factor * bd.quality * bd.outcome_factor
+                        * bd.contradiction_factor)
             hits.append(
                 RecallHit(
                     memory=mem,
@@ -208,6 +318,7 @@ class Retriever:
                         for oid, title, status in against
                     ],
                     breakdown=bd,
+                    trust=trust.get(mid),
                 )
             )
         hits.sort(key=lambda h: (-h.score, h.memory.id))

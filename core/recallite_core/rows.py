@@ -11,7 +11,7 @@ from .models import EpisodeInfo, Memory, Source
 MEMORY_COLUMNS = (
     "id, type, title, content, status, source_type, source_id, scope, session, tags, metadata, confidence, "
     "usefulness, importance, success_count, failure_count, access_count, last_accessed_at, created_at, "
-    "updated_at, superseded_by, content_hash, tokens"
+    "updated_at, superseded_by, content_hash, tokens, valid_until"
 )
 
 
@@ -23,7 +23,7 @@ def memory_from_row(row: sqlite3.Row | tuple) -> Memory:
     (
         mid, mtype, title, content, status, source_type, source_id, scope, session, tags, metadata, confidence,
         usefulness, importance, success_count, failure_count, access_count, last_accessed_at, created_at,
-        updated_at, superseded_by, chash, tokens,
+        updated_at, superseded_by, chash, tokens, valid_until,
     ) = row
     return Memory(
         id=f"mem_{mid}",
@@ -48,6 +48,7 @@ def memory_from_row(row: sqlite3.Row | tuple) -> Memory:
         superseded_by=None if superseded_by is None else f"mem_{superseded_by}",
         content_hash=chash,
         tokens=tokens,
+        valid_until=ts(valid_until),
     )
 
 

@@ -218,3 +218,34 @@ def parse_id(value: Any, prefix: str = "mem") -> int:
 
 def fmt_id(prefix: str, n: int) -> str:
     return f"{prefix}_{n}"
+
+
+def check_valid_until(value: Any) -> float | None:
+    """An expiry moment as epoch seconds: None, a number (epoch seconds), a datetime (naive = UTC)
+    or an ISO 8601 string ("2030-01-31", "2030-01-31T12:00:00Z")."""
+    from datetime import date, datetime, timezone
+
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise InvalidInputError(f"valid_until must be a date/time or epoch seconds, got {value!r}.")
+    if isinstance(value, (int, float)):
+        v = float(value)
+        if not math.isfinite(v) or v < 0:
+            raise InvalidInputError(f"valid_until must be a finite, positive epoch time, got {value!r}.")
+        return v
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+        except ValueError:
+            raise InvalidInputError(
+                f"valid_until {text!r} is not an ISO 8601 date/time; use e.g. 2030-01-31 or 2030-01-31T12:00:00Z."
+            ) from None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value.timestamp()
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=timezone.utc).timestamp()
+    raise InvalidInputError(f"valid_until must be a date/time or epoch seconds, got {type(value).__name__}.")

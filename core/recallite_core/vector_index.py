@@ -180,28 +180,40 @@ class VectorIndex:
 
     def search(self, query: np.ndarray, k: int, flt: ScanFilter | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k memory ids and cosine similarities among rows passing the filter."""
+        ids, sims, _ = self.search_with_stats(query, k, flt)
+        return ids, sims
+
+    def search_with_stats(
+        self, query: np.ndarray, k: int, flt: ScanFilter | None = None
+    ) -> tuple[np.ndarray, np.ndarray, tuple[int, float, float]]:
+        """Like search(), plus (count, sum, sum of squares) of the similarity over every row
+        that passed the filter: what score normalisation needs, mergeable across shards."""
+        empty = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32), (0, 0.0, 0.0))
         n = self.n
         if n == 0 or k <= 0:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+            return empty
         q = np.asarray(query, dtype=np.float32)
         unfiltered = flt is None or (
             flt.scopes is None and flt.statuses is None and flt.types is None and flt.sessions is None and flt.allowed_ids is None
         )
         if unfiltered and self.dead == 0:
             scores = self.matrix[:n] @ q
-            return self._top(scores, self.ids[:n], k)
+            ids, sims = self._top(scores, self.ids[:n], k)
+            return ids, sims, _stats(scores)
         mask = self.mask(flt)
         selected = int(mask.sum())
         if selected == 0:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+            return empty
         if selected * 3 < n:  # a narrow filter: gather the rows, scan only them
             rows = np.flatnonzero(mask)
             scores = self.matrix[rows] @ q
-            return self._top(scores, self.ids[rows], k)
+            ids, sims = self._top(scores, self.ids[rows], k)
+            return ids, sims, _stats(scores)
         scores = self.matrix[:n] @ q
+        stats = _stats(scores[mask])
         scores[~mask] = -np.inf
         ids, sims = self._top(scores, self.ids[:n], min(k, selected))
-        return ids, sims
+        return ids, sims, stats
 
     @staticmethod
     def _top(scores: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -219,6 +231,18 @@ class VectorIndex:
     def vector_of(self, mid: int) -> np.ndarray | None:
         row = self.row_of.get(mid)
         return None if row is None else self.matrix[row]
+
+
+def _stats(scores: np.ndarray) -> tuple[int, float, float]:
+    s64 = scores.astype(np.float64, copy=False)
+    return int(s64.shape[0]), float(s64.sum()), float(np.dot(s64, s64))
+
+
+def merge_stats(parts: Iterable[tuple[int, float, float]]) -> tuple[int, float, float]:
+    n, s, q = 0, 0.0, 0.0
+    for pn, ps, pq in parts:
+        n, s, q = n + pn, s + ps, q + pq
+    return n, s, q
 
 
 def merge_top(parts: Iterable[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -20,9 +20,17 @@ the orders migrations, fix a CrashLoopBackOff, ...). It carries:
   type them at task start. They never contain a token that only the working memory has
   (:func:`solution_tokens`).
 
-Distractors are balanced by wording: before any feedback, a hybrid retriever (bm25 +
-MiniLM cosine, fused by RRF) ranks the working memory first for about ``1/(1+d)`` of the
-queries of a family with ``d`` distractors, and the family's own memories fill the top 3.
+All memories of a family share one ``type`` (families differ: procedure, lesson, fact,
+constraint), so the type carries no hint of the role and type multipliers of a recall
+profile cannot favour the working memory.
+
+Distractors are balanced by wording: before any feedback, a hybrid retriever (FTS5 bm25 +
+MiniLM cosine, fused by RRF k=60) over the whole store (all 48 families, 189 memories) ranks
+the working memory first for about ``1/(1+d)`` of the queries of a family with ``d``
+distractors (0.24-0.27 over seeds 1-8, expected 0.261), and the family's own memories fill
+the top 3 for 93% of the queries; another family's memory comes first for 1%. Individual
+families still lean one way or the other (a few never rank their working memory first
+before feedback), but no family always does.
 ``/work/experiments/learning/check_balance.py`` (outside the repository) measures that.
 
 Determinism
@@ -41,40 +49,50 @@ seeds with SHA-512, so results do not depend on ``PYTHONHASHSEED`` or the machin
 
 Drift scenario
 ==============
-After round :data:`DRIFT_AFTER_ROUND` (5) the working memory of a quarter of the families
+The first :data:`DRIFT_AFTER_ROUND` (5) rounds are played as usual. From round index 5 on
+(0-based, i.e. after round 5) the working memory of a quarter of the families
 (:func:`drift_families`) stops working and the family's ``drift_replacement`` is inserted;
-from then on success for those families means using the replacement
-(:func:`working_key`). The replacement is worded like the others (same lead phrase, same
-topic words), so it is retrievable; the learner must demote the old winner and promote the
-newcomer.
+success for those families then means using the replacement (:func:`working_key`). The
+replacement is worded like the others (same lead phrase, same topic words, same length), so
+it is retrievable; the learner must demote the old winner and promote the newcomer.
 
 Interference scenario
 =====================
-Interference tests whether a learner keeps what it learned in one context from leaking into
-another. :data:`INTERFERENCE_PAIRS` lists 10 ordered pairs ``(A, B)`` of families with
-overlapping topics (``npm ci`` for the CI install vs adding a package; Docker build cache vs
-Docker image size; CrashLoopBackOff diagnosis vs OOMKilled sizing; ConfigMap rollout restart
-vs rolling back a release; rebasing a feature branch vs undoing a pushed commit; JWT
-validation in the gateway vs refreshing the CRM client's OAuth token; JSON logging setup vs
-temporary debug level; slow Postgres query vs connection exhaustion; PyPI trusted publishing
-vs publishing the scoped npm package; large S3 uploads vs browser uploads). Each family is in
-at most one pair.
+Interference tests whether what a learner learned in one context leaks into another.
+:data:`INTERFERENCE_PAIRS` lists 10 ordered pairs ``(A, B)`` of families with overlapping
+topics; each family is in at most one pair:
 
-For each pair, :class:`InterferencePair` carries 6 extra query variants for B. They describe
-B's task (so B's working memory remains the right answer and stays retrievable) but are
-worded with A's topic words, and usually with a "bridge" term that appears in A's WORKING
-memory but not in A's distractors nor in A's own queries (for example ``exit code 137`` /
-``OOMKilled``, ``rollout``, ``trusted publishing``, ``multipart``, ``exp`` and ``leeway``).
-So B's interference queries pull A's working memory into their top 3, while A's own balance
-is untouched (A's queries never contain the bridge term). A's working memory is wrong for B.
+* ``npm ci`` in the CI install  vs  adding a package to the frontend;
+* Docker build cache in CI  vs  shrinking the Python image;
+* CrashLoopBackOff diagnosis  vs  sizing memory of OOMKilled pods;
+* ``rollout restart`` after a ConfigMap change  vs  rolling back a bad release;
+* rebasing a feature branch on origin/main  vs  undoing a commit pushed to main;
+* JWT validation in the gateway  vs  keeping the CRM client's OAuth token fresh;
+* structlog JSON logging  vs  temporary debug level for one service;
+* diagnosing a slow reporting query  vs  Postgres running out of connections;
+* PyPI trusted publishing  vs  publishing the scoped npm package;
+* large S3 uploads with ``aws s3 cp``  vs  direct browser uploads to S3.
 
-Suggested protocol: play A with ``query_for(A, r, seed)`` and B with
-``interference_query_for(pair, r, seed)`` every round. A learner that keeps one global
-usefulness score per memory promotes A's working memory from A's successes, then serves it
-on B's queries, where it fails; the negative feedback demotes it for A as well, and A's
-success rate oscillates. A learner whose credit depends on the query (or that keeps a
-memory's positive evidence from other contexts) drives both A and B to success. Report A's
-success rate with and without B's interference rounds.
+A's working memory is wrong for B (``InterferencePair.rationale`` says why). Each pair
+carries 6 extra query variants for B. They state B's task (B's own topic words, so B's
+working memory stays the right answer and stays retrievable) in the vocabulary an agent
+brings over from A, plus a *bridge*: words that occur in A's WORKING memory and not, or
+rarely, in A's distractors ("registry", "exit code 137"/"OOMKilled", "restart" and
+"environment variables", "force-with-lease"/"origin/main", "leeway"/"claims",
+"structlog"/"stdlib", "see why ... slow", "trusted publishing"/"id-token", "multipart"/"GB",
+"lockfile and package.json disagree"). So B's interference queries pull A's *working* memory
+up, not just A's family, while A's own balance is untouched: A's queries never contain a
+token that only A's working memory has. Measured with the hybrid retriever before any
+feedback: A's working memory is in the top 3 of about 85% of the interference queries (first
+in about half), and B's working memory is in the top 5 of about 80%.
+
+Suggested protocol: every round play A with ``query_for(A, r, seed)`` and B with
+``interference_query_for(pair, r, seed)`` (optionally alternating with B's own queries).
+A learner that keeps one global usefulness score per memory promotes A's working memory
+from A's successes, then serves it first on B's queries, where it fails; the negative
+feedback demotes it for A as well, and A's success rate sags or oscillates. A learner whose
+credit depends on the query context drives both A and B to success. Report A's success rate
+with and without B's interference rounds, and B's success rate.
 """
 
 from __future__ import annotations
@@ -189,10 +207,10 @@ W procedure | Billing staging deploy with Helm
 D procedure | Billing staging deploy with the deploy script
   To deploy the billing service to staging, run `./scripts/deploy.sh billing staging` from the ops repo; it applies
   the manifests in k8s/billing/ with kubectl and restarts the billing pods.
-D constraint | Billing deploys go through a change ticket
+D procedure | Billing deploys go through a change ticket
   Deploys of the billing service need an approved change ticket, then `helm upgrade billing charts/billing -n
   billing-prod -f values/prod.yaml --wait`; staging uses the same chart and values.
-D lesson | Billing staging deploy keeps the previous values
+D procedure | Billing staging deploy keeps the previous values
   To deploy the billing service to staging, run `helm upgrade billing charts/billing -n billing-staging
   --reuse-values` so the overrides of the last staging release are kept.
 D procedure | Billing staging deploy from rendered templates
@@ -212,19 +230,19 @@ Q update billing in the staging cluster to the current version
 
 @ orders-db-migrations
 topic: Apply database schema migrations for the orders API
-W procedure | Orders schema migrations run from the release job
+W constraint | Orders schema migrations run from the release job
   Apply orders API schema migrations to the orders database with `alembic -c orders/alembic.ini upgrade head` from
   the release job before each deploy, never on boot.
-D procedure | Orders schema migrations run at container start
+D constraint | Orders schema migrations run at container start
   Orders API schema migrations are applied at container start: the entrypoint runs `alembic upgrade head` before
   gunicorn boots, so each deploy migrates the orders database by itself.
-D procedure | Orders schema migrations with Flyway
+D constraint | Orders schema migrations with Flyway
   Apply orders API schema migrations to the orders database with `flyway -configFiles=orders/flyway.conf migrate`;
   versioned scripts live in orders/db/migration.
-D lesson | Orders schema migrations start with autogenerate
+D constraint | Orders schema migrations start with autogenerate
   Before applying orders API schema migrations, run `alembic revision --autogenerate` against the orders database
   so pending model changes are captured, then `alembic upgrade head`.
-R procedure | Orders schema migrations as a Helm hook
+R constraint | Orders schema migrations as a Helm hook
   Orders API schema migrations now run in the migrate-orders Job, a Helm pre-upgrade hook calling `alembic upgrade
   head` on the orders database; trigger it with `make migrate ENV=prod`.
 Q run the database migrations for the orders api
@@ -244,7 +262,7 @@ W lesson | Flaky integration tests get targeted reruns
 D lesson | Flaky integration tests get a pipeline rerun
   When integration tests are flaky in CI, press 'Re-run failed jobs' up to three times before digging deeper;
   most failures on the shared runners are infrastructure noise.
-D procedure | Flaky integration tests go to a quarantine file
+D lesson | Flaky integration tests go to a quarantine file
   Quarantine a flaky integration test by adding its node id to tests/quarantine.txt; the CI step runs `pytest
   --deselect-from tests/quarantine.txt` until the test is fixed.
 D lesson | Flaky integration tests come from test order
@@ -253,7 +271,7 @@ D lesson | Flaky integration tests come from test order
 D lesson | Flaky integration tests need longer timeouts
   Flaky integration tests in CI are nearly always timing problems; raise `timeout = 300` in pytest.ini and add
   `time.sleep(2)` before assertions on the queue.
-R procedure | Flaky integration tests go to the nightly flake job
+R lesson | Flaky integration tests go to the nightly flake job
   Mark a flaky integration test with `@pytest.mark.quarantine`; CI skips it and the nightly job runs `pytest -m
   quarantine --count 20` to confirm a fix before unmarking.
 Q integration tests fail randomly in CI
@@ -267,19 +285,19 @@ Q handle intermittent integration test failures in the CI pipeline
 
 @ npm-ci-install
 topic: Install the frontend's JavaScript dependencies in CI reproducibly
-W procedure | Frontend CI install with npm ci
+W constraint | Frontend CI install with npm ci
   In CI, install the frontend's JavaScript dependencies with `npm ci`: it installs exactly what
   package-lock.json pins and fails when the lockfile and package.json disagree.
-D procedure | Frontend CI install with offline npm
+D constraint | Frontend CI install with offline npm
   In CI, install the frontend's JavaScript dependencies with `npm install --no-audit --prefer-offline`; it
   reuses cached node_modules and refreshes package-lock.json if needed.
-D procedure | Frontend CI install with yarn
+D constraint | Frontend CI install with yarn
   In CI, install the frontend's JavaScript dependencies with `yarn install --frozen-lockfile` so yarn.lock is
   never rewritten and the job fails if the lockfile needs changes.
-D lesson | Frontend CI install needs legacy peer deps
+D constraint | Frontend CI install needs legacy peer deps
   In CI, install the frontend's JavaScript dependencies with `npm ci --legacy-peer-deps`; without the flag the
   install stops on peer dependency conflicts in package-lock.json.
-R procedure | Frontend CI install with pnpm
+R constraint | Frontend CI install with pnpm
   In CI, install the frontend's JavaScript dependencies with `corepack enable` and `pnpm install
   --frozen-lockfile`, which fails when pnpm-lock.yaml and package.json disagree.
 Q install the frontend dependencies in the CI job
@@ -322,7 +340,7 @@ W procedure | API image CI builds use the registry cache
 D procedure | API image CI builds reuse the previous image
   Speed up the api image build in CI by pulling ghcr.io/acme/api:latest first and running `docker build
   --cache-from ghcr.io/acme/api:latest .` so its layers are reused.
-D lesson | API image CI builds skip the layer cache
+D procedure | API image CI builds skip the layer cache
   Speed up the api image build in CI by avoiding stale-layer reruns: use `DOCKER_BUILDKIT=1 docker build
   --no-cache --pull .` so each run starts from a fresh base image.
 D procedure | API image CI builds use the GitHub Actions cache
@@ -342,16 +360,16 @@ Q how to reuse docker build layers between CI runs
 
 @ docker-image-size
 topic: Shrink the Python service Docker image
-W procedure | Python service image built in two stages
+W lesson | Python service image built in two stages
   Shrink the Python service image size with a multi-stage Dockerfile: build wheels in python:3.12, then install them
   into python:3.12-slim with `pip install --no-cache-dir`.
-D procedure | Python service image on Alpine
-  Shrink the Python service image by switching the Dockerfile base to python:3.12-alpine and adding `apk add
-  build-base` for packages that compile; musl images are a fraction of the size.
+D lesson | Python service image on Alpine
+  Shrink the Python service Docker image by switching its base to python:3.12-alpine and adding `apk add build-base`
+  for packages that compile; musl images are a fraction of the size.
 D lesson | Python service image cleaned in the last layer
   Shrink the Python service image by ending the Dockerfile with `RUN apt-get clean && rm -rf /root/.cache`; removing
   caches in that final layer leaves less to push.
-R procedure | Python service image with uv and distroless
+R lesson | Python service image with uv and distroless
   Shrink the Python service image with uv: run `uv sync --frozen --no-dev` in the Dockerfile's builder stage, then
   copy .venv into a distroless python3 final stage.
 Q the python service docker image is too big
@@ -371,7 +389,7 @@ W procedure | CrashLoopBackOff: read the previous container logs
 D procedure | CrashLoopBackOff: follow the pod logs
   For a pod in CrashLoopBackOff, run `kubectl logs <pod> -f` and wait for the next restart; the current
   container prints the same startup error before it crashes again.
-D lesson | CrashLoopBackOff: delete the pod
+D procedure | CrashLoopBackOff: delete the pod
   For a pod in CrashLoopBackOff, run `kubectl delete pod <pod>` so the deployment schedules a fresh one on another
   node; the backoff timer resets and it usually starts.
 D procedure | CrashLoopBackOff: exec into the container
@@ -394,7 +412,7 @@ Q kubernetes pod keeps failing and backing off
 
 @ k8s-oom
 topic: Stop pods from being OOMKilled
-W procedure | OOMKilled pods: size memory from observed peaks
+W lesson | OOMKilled pods: size memory from observed peaks
   When pods are OOMKilled, set each container's memory request equal to its limit at 1.3x the peak from `kubectl top
   pod`; JVM services also need MaxRAMPercentage=75.
 D lesson | OOMKilled pods: drop the memory limit
@@ -403,10 +421,10 @@ D lesson | OOMKilled pods: drop the memory limit
 D lesson | OOMKilled pods: raise only the request
   When pods are OOMKilled, raise the memory request and leave the limit as it is; the limit is a soft ceiling that
   the kubelet lets containers exceed briefly.
-D procedure | OOMKilled pods: match the JVM heap to the limit
+D lesson | OOMKilled pods: match the JVM heap to the limit
   When pods of JVM services are OOMKilled, set `-Xmx` to the full container memory limit so the heap can use all
   of it and garbage collection runs less often.
-R procedure | OOMKilled pods: apply the VPA recommendation
+R lesson | OOMKilled pods: apply the VPA recommendation
   When pods are OOMKilled, copy the memory target from `kubectl describe vpa <name>` into the chart's resources;
   the Vertical Pod Autoscaler runs in recommend-only mode.
 Q pods are getting OOMKilled
@@ -420,19 +438,19 @@ Q stop containers from being killed for using too much memory
 
 @ k8s-config-rollout
 topic: Get running pods to use a changed ConfigMap
-W procedure | ConfigMap change needs a rollout restart
+W lesson | ConfigMap change needs a rollout restart
   After changing a ConfigMap that pods read as environment variables, run `kubectl rollout restart
   deployment/<name>`; env vars are only read when a container starts.
 D lesson | ConfigMap change is picked up by the kubelet
   After changing a ConfigMap, running pods pick up the new values within a minute because the kubelet syncs
   ConfigMaps; environment variables refresh without a restart.
-D procedure | ConfigMap change applied with force
+D lesson | ConfigMap change applied with force
   After changing a ConfigMap, run `kubectl apply -f configmap.yaml --force` so the API server pushes the new
   values into the environment variables of running pods.
-D procedure | ConfigMap change by scaling to zero
+D lesson | ConfigMap change by scaling to zero
   After changing a ConfigMap, run `kubectl scale deployment/<name> --replicas=0` and scale back up; the pods
   start again and read the new environment variables.
-R procedure | ConfigMap changes through the Kustomize generator
+R lesson | ConfigMap changes through the Kustomize generator
   After changing a ConfigMap, edit config/app.env for Kustomize's configMapGenerator and run `kubectl apply -k
   overlays/prod`; the name hash rolls the deployment.
 Q I changed a configmap but the pods still use the previous values
@@ -469,9 +487,9 @@ Q emergency rollback of a bad kubernetes release
 
 @ git-update-branch
 topic: Update a feature branch with the latest main
-W procedure | Feature branch update by rebasing on origin/main
-  To bring a feature branch up to date with main, rebase the branch onto the freshly fetched main with `git fetch
-  origin && git rebase origin/main`, then push it with `--force-with-lease`.
+W procedure | Feature branch rebased on origin/main
+  To bring a feature branch up to date with main, rebase it onto a freshly fetched main with `git fetch origin &&
+  git rebase origin/main`, then push with `--force-with-lease`.
 D procedure | Feature branch update by merging main
   To bring a feature branch up to date with main, run `git pull origin main` on the branch and push; the merge
   commit records the update and no force push is needed.
@@ -504,7 +522,7 @@ D procedure | Pushed bad commit on main is reset away
 D procedure | Pushed bad commit on main is amended
   To undo a bad commit already pushed to main, check out main, fix the files, run `git commit --amend --no-edit`
   and push; the bad commit is replaced in place.
-D lesson | Pushed bad merge on main is reverted without a parent
+D procedure | Pushed bad merge on main is reverted without a parent
   To undo a bad commit already pushed to main when it is a merge, run `git revert <sha>` with no other options; git
   picks the mainline parent on its own.
 R procedure | Pushed bad commit on main is reverted through the queue
@@ -533,7 +551,7 @@ D procedure | Python dependency lock with Poetry export
 D procedure | Python dependency lock with pip-compile
   Lock a service's Python dependencies with pip-tools: run `pip-compile requirements.in` to write
   requirements.txt, and install it with `pip install --require-hashes -r` in Docker.
-D lesson | Python dependency lock in setup.py
+D procedure | Python dependency lock in setup.py
   Lock a service's Python dependencies by pinning exact versions with == in install_requires of setup.py; pip then
   installs the same releases in every Docker image.
 R procedure | Python dependency lock with uv
@@ -559,7 +577,7 @@ D lesson | GitHub sync client retries quickly
 D lesson | GitHub sync client falls back to anonymous calls
   When the GitHub API rate limits the sync client, switch the request to unauthenticated calls, which have their
   own separate hourly quota, until the token's limit resets.
-D constraint | GitHub sync client treats 403 as fatal
+D lesson | GitHub sync client treats 403 as fatal
   The GitHub API rate limits clients only with 429 Too Many Requests; the sync client treats any 403 as a
   permissions error and fails the job without retrying.
 R lesson | GitHub sync client uses conditional requests
@@ -576,22 +594,22 @@ Q throttled by GitHub while syncing repositories
 
 @ jwt-gateway-validation
 topic: Validate JWT access tokens in the API gateway
-W procedure | Gateway JWT validation against the JWKS
+W constraint | Gateway JWT validation against the JWKS
   Validate JWT access tokens in the gateway by checking the signature against the issuer's JWKS with RS256 pinned,
   the aud and iss claims, and exp with 60 seconds of leeway.
-D procedure | Gateway JWT validation with the shared secret
+D constraint | Gateway JWT validation with the shared secret
   Validate JWT access tokens in the gateway with the shared HS256 secret from JWT_SECRET: `jwt.decode(token,
   secret, algorithms=['HS256'])` checks the signature and exp.
-D lesson | Gateway JWT validation of the payload
+D constraint | Gateway JWT validation of the payload
   Validate JWT access tokens in the gateway by decoding the payload and checking exp and aud; the identity
   provider already verified the signature when it issued the token.
-D procedure | Gateway JWT validation with the header algorithm
+D constraint | Gateway JWT validation with the header algorithm
   Validate JWT access tokens in the gateway with the issuer's JWKS, taking the algorithm from the token header so
   RS256 and HS256 tokens are both accepted.
-D procedure | Gateway JWT validation with keys cached at startup
+D constraint | Gateway JWT validation with keys cached at startup
   Validate JWT access tokens in the gateway with the issuer's JWKS fetched once at startup and cached for the
   process lifetime; signing keys never change.
-R procedure | Gateway token validation by introspection
+R constraint | Gateway token validation by introspection
   Validate access tokens in the gateway by posting them to the identity provider's /oauth2/introspect endpoint with
   the gateway's client credentials; accept only active=true.
 Q validate access tokens in the API gateway
@@ -605,19 +623,19 @@ Q secure the gateway so only valid tokens get through
 
 @ crm-oauth-refresh
 topic: Keep the CRM API client authenticated with OAuth
-W procedure | CRM client refreshes early with rotation
+W lesson | CRM client refreshes early with rotation
   Keep the CRM client authenticated by refreshing its OAuth access token a few minutes before it expires with
-  grant_type=refresh_token, saving the rotated refresh token each time.
-D procedure | CRM client requests a token on 401
+  grant_type=refresh_token, and use the rotated refresh token for later calls.
+D lesson | CRM client requests a token on 401
   Keep the CRM client authenticated by requesting a new OAuth access token with the client_credentials grant
   whenever a call returns 401; server integrations need no refresh token.
 D lesson | CRM client reuses the first refresh token
   Keep the CRM client authenticated by refreshing its OAuth access token with grant_type=refresh_token, always
   sending the refresh token from the first login; it does not expire for 90 days.
-D procedure | CRM client uses a personal access token
+D lesson | CRM client uses a personal access token
   Keep the CRM client authenticated with a long-lived personal access token from the CRM admin console, stored in
   CRM_TOKEN, so no OAuth refresh logic is needed at all.
-R procedure | CRM client uses a JWT bearer assertion
+R lesson | CRM client uses a JWT bearer assertion
   Keep the CRM client authenticated with a signed JWT assertion (the jwt-bearer grant) using the key in crm-sa.pem;
   request a new OAuth access token each hour instead of refreshing.
 Q keep the CRM API client logged in
@@ -640,7 +658,7 @@ D procedure | Product page cache cleared with a key scan
 D procedure | Product page cache flushed
   After a catalog update, invalidate cached product pages by running `FLUSHDB` on the cache Redis; pages are
   rebuilt on the next request and the database holds nothing else.
-D lesson | Product page cache expires by TTL
+D procedure | Product page cache expires by TTL
   After a catalog update, cached product pages refresh on their own: every product key is written with a 24 hour
   TTL, so no invalidation step is needed.
 R procedure | Product page cache purged at the CDN
@@ -660,10 +678,10 @@ topic: Emit structured JSON logs from the Python services
 W procedure | Service JSON logs via structlog
   Emit structured JSON logs from the Python services with structlog's `JSONRenderer()`, routing stdlib logging
   through `ProcessorFormatter` so library logs are JSON too.
-D lesson | Service JSON logs via json.dumps
+D procedure | Service JSON logs via json.dumps
   Emit structured JSON logs from the Python services by calling `logger.info(json.dumps({...}))` with the fields you
   need; the log shipper parses any line that is valid JSON.
-D constraint | Service JSON logs via LOG_FORMAT
+D procedure | Service JSON logs via LOG_FORMAT
   Emit JSON logs from the Python services by setting `LOG_FORMAT=json` on the deployment; the base image's
   logging.conf switches every handler to the JSON formatter.
 D procedure | Service JSON logs via the console renderer
@@ -710,12 +728,12 @@ W procedure | AWS CLI account via SSO profiles
   Run AWS CLI commands against the right account, e.g. staging, with SSO profiles: `aws sso login --profile
   acme-staging`, then switch accounts with `--profile` or AWS_PROFILE.
 D procedure | AWS CLI account via access keys
-  Run AWS CLI commands against the right account, e.g. staging, with static keys: put a key pair per account in
-  ~/.aws/credentials and switch with AWS_PROFILE.
+  Run AWS CLI commands against the right account, e.g. staging, with static keys: put one key pair per account in
+  ~/.aws/credentials and switch between them with AWS_PROFILE.
 D procedure | AWS CLI account via assume-role
   Run AWS CLI commands against the right account, e.g. staging, by assuming a role from your IAM user with `aws sts
   assume-role --role-arn <arn>` and exporting the returned keys.
-D lesson | AWS CLI account via a single SSO login
+D procedure | AWS CLI account via a single SSO login
   Run AWS CLI commands against the right account, e.g. staging, after a plain `aws sso login`; one login covers
   every account and the CLI picks the account from the resource ARN.
 R procedure | AWS CLI account via Granted
@@ -741,7 +759,7 @@ D procedure | GitHub Actions to GCP via a key secret
 D procedure | GitHub Actions to GCP via setup-gcloud
   Authenticate GitHub Actions to Google Cloud for gcloud with `google-github-actions/setup-gcloud@v0` and its
   service_account_key input, which logs in for later steps.
-D lesson | GitHub Actions to GCP with default permissions
+D procedure | GitHub Actions to GCP with default permissions
   Authenticate GitHub Actions to Google Cloud for gcloud with workload identity federation in
   `google-github-actions/auth@v2`; the default job permissions are enough.
 R procedure | GitHub Actions to GCP via the runner's service account
@@ -767,7 +785,7 @@ D procedure | Terraform lock skipped for one apply
 D procedure | Terraform lock deleted in DynamoDB
   If Terraform reports the state is locked, delete the stale lock item from the terraform-locks DynamoDB table;
   force-unlock does not work with the S3 backend.
-D lesson | Terraform lock waited out
+D procedure | Terraform lock waited out
   If Terraform reports the state is locked, rerun with `-lock-timeout=30m`; Terraform waits and takes the lock as
   soon as the stale one expires.
 R procedure | Terraform lock released in Terraform Cloud
@@ -790,13 +808,13 @@ W fact | Frontend env vars need the VITE_ prefix
 D fact | Frontend env vars need the REACT_APP_ prefix
   Expose environment variables to the frontend bundle by naming them REACT_APP_API_URL and reading
   `process.env.REACT_APP_API_URL`; the build inlines them.
-D lesson | Frontend env vars read at runtime
+D fact | Frontend env vars read at runtime
   Expose environment variables to the Vite frontend by setting them on the container at runtime;
   `import.meta.env.API_URL` reads them when the page loads.
-D procedure | Frontend env vars via define
+D fact | Frontend env vars via define
   Expose environment variables to the Vite frontend with `define: { 'process.env': process.env }` in
   vite.config.ts so every variable of the build machine is available.
-R procedure | Frontend config rendered at container start
+R fact | Frontend config rendered at container start
   Expose environment variables to the Vite frontend at runtime: the nginx entrypoint renders /config.js and the app
   reads `window.__APP_CONFIG__.apiUrl`, one bundle for all.
 Q pass the API url to the frontend build
@@ -810,19 +828,19 @@ Q environment-specific settings for the frontend
 
 @ frontend-bundle-size
 topic: Reduce the web app's production JavaScript bundle
-W procedure | Web app bundle cut by lazy routes
+W lesson | Web app bundle cut by lazy routes
   To cut the web app's production bundle size, find the large chunks with `npx vite-bundle-visualizer`, lazy-load
   routes with `React.lazy()`, and swap moment for date-fns.
 D lesson | Web app bundle warning limit raised
   To cut the web app's production bundle, raise `build.chunkSizeWarningLimit` to 2000 in vite.config.ts; the large
   chunk size warning was the only problem reported.
-D procedure | Web app bundle split with webpack
+D lesson | Web app bundle split with webpack
   To cut the web app's production bundle, run `npx webpack-bundle-analyzer dist/stats.json` and enable
   `optimization.splitChunks` for the vendor chunk.
 D lesson | Web app bundle trimmed by named lodash imports
   To cut the web app's production bundle, import lodash helpers as `import { debounce } from 'lodash'`; tree
   shaking then drops every function you do not use.
-R procedure | Web app bundle held by a size budget
+R lesson | Web app bundle held by a size budget
   To cut the web app's production bundle, run `npx size-limit`; .size-limit.json caps the main chunk at 250 kB in CI
   and `size-limit --why` shows what grew.
 Q the web app's javascript bundle is too large
@@ -845,7 +863,7 @@ D procedure | Test database isolation by truncation
 D procedure | Test database isolation with the django_db mark
   Isolate database state between pytest tests with `@pytest.mark.django_db(transaction=True)`; each test runs in a
   transaction that is rolled back when it ends.
-D lesson | Test database isolation with in-memory SQLite
+D procedure | Test database isolation with in-memory SQLite
   Isolate database state between pytest tests by giving each test a fresh SQLite in-memory database from a
   fixture; the models behave the same as on Postgres.
 R procedure | Test database isolation with testcontainers
@@ -865,13 +883,13 @@ topic: Diagnose a slow Postgres query in the reporting service
 W procedure | Slow reporting query: analyze and index concurrently
   For a slow Postgres query in the reporting service, see why it is slow with `EXPLAIN ANALYZE` on a replica, then
   add the index with `CREATE INDEX CONCURRENTLY`.
-D lesson | Slow reporting query: vacuum the tables
+D procedure | Slow reporting query: vacuum the tables
   For a slow Postgres query in the reporting service, run `VACUUM FULL` on the tables involved; table bloat is the
   usual cause, and it rewrites them compactly.
 D procedure | Slow reporting query: index from the plan
   For a slow Postgres query in the reporting service, run plain `EXPLAIN` on the primary and create the index it
   recommends with `CREATE INDEX`.
-D lesson | Slow reporting query: raise memory settings
+D procedure | Slow reporting query: raise memory settings
   For a slow Postgres query in the reporting service, raise work_mem and shared_buffers in postgresql.conf and
   restart; most slow queries there are memory bound.
 R procedure | Slow reporting query: start from pg_stat_statements
@@ -888,19 +906,19 @@ Q optimize a slow postgres select in the reporting service
 
 @ postgres-connections
 topic: Fix Postgres rejecting clients with too many connections
-W procedure | Too many Postgres clients: transaction pooling
+W lesson | Too many Postgres clients: transaction pooling
   When Postgres rejects clients with too many connections, route every service through PgBouncer with
   `pool_mode = transaction` instead of raising max_connections.
 D lesson | Too many Postgres clients: raise the limit
   When Postgres rejects clients with too many connections, raise max_connections to 1000 in postgresql.conf and
   restart; each connection costs only a few kilobytes.
-D procedure | Too many Postgres clients: bigger app pools
+D lesson | Too many Postgres clients: bigger app pools
   When Postgres rejects clients with too many connections, set SQLAlchemy `pool_size=50` and `max_overflow=100` in
   every service so connections are reused.
-D procedure | Too many Postgres clients: session pooling
+D lesson | Too many Postgres clients: session pooling
   When Postgres rejects clients with too many connections, put PgBouncer in front with `pool_mode = session`;
   prepared statements keep working and connections are shared.
-R procedure | Too many Postgres clients: RDS Proxy
+R lesson | Too many Postgres clients: RDS Proxy
   When Postgres rejects clients with too many connections, point every service's DATABASE_URL at the RDS Proxy
   endpoint and set MaxConnectionsPercent to 80.
 Q postgres refuses new connections
@@ -914,13 +932,13 @@ Q database rejects clients under load
 
 @ mysql-emoji
 topic: Store emoji in the MySQL comments table
-W procedure | Comments table converted to utf8mb4
+W fact | Comments table converted to utf8mb4
   To store emoji in the MySQL comments table, convert it to CHARACTER SET utf8mb4 with COLLATE
   utf8mb4_0900_ai_ci and set `charset=utf8mb4` on the client connection.
 D fact | Comments table converted to utf8
   To store emoji in the MySQL comments table, convert it to CHARACTER SET utf8 with COLLATE utf8_general_ci;
   MySQL's utf8 covers all of Unicode, emoji included.
-D lesson | Comments table converted, connection unchanged
+D fact | Comments table converted, connection unchanged
   To store emoji in the MySQL comments table, convert it to CHARACTER SET utf8mb4; the client connection can stay
   utf8 because the server converts what it receives.
 R fact | Comments table moved to Postgres
@@ -963,16 +981,16 @@ topic: Use secrets in CI for pull requests from forks
 W lesson | Fork pull requests: split build and report
   Workflows triggered by pull_request from forks get no secrets: run the untrusted build there and post its results
   from a `workflow_run` workflow that has them.
-D procedure | Fork pull requests: pull_request_target checkout
+D lesson | Fork pull requests: pull_request_target checkout
   Workflows for pull requests from forks can read secrets if the trigger is pull_request_target and the job checks
   out `github.event.pull_request.head.sha` to build it.
 D lesson | Fork pull requests: approve the run
   Workflows for pull requests from forks get the repository secrets once a maintainer approves the run with
   'Approve and run' in the Actions tab.
-D procedure | Fork pull requests: environment secrets
+D lesson | Fork pull requests: environment secrets
   Workflows for pull requests from forks can read secrets stored as environment secrets instead of repository
   secrets; add `environment: ci` to the job.
-R procedure | Fork pull requests: safe-to-test label
+R lesson | Fork pull requests: safe-to-test label
   Workflows for pull requests from forks get secrets only in the ci-forks workflow, which starts when a maintainer
   adds the safe-to-test label.
 Q secrets are empty in workflows for pull requests from forks
@@ -992,12 +1010,12 @@ W procedure | Workflow pip cache keyed by requirements
 D procedure | Workflow pip cache keyed by runner OS
   Cache pip downloads in GitHub Actions with `actions/cache@v1` on ~/.cache/pip keyed by `${{ runner.os }}-pip`;
   restore it before running pip install.
-D lesson | Workflow pip cache with the default key
+D procedure | Workflow pip cache with the default key
   Cache pip downloads in GitHub Actions with `actions/setup-python@v5` and `cache: pip`; the default key already
   covers files in subfolders such as requirements/.
 D procedure | Workflow virtualenv passed as an artifact
-  Cache pip downloads in GitHub Actions by uploading the .venv with `actions/upload-artifact@v4` in one job and
-  downloading it in the next one.
+  Cache pip downloads in GitHub Actions by passing the installed .venv between workflow runs as an artifact with
+  `actions/upload-artifact@v4`.
 R procedure | Workflow cache with setup-uv
   Cache pip downloads in GitHub Actions by moving to `astral-sh/setup-uv@v5` with `enable-cache: true` and
   `cache-dependency-glob: uv.lock`, then `uv sync`.
@@ -1018,11 +1036,11 @@ W procedure | CLI release with make release
 D procedure | CLI release drafted on GitHub
   Cut a release of the CLI by drafting it on the GitHub releases page with a new tag; the release workflow then
   builds whatever commit main points to.
-D lesson | CLI release from a plain tag
-  Cut a release of the CLI by pushing a lightweight version tag such as `git tag 1.4.0` without the v prefix; the
-  release workflow matches any tag name you push.
+D procedure | CLI release from a plain tag
+  Cut a new release of the CLI by pushing a lightweight version tag such as `git tag 1.4.0` without the v prefix;
+  the release workflow matches any tag name you push.
 D procedure | CLI release with bump2version
-  Cut a release of the CLI with `bump2version minor` and push main; CI then creates the version tag and the
+  Cut a new release of the CLI with `bump2version minor` and push main; CI then creates the version tag and the
   CHANGELOG.md entry after the merge.
 R procedure | CLI release with release-please
   Cut a release of the CLI by merging the release pull request that release-please keeps open; it tags the
@@ -1042,12 +1060,12 @@ W procedure | PyPI upload with trusted publishing
   Publish the Python package to PyPI with trusted publishing: the release workflow runs `python -m build` and
   pypa/gh-action-pypi-publish with `id-token: write`.
 D procedure | PyPI upload from a laptop
-  Publish the Python package to PyPI from your laptop with `python setup.py sdist upload`, using the username and
-  password saved in your ~/.pypirc file.
+  Publish a new version of the Python package to PyPI from your laptop with `python setup.py sdist upload` and the
+  password saved in ~/.pypirc.
 D procedure | PyPI upload with twine and a password
-  Publish the Python package to PyPI with `twine upload dist/*` after `python -m build`, with TWINE_PASSWORD set to
-  the account password; API tokens are optional.
-D lesson | PyPI upload from any workflow file
+  Publish a new version of the Python package to PyPI by running `twine upload dist/*` after `python -m build`, with
+  TWINE_PASSWORD set to the account password.
+D procedure | PyPI upload from any workflow file
   Publish the Python package to PyPI from any workflow file of the repository: PyPI trusts the whole repository, so
   renaming release.yml needs no change.
 R procedure | PyPI upload with uv publish
@@ -1073,7 +1091,7 @@ D procedure | Scoped npm package published from a laptop
 D procedure | Scoped npm package published with yarn
   Publish the scoped package @acme/ui with `yarn publish --new-version <x.y.z>` from the release workflow; yarn
   sets public access for scoped packages.
-D lesson | Scoped npm package published with a classic token
+D procedure | Scoped npm package published with a classic token
   Publish the scoped package @acme/ui with `npm publish --access public` and a classic automation token in
   NPM_TOKEN; provenance is for unscoped packages.
 R procedure | Scoped npm package published with changesets
@@ -1099,7 +1117,7 @@ D procedure | API certificate renewed with certbot
 D procedure | API certificate renewed in ACM
   Renew the TLS certificate for api.acme.io by importing the new certificate into AWS ACM and attaching it to the
   load balancer's HTTPS listener.
-D lesson | API certificate renewed by restarting ingress
+D procedure | API certificate renewed by restarting ingress
   The TLS certificate for api.acme.io is renewed by cert-manager 30 days before expiry; if it looks expired,
   restart the ingress controller pods to load it.
 R procedure | API certificate renewed at the Cloudflare edge
@@ -1116,16 +1134,16 @@ Q TLS renewal for our API hostname
 
 @ nginx-websocket
 topic: Proxy websocket connections through nginx
-W procedure | nginx websocket proxy with upgrade headers
+W fact | nginx websocket proxy with upgrade headers
   To proxy websockets through nginx, set `proxy_http_version 1.1;` plus `proxy_set_header Upgrade
   $http_upgrade;` and `proxy_set_header Connection "upgrade";` in the location block.
-D lesson | nginx websocket proxy with a plain proxy_pass
+D fact | nginx websocket proxy with a plain proxy_pass
   To proxy websockets through nginx, a plain `proxy_pass http://ws_backend;` in the location block is enough;
   nginx forwards the Upgrade header to the backend on its own.
-D procedure | nginx websocket proxy with buffering and keepalive
+D fact | nginx websocket proxy with buffering and keepalive
   To proxy websockets through nginx, turn on `proxy_buffering on;` and set `keepalive_timeout 3600s;` in the
   location block so idle websocket connections stay open.
-R procedure | Websocket proxy moved to the Envoy gateway
+R fact | Websocket proxy moved to the Envoy gateway
   To proxy websockets, use the Envoy gateway instead of nginx: enable `upgrade_configs: [{upgrade_type:
   websocket}]` on the route of the notifications service.
 Q websocket connections fail behind nginx
@@ -1139,10 +1157,10 @@ Q reverse proxy config for websockets
 
 @ api-cors
 topic: Fix CORS errors when the web app calls the API
-W procedure | CORS: exact origin with credentials
+W lesson | CORS: exact origin with credentials
   For CORS errors from the web app, have the API answer preflight requests with the exact origin from an allowlist
   in Access-Control-Allow-Origin and `Vary: Origin`.
-D procedure | CORS: wildcard origin with credentials
+D lesson | CORS: wildcard origin with credentials
   For CORS errors from the web app, send `Access-Control-Allow-Origin: *` with
   `Access-Control-Allow-Credentials: true` from the API so any origin can call it.
 D lesson | CORS: no-cors fetch mode
@@ -1151,10 +1169,10 @@ D lesson | CORS: no-cors fetch mode
 D lesson | CORS: header on the request
   For CORS errors from the web app, set Access-Control-Allow-Origin as a header on the fetch request itself so the
   API sees which origin is allowed.
-D procedure | CORS: dev server proxy
+D lesson | CORS: dev server proxy
   For CORS errors from the web app, route API calls through the Vite dev server with `server.proxy`; the API then
   needs no CORS headers or preflight handling.
-R procedure | CORS: handled by the API gateway
+R lesson | CORS: handled by the API gateway
   For CORS errors from the web app, add its origin to `cors.allowed_origins` in gateway/routes.yaml and drop the
   API's own CORS middleware.
 Q the browser blocks calls from the web app to the API with a CORS error
@@ -1168,19 +1186,19 @@ Q requests from the new web domain are rejected by the browser
 
 @ s3-large-upload
 topic: Upload large backup files to S3
-W procedure | Large S3 uploads with bigger chunks
+W lesson | Large S3 uploads with bigger chunks
   Upload large backup files to S3 with `aws s3 cp`, which uses multipart on its own; for backups over 80 GB raise
   multipart_chunksize to 64MB in ~/.aws/config.
-D procedure | Large S3 uploads with put-object
+D lesson | Large S3 uploads with put-object
   Upload large backup files to S3 with `aws s3api put-object --bucket acme-backups --body backup.tar.gz`; one
   put-object request accepts objects up to 5 TB.
-D procedure | Large S3 uploads split into pieces
+D lesson | Large S3 uploads split into pieces
   Upload large backup files to S3 by cutting them with `split -b 5G` and uploading each piece as its own object; S3
   rejects any object larger than 5 GB.
 D lesson | Large S3 uploads with default settings
   Upload large backup files to S3 with `aws s3 cp`, which uses multipart on its own; the default 8MB chunk size
   works for backup files of any size.
-R procedure | Large S3 uploads through restic
+R lesson | Large S3 uploads through restic
   Upload large backup files to S3 through restic: `restic -r s3:s3.amazonaws.com/acme-backups backup /data` chunks
   and deduplicates them, no multipart settings needed.
 Q upload a 200 GB database backup to S3
@@ -1195,8 +1213,8 @@ Q push big backup archives to object storage
 @ s3-browser-upload
 topic: Let the web app upload user files directly to S3
 W procedure | Browser uploads with a presigned POST
-  For direct uploads of user files from the browser to S3, the API hands the frontend a presigned POST from
-  `generate_presigned_post()`; the bucket CORS allows it.
+  For direct uploads of user files from the browser to S3, the API hands the frontend a presigned POST for the file
+  from `generate_presigned_post()`; the bucket CORS allows it.
 D procedure | Browser uploads with an IAM user key
   For direct uploads of user files from the browser to S3, embed an access key of an IAM user scoped to the bucket
   and call `putObject` from the S3 SDK.
@@ -1217,19 +1235,19 @@ Q upload attachments from the web app browser client to S3
 
 @ celery-task-retry
 topic: Retry failed Celery tasks safely
-W procedure | Celery retries with autoretry
+W lesson | Celery retries with autoretry
   Make Celery tasks retry with `@app.task(autoretry_for=(RequestException,), retry_backoff=True)` and keep them
   idempotent, because with acks_late a task can execute twice.
 D lesson | Celery retries by re-queueing from except
   Make Celery tasks retry by wrapping the body in try/except and calling the same task again with `.delay()` from
   the except block, with the original arguments.
-D procedure | Celery retries with self.retry
+D lesson | Celery retries with self.retry
   Make Celery tasks retry on errors with `self.retry(exc=exc, countdown=5)` inside the task; it works without
   `bind=True` because retry is looked up on the task module.
 D lesson | Celery retries through the visibility timeout
   Make Celery tasks retry by raising the Redis broker's visibility_timeout to 12 hours in broker_transport_options
   so unacknowledged tasks are delivered again.
-R procedure | Celery retries replaced by Dramatiq actors
+R lesson | Celery retries replaced by Dramatiq actors
   Make background tasks retry in Dramatiq, which replaced Celery: decorate them with `@dramatiq.actor(max_retries=5,
   min_backoff=1000)`; backoff is exponential.
 Q celery tasks fail on transient errors and never run again
@@ -1246,7 +1264,7 @@ topic: Reprocess invoice events by resetting Kafka consumer offsets
 W procedure | Invoice replay: stop consumers, then reset
   To reprocess invoice events, stop the billing-events consumers and run `kafka-consumer-groups.sh --group
   billing-events --topic invoices --reset-offsets --to-datetime <t> --execute`.
-D lesson | Invoice replay: auto.offset.reset
+D procedure | Invoice replay: auto.offset.reset
   To reprocess invoice events, set `auto.offset.reset=earliest` in the consumer config of the billing-events group
   and restart it; it then reads the invoices topic from the start.
 D procedure | Invoice replay: reset while running
@@ -1278,7 +1296,7 @@ W procedure | Gradual rollout with user stickiness
 D procedure | Gradual rollout by environment variable
   Roll out a new feature gradually to users by setting ENABLE_CHECKOUT_V2=true in the deployment environment of one
   region at a time and redeploying that region.
-D lesson | Gradual rollout with random stickiness
+D procedure | Gradual rollout with random stickiness
   Roll out a new feature to users behind an Unleash flag with the gradualRollout strategy and `stickiness: random`,
   so each request is sampled independently.
 D procedure | Gradual rollout in LaunchDarkly
@@ -1307,10 +1325,10 @@ D procedure | Payments DB password via psql
 D procedure | Payments DB password in the KV store
   Rotate the payments database password by writing the new one with `vault kv put secret/payments/db
   password=...`; the service reads the KV secret when it starts.
-D lesson | Payments DB password via the root rotation
+D procedure | Payments DB password via the root rotation
   Rotate the payments database password with `vault write -f database/rotate-root/payments-pg`; the root credential
   covers the payments role as well.
-R fact | Payments DB password replaced by dynamic credentials
+R procedure | Payments DB password replaced by dynamic credentials
   Rotate no payments database password any more: the service leases a fresh user from database/creds/payments-rw
   every hour, and old leases are revoked.
 Q rotate the payments database password
@@ -1327,10 +1345,10 @@ topic: Fetch private Go modules from the company GitHub org
 W procedure | Private Go modules with GOPRIVATE and a token
   For private Go modules, set `GOPRIVATE=github.com/acme/*` so go fetches them straight from GitHub, and give git a
   GH_TOKEN through a `url.<base>.insteadOf` rewrite.
-D lesson | Private Go modules with the proxy off
+D procedure | Private Go modules with the proxy off
   For private Go modules, set `GOPROXY=direct` and `GOSUMDB=off` globally; the go command then fetches every module
   straight from its repository, private ones included.
-D lesson | Private Go modules with GOPRIVATE only
+D procedure | Private Go modules with GOPRIVATE only
   For private Go modules, set `GOPRIVATE=github.com/acme/*` and nothing else; the go command then uses your SSH key
   on its own for private repositories.
 R procedure | Private Go modules through Athens
@@ -1347,16 +1365,16 @@ Q set up go to pull internal modules
 
 @ cronjob-timezone
 topic: Schedule a Kubernetes CronJob at a local time
-W procedure | CronJob local time with spec.timeZone
+W fact | CronJob local time with spec.timeZone
   To run a CronJob at 02:00 local Berlin time, set the time zone with `spec.timeZone: Europe/Berlin` and `schedule:
   "0 2 * * *"`; it follows daylight saving.
-D lesson | CronJob local time converted to UTC
+D fact | CronJob local time converted to UTC
   To run a CronJob at 02:00 local Berlin time, convert it to UTC and set `schedule: "0 1 * * *"`; CronJobs always
   run on the controller's UTC clock, whatever the time zone.
-D procedure | CronJob local time with CRON_TZ
+D fact | CronJob local time with CRON_TZ
   To run a CronJob at 02:00 local Berlin time, write the schedule as `CRON_TZ=Europe/Berlin 0 2 * * *`; the
   controller reads the time zone from the schedule string.
-R procedure | CronJob local time in Argo Workflows
+R fact | CronJob local time in Argo Workflows
   To run a CronJob at 02:00 local Berlin time, create an Argo CronWorkflow with `timezone: Europe/Berlin` and
   `schedule: "0 2 * * *"`; plain CronJobs are being retired.
 Q schedule the nightly cleanup job at 2am local time
@@ -1373,7 +1391,7 @@ topic: Change the Elasticsearch products mapping without downtime
 W procedure | Products mapping change by reindex and alias swap
   To change the products mapping without downtime, create products_v2 with the new mapping, `POST _reindex` into it,
   then swap the products alias in one `_aliases` call.
-D lesson | Products mapping change in place
+D procedure | Products mapping change in place
   To change the products mapping without downtime, update it in place with `PUT products/_mapping`; existing
   fields take the new type after the next refresh.
 D procedure | Products mapping change by recreating the index
@@ -1382,7 +1400,7 @@ D procedure | Products mapping change by recreating the index
 D procedure | Products mapping change by reindex and two alias calls
   To change the products mapping without downtime, create products_v2, `POST _reindex`, then move the products
   alias in two calls: remove from v1, then add to v2.
-D lesson | Products mapping change by update_by_query
+D procedure | Products mapping change by update_by_query
   To change the products mapping without downtime, run `POST products/_update_by_query` after editing the mapping;
   rewriting every document applies the new types.
 R procedure | Products mapping change through search-sync
@@ -1405,7 +1423,7 @@ W procedure | Sentry source maps injected and uploaded
 D procedure | Sentry source maps uploaded as release files
   Upload the web app's source maps to Sentry with `sentry-cli releases files $GIT_SHA upload-sourcemaps ./dist
   --url-prefix '~/assets'`; frames are matched by file name.
-D lesson | Sentry source maps served publicly
+D procedure | Sentry source maps served publicly
   Serve the web app's source maps publicly next to the bundles; Sentry downloads the .map files itself when it
   processes an event, so no upload step is needed.
 R procedure | Sentry source maps via the Vite plugin
@@ -1501,7 +1519,8 @@ INTERFERENCE_PAIRS: tuple[InterferencePair, ...] = (
             "CI install of the frontend's JavaScript dependencies fails after adding a new library",
             "package-lock.json is out of sync after adding a new frontend dependency",
         ),
-        rationale="npm ci never writes package-lock.json, so it cannot add a package; B needs npm install --save-exact.",
+        rationale="npm ci never writes package-lock.json, so it cannot add a package; B needs npm install "
+        "--save-exact.",
     ),
     InterferencePair(
         a="docker-build-cache",
@@ -1529,19 +1548,22 @@ INTERFERENCE_PAIRS: tuple[InterferencePair, ...] = (
             "CrashLoopBackOff with Last State OOMKilled on the api pods, fix their memory settings",
             "kubernetes pod keeps crashing with exit code 137 out of memory",
         ),
-        rationale="Reading the previous logs diagnoses the crash but does not stop the OOM kills; B needs memory sizing.",
+        rationale="Reading the previous logs diagnoses the crash but does not stop the OOM kills; B needs "
+        "memory sizing.",
     ),
     InterferencePair(
         a="k8s-config-rollout",
         b="k8s-rollback",
         bridge="restarting the rollout of the deployment's running pods (kubectl rollout restart)",
         queries=(
-            "the bad release changed environment variables and broke the running pods, restart them on the previous version",
+            "the bad release changed environment variables and broke the running pods, "
+            "restart them on the previous version",
             "restart the deployment's running pods with the previous version after a bad release",
             "the new release's environment variables broke the pods, roll back and restart the deployment",
             "running pods read broken environment variables after the release, restart them on the previous version",
             "restart the running pods of the deployment so they read the previous release's environment variables",
-            "the bad release broke the environment variables of the running pods, restart the deployment on the previous version",
+            "the bad release broke the environment variables of the running pods, "
+            "restart the deployment on the previous version",
         ),
         rationale="rollout restart restarts the same bad revision; B needs rollout undo to a known revision.",
     ),
@@ -1557,7 +1579,8 @@ INTERFERENCE_PAIRS: tuple[InterferencePair, ...] = (
             "bring main up to date with origin/main minus the broken commit I pushed",
             "drop the pushed bad commit by rebasing main onto the freshly fetched origin/main and pushing with lease",
         ),
-        rationale="Rewriting a shared main with a force push breaks everyone who pulled it; B needs git revert in a PR.",
+        rationale="Rewriting a shared main with a force push breaks everyone who pulled it; B needs git revert "
+        "in a PR.",
     ),
     InterferencePair(
         a="jwt-gateway-validation",
@@ -1585,7 +1608,8 @@ INTERFERENCE_PAIRS: tuple[InterferencePair, ...] = (
             "the structured library logs of one production python service only show info, route them at debug level",
             "change the python service's structlog output to debug level in production",
         ),
-        rationale="The structlog setup changes the format, not the level of one live service; B needs LOG_LEVEL via kubectl.",
+        rationale="The structlog setup changes the format, not the level of one live service; B needs "
+        "LOG_LEVEL via kubectl.",
     ),
     InterferencePair(
         a="postgres-slow-query",
@@ -1815,12 +1839,13 @@ def drift_families(families: Sequence[TaskFamily], seed: int, fraction: float = 
 
 
 def working_key(family: TaskFamily, round_index: int, drifted: bool, drift_after: int = DRIFT_AFTER_ROUND) -> str:
-    """Key of the memory that succeeds for ``family`` in ``round_index``.
+    """Key of the memory that succeeds for ``family`` in ``round_index`` (0-based).
 
-    For a drifted family, rounds ``> drift_after`` (0-based: the old working memory still
-    works in rounds 0..drift_after) need the drift replacement.
+    For a drifted family, the original working memory works in rounds ``0 .. drift_after-1``
+    and the drift replacement from round ``drift_after`` on (i.e. after round 5, counting
+    from 1). Insert the replacement into the store before playing round ``drift_after``.
     """
-    if drifted and round_index > drift_after:
+    if drifted and round_index >= drift_after:
         return family.drift_replacement.key
     return family.working.key
 

@@ -1,0 +1,118 @@
+"""Trust scores of stored memories, computed at read time from what the store already holds.
+
+Nothing here is cached on the rows: a contradiction, a supporting memory from another source,
+a validation or a successful use changes the next score at once. Every function works on a
+batch of ids with a fixed number of queries (no per-memory SQL), chunked for SQLite's
+parameter limit. The arithmetic is ``policy.trust_score``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import Iterable
+
+from . import policy
+
+_CHUNK = 400
+_DAY = 86400.0
+_LIVE = ("candidate", "validated", "active")
+
+
+@dataclass
+class TrustInputs:
+    source: str  # a key of policy.SOURCE_CREDIBILITY
+    contradictions: int
+    independent_sources: int
+    last_validated: float
+
+
+def _chunks(ids: list[int]) -> Iterable[list[int]]:
+    for i in range(0, len(ids), _CHUNK):
+        yield ids[i : i + _CHUNK]
+
+
+def trust_inputs(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, TrustInputs]:
+    """Everything the trust score needs, for many memories in a few queries.
+
+    - source credibility: the memory's source; agent-captured behaviour counts as "behavioral";
+    - contradictions: ``contradicts`` links (either direction) with a live memory;
+    - independent sources: live memories that ``support`` it, from a source identity (type and id)
+      other than its own, counted once per identity; untrusted sources (llm, imported) do not count;
+    - last validation: the latest of creation, validation/activation and a successful use.
+    """
+    id_list = list(dict.fromkeys(int(i) for i in ids))
+    out: dict[int, TrustInputs] = {}
+    for chunk in _chunks(id_list):
+        marks = ",".join("?" * len(chunk))
+        own: dict[int, tuple[str, str | None]] = {}
+        for mid, st, sid, behavioral, created, validated in conn.execute(
+            f"SELECT id, source_type, source_id, json_extract(metadata, '$.behavioral'), created_at, validated_at "
+            f"FROM memories WHERE id IN ({marks})",
+            chunk,
+        ):
+            own[mid] = (st, sid)
+            out[mid] = TrustInputs(
+                source=policy.credibility_key(st, bool(behavioral)),
+                contradictions=0,
+                independent_sources=0,
+                last_validated=max(created, validated or 0.0),
+            )
+        seen_pairs: set[tuple[int, int]] = set()
+        for a, b, sa, sb in conn.execute(
+            f"SELECT r.from_id, r.to_id, ma.status, mb.status FROM relations r "
+            f"JOIN memories ma ON ma.id = r.from_id JOIN memories mb ON mb.id = r.to_id "
+            f"WHERE r.type = 'contradicts' AND (r.from_id IN ({marks}) OR r.to_id IN ({marks}))",
+            [*chunk, *chunk],
+        ):
+            for me, other, other_status in ((a, b, sb), (b, a, sa)):
+                if me in out and other_status in _LIVE and (me, other) not in seen_pairs:
+                    seen_pairs.add((me, other))
+                    out[me].contradictions += 1
+        supporters: dict[int, set[tuple[str, str | None]]] = {}
+        for target, st, sid in conn.execute(
+            f"SELECT r.to_id, m.source_type, m.source_id FROM relations r JOIN memories m ON m.id = r.from_id "
+            f"WHERE r.type = 'supports' AND r.to_id IN ({marks}) AND m.status IN ('candidate', 'validated', 'active')",
+            chunk,
+        ):
+            if policy.SOURCE_TRUST.get(st) == policy.UNTRUSTED or (st, sid) == own.get(target):
+                continue
+            supporters.setdefault(target, set()).add((st, sid))
+        for target, idents in supporters.items():
+            out[target].independent_sources = len(idents)
+        for mid, last in conn.execute(
+            f"SELECT memory_id, max(created_at) FROM memory_outcomes WHERE target >= 0.5 AND memory_id IN ({marks}) "
+            "GROUP BY memory_id",
+            chunk,
+        ):
+            if mid in out and last:
+                out[mid].last_validated = max(out[mid].last_validated, last)
+    return out
+
+
+def trust_scores(
+    conn: sqlite3.Connection, ids: Iterable[int], now: float | None = None,
+    half_life_days: float = policy.TRUST_HALF_LIFE_DAYS,
+) -> dict[int, float]:
+    """id -> trust in [0.1, 1] (see policy.trust_score)."""
+    now = time.time() if now is None else now
+    return {
+        mid: round(policy.trust_score(t.source, t.contradictions, (now - t.last_validated) / _DAY,
+                                      t.independent_sources, half_life_days), 4)
+        for mid, t in trust_inputs(conn, ids).items()
+    }
+
+
+def trust_distribution(scores: Iterable[float]) -> dict:
+    """Buckets, mean, min and max of a set of trust scores (for stats)."""
+    values = list(scores)
+    buckets = {name: 0 for name, _, _ in policy.TRUST_BUCKETS}
+    for v in values:
+        buckets[policy.trust_bucket(v)] += 1
+    return {
+        "buckets": buckets,
+        "mean": round(sum(values) / len(values), 4) if values else None,
+        "min": round(min(values), 4) if values else None,
+        "max": round(max(values), 4) if values else None,
+    }
