@@ -176,11 +176,12 @@ def evaluate(
 
 
 def format_report(res: dict[str, Any]) -> str:
+    w = max([14] + [len(m) + 2 for m in res["modes"]])
     lines = [
         f"LoCoMo, turn level: {res['memories']} memories in {res['conversations']} scopes, {res['queries']} questions, "
         f"embedder {res['embedder']} (load {res['load_seconds']} s, total {res['total_seconds']} s)",
         "",
-        f"{'mode':<14}{'category':<13}{'n':>6}{'R@1':>8}{'R@5':>8}{'R@10':>8}{'nDCG@10':>9}{'MRR@10':>8}",
+        f"{'mode':<{w}}{'category':<13}{'n':>6}{'R@1':>8}{'R@5':>8}{'R@10':>8}{'nDCG@10':>9}{'MRR@10':>8}",
     ]
     for mode, body in res["modes"].items():
         metrics = body["metrics"]
@@ -188,7 +189,7 @@ def format_report(res: dict[str, Any]) -> str:
         for cat in order:
             m = metrics[cat]
             lines.append(
-                f"{mode:<14}{cat:<13}{m['n']:>6}{m['recall@1']:>8.3f}{m['recall@5']:>8.3f}{m['recall@10']:>8.3f}"
+                f"{mode:<{w}}{cat:<13}{m['n']:>6}{m['recall@1']:>8.3f}{m['recall@5']:>8.3f}{m['recall@10']:>8.3f}"
                 f"{m['ndcg@10']:>9.3f}{m['mrr@10']:>8.3f}"
             )
         lines.append("")
