@@ -80,10 +80,12 @@ def open_engine(settings: Settings):
               help="Record source=user/system from clients as given (default: recorded as agent).")
 @click.option("--isolate-scopes", is_flag=True, default=None,
               help="Forbid reading or writing any scope but the active project's and the user's.")
+@click.option("--no-redact-secrets", "no_redact_secrets", is_flag=True, default=None,
+              help="Store secrets (API keys, tokens, passwords) as given instead of [REDACTED:kind]. Env: RECALLITE_REDACT_SECRETS=0.")
 @click.version_option(__version__, prog_name="recallite-mcp")
 @click.pass_context
 def main(ctx: click.Context, db, scope, embedder, log_level, transport, host, port, trust_client_sources,
-         isolate_scopes) -> None:
+         isolate_scopes, no_redact_secrets) -> None:
     """recallite-mcp: persistent, outcome-aware memory for AI agents.
 
     Without a subcommand it serves MCP over stdio (what MCP clients launch):
@@ -93,7 +95,8 @@ def main(ctx: click.Context, db, scope, embedder, log_level, transport, host, po
     if ctx.invoked_subcommand is not None:
         return
     settings = Settings.load(db=db, scope=scope, embedder=embedder, log_level=log_level,
-                             trust_client_sources=trust_client_sources, isolate_scopes=isolate_scopes)
+                             trust_client_sources=trust_client_sources, isolate_scopes=isolate_scopes,
+                             redact_secrets=False if no_redact_secrets else None)
     setup_logging(settings.log_level)
     from recallite_core import RecalliteError
 
@@ -314,6 +317,20 @@ def reconcile(ctx, db, scope, embedder, log_level, repair, as_json):
 
 @main.command()
 @common_options
+@click.pass_context
+@handle_errors
+def vacuum(ctx, db, scope, embedder, log_level):
+    """Rewrite the file so the text of forgotten memories leaves the disk (needs the other clients idle)."""
+    s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    with open_engine(s) as mem:
+        before = sum(mem.store.file_sizes())
+        mem.vacuum()
+        after = sum(mem.store.file_sizes())
+    click.echo(f"vacuumed {s.db_path or ':memory:'}: {before:,} -> {after:,} bytes")
+
+
+@main.command()
+@common_options
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def doctor(ctx, db, scope, embedder, log_level, as_json):
@@ -345,10 +362,13 @@ def eval_cmd(ctx, benchmark):
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.option("--learning", is_flag=True, help="The closed-loop learning benchmark instead of speed.")
+@click.option("--faults", is_flag=True, help="Concurrency (N servers over stdio, one file) and SIGKILL crash runs, with checks.")
 @click.pass_context
-def bench(ctx, learning):
-    """Benchmarks that print numbers: speed (default) or --learning. Extra options go to the benchmark (--help there)."""
-    if learning:
+def bench(ctx, learning, faults):
+    """Benchmarks that print numbers: speed (default), --learning or --faults. Extra options go to the benchmark (--help there)."""
+    if faults:
+        from .benchmarks import faults as mod
+    elif learning:
         from .benchmarks import learning as mod
     else:
         from .benchmarks import performance as mod

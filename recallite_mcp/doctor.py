@@ -33,23 +33,22 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
     except RecalliteError as exc:
         check("database", False, str(exc))
     if mem is not None:
+        from recallite_core.health import check_projections
+
         conn = mem.store.conn
         with mem.store.lock:
             integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
             mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-            n_mem = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
-            n_vec = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
-            missing = conn.execute("SELECT count(*) FROM memories WHERE id NOT IN (SELECT memory_id FROM vectors)").fetchone()[0]
-            try:
-                conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)")
-                fts_ok, fts_detail = True, "FTS index matches the memories table"
-            except Exception as exc:  # sqlite reports drift as an error
-                fts_ok, fts_detail = False, f"FTS index drifted ({exc}); run `recallite-mcp reindex`"
+            proj = check_projections(conn, mem.embedder.dimensions)
+        fix = "; run `recallite-mcp reindex`"
+        vec_problems = [p for p in proj.problems() if "vector" in p]
+        fts_problems = [p for p in proj.problems() if "FTS" in p]
         check("integrity", integrity == "ok", f"PRAGMA integrity_check: {integrity}")
         check("journal", path is None or mode == "wal", f"journal_mode={mode}")
-        check("vectors", missing == 0 and n_vec == n_mem,
-              f"{n_vec} vectors for {n_mem} memories" + ("" if missing == 0 else f"; {missing} missing: run `recallite-mcp reindex`"))
-        check("keyword index", fts_ok, fts_detail)
+        check("vectors", proj.vectors_ok,
+              f"{proj.vectors} vectors for {proj.memories} memories" + ("; " + "; ".join(vec_problems) + fix if vec_problems else ""))
+        check("keyword index", proj.fts_ok,
+              f"FTS index matches the memories table ({proj.fts_rows} rows)" if proj.fts_ok else "; ".join(fts_problems) + fix)
         try:
             rec = mem.reconcile()
             check("projections", rec.ok, "vectors, keyword index, turns, chunks, citations and summaries match the memories"

@@ -69,7 +69,7 @@ WARMUP_DELAY_S = 1.0
 
 @dataclass
 class AppState:
-    memory: Recallite
+    memory: Optional[Recallite]  # None when the database could not be opened (see open_error)
     settings: Settings
     embedder_ready: threading.Event = field(default_factory=threading.Event)
     last_retrieval_id: Optional[str] = None
@@ -77,6 +77,7 @@ class AppState:
     # client says its roots changed.
     scopes: dict[str, ScopeDecision] = field(default_factory=dict)
     scope_lock: threading.Lock = field(default_factory=threading.Lock)
+    open_error: Optional[str] = None
 
 
 def fetch_roots(ctx: Context) -> Optional[list[str]]:
@@ -146,7 +147,9 @@ def guard_memories(st: AppState, ctx: Context, ids: list[str]) -> None:
 
 
 def open_memory(settings: Settings) -> Recallite:
-    config = RecalliteConfig(limits=Limits(max_content_bytes=settings.max_content_bytes), default_scope=settings.default_scope)
+    limits = Limits(max_content_bytes=settings.max_content_bytes, max_metadata_bytes=settings.max_metadata_bytes,
+                    max_tags=settings.max_tags)
+    config = RecalliteConfig(limits=limits, default_scope=settings.default_scope, redact_secrets=settings.redact_secrets)
     return Recallite.open(settings.db_path, embedder=settings.embedder, config=config)
 
 
@@ -197,9 +200,17 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
     @asynccontextmanager
     async def lifespan(app: MCPServer) -> AsyncIterator[AppState]:
         owned = memory is None
-        mem = memory if memory is not None else open_memory(settings)
-        state = AppState(memory=mem, settings=settings)
-        if settings.warm_embedder:
+        mem, open_error = memory, None
+        if mem is None:
+            try:
+                mem = open_memory(settings)
+            except RecalliteError as exc:
+                # Keep serving: every tool call then answers with this message, so the user sees
+                # what is wrong with the file (and what to do) in the chat, not in a client log.
+                open_error = str(exc)
+                log.error("recallite-mcp cannot open its database: %s", exc)
+        state = AppState(memory=mem, settings=settings, open_error=open_error)
+        if mem is not None and settings.warm_embedder:
             # A short delay keeps the model import from competing with the handshake for the GIL.
             timer = threading.Timer(WARMUP_DELAY_S, _warm, args=(state,))
             timer.name, timer.daemon = "recallite-embedder-warmup", True
@@ -211,7 +222,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
             yield state
         finally:
             holder.pop("state", None)
-            if owned:
+            if owned and mem is not None:
                 mem.close()
 
     server = MCPServer(
@@ -220,7 +231,10 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
     )
 
     def state_of(ctx: Context) -> AppState:
-        return ctx.request_context.lifespan_context
+        st = ctx.request_context.lifespan_context
+        if st.memory is None:
+            raise ToolError(f"{st.open_error} The server is running without its database: fix this, then restart it.")
+        return st
 
     async def on_roots_changed(ctx: ServerRequestContext, params: NotificationParams) -> None:
         st = holder.get("state")
@@ -289,8 +303,10 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
     ) -> RememberOut:
         """Persist something worth knowing next time: a user preference, a constraint, a lesson from a
         failure, a procedure that worked, a fact about the project. One idea per call, self-contained.
-        Do not store secrets. Identical content in the same scope is not stored twice (duplicate_of).
-        LLM-written or imported memories start as candidates until validated."""
+        Do not store secrets: API keys, tokens, passwords and private keys are replaced by
+        [REDACTED:kind] before storage. Identical content in the same scope is not stored twice
+        (duplicate_of). LLM-written or imported memories, and text that reads like instructions to an
+        agent, start as candidates until validated."""
         st = state_of(ctx)
         src = source
         if src in ("user", "system") and not st.settings.trust_client_sources:
@@ -413,6 +429,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         content: Annotated[Optional[str], Field(description="With action=revise: the corrected text. The old version stays on record, superseded.")] = None,
         layer: Annotated[Optional[Literal["episodic", "semantic", "procedural"]], Field(description="With action=promote: the layer to move to (default for a working entry: its type's layer).")] = None,
         team_scope: Annotated[Optional[str], Field(description="With action=share: the team scope to copy the memory into.")] = None,
+        source: Annotated[SourceArg, Field(description="Who asks for the change: agent (you), or llm/imported when it comes from generated or outside text (then trusted memories cannot be retired and nothing can be validated).")] = "agent",
     ) -> UpdateOut:
         """Move a memory through its lifecycle: candidate -> validated -> active; deprecate what is wrong
         or outdated; supersede an old memory with a newer one; revise its text (a new version; history is
@@ -420,6 +437,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         moves return an error naming the allowed ones."""
         st = state_of(ctx)
         mem = st.memory
+        by = "agent" if source in ("user", "system") and not st.settings.trust_client_sources else source
         for name, value, owner in (("content", content, "revise"), ("layer", layer, "promote"), ("team_scope", team_scope, "share")):
             if value is not None and action != owner:
                 raise ToolError(f"{name} is only for action={owner}.")
@@ -446,15 +464,15 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         if action == "supersede":
             if not superseded_by:
                 raise ToolError("action=supersede needs superseded_by: the id of the memory that replaces this one.")
-            m = mem.supersede(id, superseded_by, reason=reason)
+            m = mem.supersede(id, superseded_by, reason=reason, by=by)
         elif superseded_by:
             raise ToolError("superseded_by is only for action=supersede.")
         elif action == "validate":
-            m = mem.validate(id, reason=reason)
+            m = mem.validate(id, reason=reason, by=by)
         elif action == "activate":
-            m = mem.activate(id, reason=reason)
+            m = mem.activate(id, reason=reason, by=by)
         else:
-            m = mem.deprecate(id, reason=reason)
+            m = mem.deprecate(id, reason=reason, by=by)
         return update_out(m)
 
     @server.tool(title="Get memories by id", annotations=read_only)
@@ -483,13 +501,14 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         id: Annotated[str, Field(description="The memory to delete, e.g. mem_12.")],
         ctx: Context,
         orphans: Annotated[Literal["report", "remove"], Field(description="Memories that cited only this turn: report them (default) or remove them too.")] = "report",
+        vacuum: Annotated[bool, Field(description="Also rewrite the database file so the deleted text leaves the disk (slower; use when the memory held something private).")] = False,
     ) -> ForgetOut:
         """Hard-delete a memory with its links and index entries (for a conversation turn: its chunks and
         citations too; facts left without any source are reported, or removed with orphans=remove). Only
         when the user asks to forget something; to retire a wrong memory prefer recallite_update action=deprecate."""
         st = state_of(ctx)
         guard_memories(st, ctx, [id])
-        r = st.memory.forget(id, orphans=orphans)
+        r = st.memory.forget(id, vacuum=vacuum, orphans=orphans)
         return ForgetOut(id=id, deleted=r.deleted, orphans=r.orphans, removed=r.removed)
 
     @server.tool(title="Record conversation turns", annotations=writes)
@@ -534,19 +553,19 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
     @server.resource("recallite://stats", name="stats", title="Memory stats", mime_type="application/json")
     def stats_resource() -> str:
         st = holder.get("state")
-        if st is None:
-            raise ResourceNotFoundError("The memory store is not open.")
+        if st is None or st.memory is None:
+            raise ResourceNotFoundError(st.open_error if st is not None and st.open_error else "The memory store is not open.")
         return stats_out(st, None, next(iter(st.scopes.values()), None)).model_dump_json(indent=2)
 
     @server.resource("recallite://memory/{memory_id}", name="memory", title="A memory by id", mime_type="application/json")
     def memory_resource(memory_id: str, ctx: Context) -> str:
-        st = state_of(ctx)
         try:
+            st = state_of(ctx)
             m = st.memory.get(memory_id)
             if st.settings.isolate_scopes and m.scope not in allowed_scopes(st, ctx):
                 raise ResourceNotFoundError(f"{memory_id} belongs to another scope (--isolate-scopes).")
             return MemoryOut.of(m).model_dump_json(indent=2)
-        except RecalliteError as exc:
+        except (RecalliteError, ToolError) as exc:
             raise ResourceNotFoundError(str(exc)) from exc
 
     register_slm_tools(server, state_of, read_only, writes)  # beliefs, history, capture, auto_context

@@ -18,6 +18,9 @@ ENV = {
     "max_content_bytes": "RECALLITE_MAX_CONTENT_BYTES",
     "warm_embedder": "RECALLITE_WARM_EMBEDDER",
     "isolate_scopes": "RECALLITE_ISOLATE_SCOPES",
+    "redact_secrets": "RECALLITE_REDACT_SECRETS",
+    "max_metadata_bytes": "RECALLITE_MAX_METADATA_BYTES",
+    "max_tags": "RECALLITE_MAX_TAGS",
 }
 
 
@@ -48,6 +51,9 @@ class Settings:
     embedder: str = "default"  # default | onnx | hash
     trust_client_sources: bool = False
     max_content_bytes: int = 64 * 1024
+    max_metadata_bytes: int = 16 * 1024
+    max_tags: int = 32
+    redact_secrets: bool = True  # secrets in memories are stored as [REDACTED:kind]
     warm_embedder: bool = True  # load the model in a background thread at start-up
     isolate_scopes: bool = False  # forbid reading or writing any scope but the active project's and the user's
     user_scope: str = "user"

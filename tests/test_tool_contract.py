@@ -23,10 +23,10 @@ CONTRACT = {
     "recallite_recall": (["query"], ["categories", "expand_beliefs", "include_inactive", "include_teams", "limit", "min_score",
                                      "min_trust", "profile", "query", "roles", "scope", "session", "types", "window"],
                          ["memories", "retrieval_id", "scope"]),
-    "recallite_update": (["action", "id"], ["action", "content", "id", "layer", "reason", "superseded_by", "team_scope"],
+    "recallite_update": (["action", "id"], ["action", "content", "id", "layer", "reason", "source", "superseded_by", "team_scope"],
                          ["confidence", "id", "layer", "scope", "status", "superseded_by"]),
     "recallite_get": (["ids"], ["ids", "retrieval_id"], ["memories"]),
-    "recallite_forget": (["id"], ["id", "orphans"], ["deleted", "id", "orphans", "removed"]),
+    "recallite_forget": (["id"], ["id", "orphans", "vacuum"], ["deleted", "id", "orphans", "removed"]),
     # conversation memory
     "recallite_record": (["session", "turns"], ["scope", "session", "turns"], ["scope", "session", "turns"]),
     "recallite_why": (["id"], ["id", "window"], ["id", "sources"]),

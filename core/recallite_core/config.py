@@ -35,6 +35,8 @@ class RecalliteConfig:
     query_cache_size: int = 256
     embed_batch_size: int = 64
     busy_timeout_ms: int = 5000
+    # Secrets found in memory text are stored as [REDACTED:kind] (see redaction.py).
+    redact_secrets: bool = True
     # Tombstones kept for incremental readers before they are pruned (readers then reload).
     max_tombstones: int = 20000
     # Conversation memory (episodes.py). Memories of these types longer than

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sqlite3
 import statistics
 import time
 from typing import Any, Callable, Iterable, Sequence
@@ -17,6 +18,7 @@ from .config import RecalliteConfig
 from .context import render
 from .embedder import Embedder, resolve_embedder
 from .episodes import ConversationMemory, check_category, check_names, check_orphans, check_role
+from .injection import flags_for
 from .errors import (
     ClosedError,
     EmbedderMismatchError,
@@ -24,8 +26,10 @@ from .errors import (
     InvalidTransitionError,
     MemoryNotFoundError,
     RetrievalNotFoundError,
+    StoreError,
     TrustPolicyError,
 )
+from .redaction import redact_text, redact_value
 from .models import (
     CONTEXT_FORMATS,
     MEMORY_TYPES,
@@ -47,7 +51,7 @@ from .reconcile import Reconciler
 from .retriever import RecallFilter, Retriever
 from .slm import SlmLite
 from .rows import MEMORY_COLUMNS, attach_extras, load_memories, memory_from_row, ts
-from .store import Store
+from .store import Store, _explain
 from .tokens import estimate_tokens
 from .validation import (
     check_content,
@@ -77,7 +81,7 @@ class _Prepared:
     """A validated memory ready to insert."""
 
     __slots__ = ("type", "title", "content", "status", "source", "scope", "session", "tags", "metadata",
-                 "confidence", "importance", "hash", "tokens", "embed_text", "valid_until")
+                 "confidence", "importance", "hash", "tokens", "embed_text", "valid_until", "redactions")
 
     def __init__(self, **kw):
         for k, v in kw.items():
@@ -194,17 +198,34 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         allow_unsafe_status_override: bool = False,
         confidence: Any = None,
         valid_until: Any = None,
+        redact_secrets: bool | None = None,
     ) -> _Prepared:
         lim = self.limits
         if not isinstance(type, str):
             raise InvalidInputError(f"type must be one of {', '.join(MEMORY_TYPES)}.")
         policy.check_type(type)
         text = check_content(content, lim)
-        ttl = check_title(title, lim) or derive_title(text)
         src = check_source(source)
+        # Secrets are replaced before hashing, embedding and FTS, so they never reach the file.
+        redactions: list[str] = []
+        ttl, tag_list, meta = check_title(title, lim), check_tags(tags, lim), check_metadata(metadata, lim)
+        if self.config.redact_secrets if redact_secrets is None else bool(redact_secrets):
+            text, redactions = redact_text(text)
+            ttl = redact_value(ttl, redactions)
+            if tag_list:  # redact the tags as given (before lower-casing hides an AKIA... key)
+                tag_list = check_tags(redact_value(tags, redactions), lim)
+            meta = redact_value(meta, redactions)
+        ttl = ttl or derive_title(text)
         if status is not None and not isinstance(status, str):
             raise InvalidInputError(f"status must be one of {', '.join(STATUSES)}.")
         st = policy.initial_status(type, src.type, status, allow_unsafe_status_override)
+        # Instruction-like text is flagged (metadata "flagged", reserved) and waits as a candidate.
+        meta.pop("flagged", None)
+        flags = flags_for([text, ttl, *tag_list], policy.trust_of(src.type))
+        if flags:
+            meta["flagged"] = flags
+            if policy.trust_of(src.type) != policy.TRUSTED and not allow_unsafe_status_override:
+                st = "candidate"
         conf = check_unit("confidence", confidence, policy.SOURCE_CONFIDENCE[src.type])
         if confidence is not None and policy.trust_of(src.type) != policy.TRUSTED and not allow_unsafe_status_override:
             conf = min(conf, policy.SOURCE_CONFIDENCE[src.type])  # untrusted text cannot vouch for itself
@@ -216,14 +237,15 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             source=src,
             scope=check_scope(scope, lim, self.config.default_scope),
             session=check_optional_name(session, "session", lim),
-            tags=check_tags(tags, lim),
-            metadata=check_metadata(metadata, lim),
+            tags=tag_list,
+            metadata=meta,
             confidence=conf,
             importance=check_unit("importance", importance, 0.5),
             hash=content_hash(text),
             tokens=estimate_tokens(text) + estimate_tokens(ttl),
             embed_text=embedding_text(ttl, text),
             valid_until=check_valid_until(valid_until),
+            redactions=redactions,
         )
 
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -258,6 +280,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         conn.execute(
             "INSERT INTO vectors (memory_id, vector) VALUES (?, ?)", (mid, encode_vector(vector, self.embedder.dimensions))
         )
+        _count_redactions(conn, p.redactions)
         return mid
 
     def _find_duplicate(self, conn, p: _Prepared, any_status: bool = False) -> int | None:
@@ -287,6 +310,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         category: str | None = None,
         cites: Sequence[str | int] | None = None,
         valid_until: Any = None,
+        redact_secrets: bool | None = None,
     ) -> Memory:
         """Store one memory. Identical content in the same scope returns the existing one (``duplicate_of`` set).
 
@@ -297,6 +321,9 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         An ``episode`` stored here is an event of its session (role ``event``); use
         :meth:`record_turn` for conversation turns.
         ``valid_until`` (datetime, ISO string or epoch seconds): after it the memory leaves default recall.
+        Secrets in content, title, tags and metadata are stored as ``[REDACTED:kind]`` unless
+        ``redact_secrets=False`` (default: ``config.redact_secrets``). Instruction-like text
+        gets ``metadata["flagged"]`` and, from a non-trusted source, stays a candidate.
         """
         self._live()
         p = self._prepare(
@@ -304,6 +331,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             importance=importance, scope=scope, session=session, status=status,
             allow_unsafe_status_override=allow_unsafe_status_override, confidence=confidence,
             valid_until=valid_until,
+            redact_secrets=redact_secrets,
         )
         cat = check_category(category)
         cited = None if cites is None else [parse_id(c) for c in ([cites] if isinstance(cites, (str, int)) else cites)]
@@ -356,7 +384,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
                 raise InvalidInputError(f"Item {n} is not a dict of remember() arguments.")
             unknown = set(item) - {
                 "content", "type", "title", "source", "tags", "metadata", "importance", "scope", "session",
-                "status", "allow_unsafe_status_override", "confidence", "valid_until", "category", "cites",
+                "status", "allow_unsafe_status_override", "confidence", "valid_until", "redact_secrets", "category", "cites",
             }
             if unknown:
                 raise InvalidInputError(f"Item {n} has unknown fields: {', '.join(sorted(unknown))}.")
@@ -543,6 +571,9 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         """
         self._live()
         q = check_query(query, self.limits)
+        q_redacted: list[str] = []
+        if self.config.redact_secrets:
+            q, q_redacted = redact_text(q)  # the retrieval log keeps the query text
         n = check_limit(limit, self.limits)
         policy.check_profile(profile, self.config.profiles)
         if statuses is None:
@@ -569,6 +600,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             hits = hits + self._belief_neighbours(hits, flt, n, mt)
         with self.store.transaction() as conn:
             rid = self.retriever.log(conn, q, profile, flt.scopes, [h for h in hits if h.memory.layer != "working"], _kind)
+            _count_redactions(conn, q_redacted)
         result = RecallResult(retrieval_id=fmt_id("ret", rid), query=q, profile=profile, memories=hits)
         self._after_recall(result.retrieval_id, hits)
         return result
@@ -737,14 +769,18 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         return self.get(mid)
 
     # -- lifecycle --------------------------------------------------------------------------------------------------
-    def _transition(self, memory_id, new_status: str, *, allow_unsafe: bool = False, reason: str | None = None) -> Memory:
+    def _transition(self, memory_id, new_status: str, *, allow_unsafe: bool = False, reason: str | None = None,
+                    by: Any = None) -> Memory:
         self._live()
         mid = parse_id(memory_id)
+        actor = None if by is None else check_source(by)
         with self.store.transaction() as conn:
             row = conn.execute("SELECT status, source_type, confidence, metadata FROM memories WHERE id = ?", (mid,)).fetchone()
             if row is None:
                 raise MemoryNotFoundError(f"No memory mem_{mid}.")
             status, source_type, conf, metadata = row
+            if actor is not None and not allow_unsafe:
+                policy.check_actor(actor.type, new_status, _effective_source(source_type, metadata), f"mem_{mid}")
             policy.check_transition(status, new_status, source_type, allow_unsafe)
             if new_status in ("validated", "active") and status in ("candidate", "deprecated"):
                 conf = policy.confidence_after_validation(conf)
@@ -759,25 +795,35 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
                 conn.execute("UPDATE memories SET validated_at = ? WHERE id = ?", (time.time(), mid))
         return self.get(mid)
 
-    def validate(self, memory_id: str | int, reason: str | None = None) -> Memory:
+    # ``by`` (a source like ``"llm"`` or ``{"type": "agent", "id": ...}``) names who asks for a
+    # lifecycle change; an untrusted actor may not retire or promote what it did not write
+    # (policy.check_actor) unless ``allow_unsafe``. ``None``: the caller (you) is trusted.
+    def validate(self, memory_id: str | int, reason: str | None = None, *, by: Any = None, allow_unsafe: bool = False) -> Memory:
         """Confirm a candidate (raises its confidence)."""
-        return self._transition(memory_id, "validated", reason=reason)
+        return self._transition(memory_id, "validated", reason=reason, by=by, allow_unsafe=allow_unsafe)
 
-    def activate(self, memory_id: str | int, reason: str | None = None, allow_unsafe: bool = False) -> Memory:
+    def activate(self, memory_id: str | int, reason: str | None = None, allow_unsafe: bool = False, *, by: Any = None) -> Memory:
         """Put a memory in force. Untrusted candidates must be validated first."""
-        return self._transition(memory_id, "active", allow_unsafe=allow_unsafe, reason=reason)
+        return self._transition(memory_id, "active", allow_unsafe=allow_unsafe, reason=reason, by=by)
 
-    def deprecate(self, memory_id: str | int, reason: str | None = None) -> Memory:
-        """Retire a memory: it leaves default recall but stays on record."""
-        return self._transition(memory_id, "deprecated", reason=reason)
+    def deprecate(self, memory_id: str | int, reason: str | None = None, *, by: Any = None, allow_unsafe: bool = False) -> Memory:
+        """Retire a memory: it leaves default recall but stays on record. An untrusted ``by``
+        cannot deprecate a memory from a trusted or medium source without ``allow_unsafe``."""
+        return self._transition(memory_id, "deprecated", reason=reason, by=by, allow_unsafe=allow_unsafe)
 
-    def supersede(self, old_id: str | int, new_id: str | int, *, reason: str | None = None, allow_unsafe: bool = False) -> Memory:
+    def supersede(self, old_id: str | int, new_id: str | int, *, reason: str | None = None, allow_unsafe: bool = False,
+                  by: Any = None) -> Memory:
         """Replace ``old_id`` by ``new_id``: the old one becomes superseded and points at the new one."""
         self._live()
         old, new = parse_id(old_id), parse_id(new_id)
         if old == new:
             raise InvalidInputError("A memory cannot supersede itself.")
+        actor = None if by is None else check_source(by)
         with self.store.transaction() as conn:
+            if actor is not None and not allow_unsafe:
+                row = conn.execute("SELECT source_type, metadata FROM memories WHERE id = ?", (old,)).fetchone()
+                if row is not None:
+                    policy.check_actor(actor.type, "superseded", _effective_source(*row), f"mem_{old}")
             self._supersede(conn, old, new, reason, allow_unsafe)
         return self.get(old)
 
@@ -787,16 +833,18 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             if i not in rows:
                 raise MemoryNotFoundError(f"No memory mem_{i}.")
         _, old_status, old_src, meta = rows[old]
-        _, new_status, new_src, _ = rows[new]
+        _, new_status, new_src, new_meta = rows[new]
         if new_status in ("deprecated", "superseded"):
             raise InvalidTransitionError(f"mem_{new} is {new_status}; a retired memory cannot replace another.")
         if (
-            policy.SOURCE_TRUST[new_src] == policy.UNTRUSTED
+            policy.SOURCE_TRUST[_effective_source(new_src, new_meta)] == policy.UNTRUSTED
             and policy.SOURCE_TRUST[old_src] != policy.UNTRUSTED
             and not allow_unsafe
         ):
+            why = (f"comes from an untrusted source ({new_src})" if policy.SOURCE_TRUST[new_src] == policy.UNTRUSTED
+                   else "is flagged as instruction-like text")
             raise TrustPolicyError(
-                f"mem_{new} comes from an untrusted source ({new_src}) and cannot replace mem_{old} "
+                f"mem_{new} {why} and cannot replace mem_{old} "
                 f"(from {old_src}). Validate it by a trusted source first, or pass allow_unsafe."
             )
         policy.check_transition(old_status, "superseded", old_src, True)
@@ -829,7 +877,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             raise InvalidInputError("A memory cannot be related to itself; name two different memories.")
         with self.store.transaction() as conn:
             rows = {r[0]: r for r in conn.execute(
-                "SELECT id, source_type, source_id, confidence FROM memories WHERE id IN (?, ?)", (a, b))}
+                "SELECT id, source_type, source_id, confidence, metadata FROM memories WHERE id IN (?, ?)", (a, b))}
             for i in (a, b):
                 if i not in rows:
                     raise MemoryNotFoundError(f"No memory mem_{i}.")
@@ -844,9 +892,10 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
                     "SELECT id FROM relations WHERE from_id = ? AND to_id = ? AND type = 'supersedes'", (a, b)
                 ).fetchone()[0]
                 return self._relation(conn, rid)
-            _, a_src, a_sid, a_conf = rows[a]
-            _, b_src, b_sid, b_conf = rows[b]
-            untrusted = policy.SOURCE_TRUST[a_src] == policy.UNTRUSTED
+            _, a_src, a_sid, a_conf, a_meta = rows[a]
+            _, b_src, b_sid, b_conf, _ = rows[b]
+            # A flagged (instruction-like) memory is as untrusted as an llm one.
+            untrusted = policy.SOURCE_TRUST[_effective_source(a_src, a_meta)] == policy.UNTRUSTED
             self_endorsed = a_src == b_src and a_sid == b_sid and policy.SOURCE_TRUST[a_src] != policy.TRUSTED
             effect = allow_unsafe or not (untrusted or (relation in ("supports", "derived_from") and self_endorsed))
             now = time.time()
@@ -898,6 +947,8 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         """Hard-delete a memory with its vector, FTS entry, relations, retrieval items and outcomes,
         its chunks and citations. The result is truthy and lists the memories that cited it and
         have no source left (``orphans="report"``), or deletes those too (``orphans="remove"``).
+        The text of queries that surfaced it, and reasons given in feedback on them, are blanked
+        in the retrieval log (they may quote it).
 
         ``vacuum=True`` also rewrites the file so the deleted text is gone from disk.
         """
@@ -906,13 +957,23 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         check_orphans(orphans)
         with self.store.transaction() as conn:
             before = self._before_forget(conn, mid)
+            shown_in = "SELECT retrieval_id FROM retrieval_items WHERE memory_id = ?"
+            conn.execute(f"UPDATE retrievals SET query = '[forgotten]' WHERE id IN ({shown_in})", (mid,))
+            conn.execute(f"UPDATE feedback SET reason = NULL WHERE retrieval_id IN ({shown_in}) OR used_ids LIKE ?",
+                         (mid, f'%"mem_{mid}"%'))
             cur = conn.execute("DELETE FROM memories WHERE id = ?", (mid,))
             if cur.rowcount == 0:
                 raise MemoryNotFoundError(f"No memory mem_{mid}.")
             result = self._after_forget(conn, mid, before, orphans)
             self._prune_tombstones(conn)
         if vacuum:
-            self.vacuum()
+            try:
+                self.vacuum()
+            except StoreError as exc:
+                raise StoreError(
+                    f"mem_{mid} was deleted, but the file could not be rewritten yet ({exc}) Its text stays in free "
+                    "pages until a vacuum succeeds: run `recallite-mcp vacuum` when the other clients are idle."
+                ) from exc
         return result
 
     def vacuum(self) -> None:
@@ -921,9 +982,18 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         with self.store.transaction() as conn:
             conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
         with self.store.lock:
-            self.store.conn.execute("VACUUM")
-            if self.store.path:
-                self.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            try:
+                self.store.conn.execute("VACUUM")
+                busy = self.store.path and self.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            except sqlite3.Error as exc:
+                raise _explain(exc, self.store.path) from exc
+        if busy:
+            # The rewritten pages sit in the WAL; the old ones (deleted text included) stay in the
+            # main file until a checkpoint can run, which waits for other processes' readers.
+            raise StoreError(
+                f"{self.store.path}: another process is reading the file, so the rewritten pages could not be "
+                "copied into it yet. Retry when the other clients are idle."
+            )
 
     def _prune_tombstones(self, conn) -> None:
         count = conn.execute("SELECT count(*) FROM tombstones").fetchone()[0]
@@ -1090,6 +1160,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             fb = {k: v for k, v in conn.execute(
                 f"SELECT f.outcome, count(*) FROM feedback f JOIN retrievals r ON r.id = f.retrieval_id {rscope.replace('scope', 'r.scope')} GROUP BY f.outcome",
                 rparams)}
+            redacted = {k: v for k, v in conn.execute("SELECT kind, count FROM redactions ORDER BY count DESC, kind")}
         served_sorted = sorted(served)
         db_bytes, wal_bytes = self.store.file_sizes()
         stats = Stats(
@@ -1102,6 +1173,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             tokens_served_p95=float(served_sorted[min(len(served_sorted) - 1, int(0.95 * len(served_sorted)))]) if served_sorted else 0.0,
             db_path=self.store.path, db_bytes=db_bytes, wal_bytes=wal_bytes,
             schema_version=self.store.conn.execute("PRAGMA user_version").fetchone()[0],
+            redactions=sum(redacted.values()), redactions_by_kind=redacted,
         )
         self._slm_stats(stats, flt)
         return stats
@@ -1133,5 +1205,19 @@ def check_optional_reason(reason: Any) -> str:
     text = clean_text(reason, "reason").strip()
     if len(text) > 2000:
         raise InvalidInputError("reason is longer than 2000 characters; keep it to a sentence or two.")
-    return text
+    return redact_text(text)[0]
+
+
+def _effective_source(source_type: str, metadata: str | None) -> str:
+    """The source type a memory is trusted as: a flagged memory counts as ``llm`` (untrusted)."""
+    if metadata and '"flagged"' in metadata and json.loads(metadata).get("flagged"):
+        return "llm" if policy.SOURCE_TRUST[source_type] != policy.UNTRUSTED else source_type
+    return source_type
+
+
+def _count_redactions(conn, kinds: Sequence[str]) -> None:
+    for kind in kinds:
+        conn.execute(
+            "INSERT INTO redactions (kind, count) VALUES (?, 1) ON CONFLICT(kind) DO UPDATE SET count = count + 1", (kind,)
+        )
 

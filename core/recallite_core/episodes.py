@@ -887,7 +887,11 @@ class ConversationMemory:
                 if conn.execute("SELECT 1 FROM citations WHERE memory_id = ?", (m,)).fetchone() is None]
         res.orphans = [f"mem_{m}" for m in left]
         if orphans == "remove" and left:
-            for m in left:
+            for m in left:  # as forget() does: the log may quote them too
+                shown_in = "SELECT retrieval_id FROM retrieval_items WHERE memory_id = ?"
+                conn.execute(f"UPDATE retrievals SET query = '[forgotten]' WHERE id IN ({shown_in})", (m,))
+                conn.execute(f"UPDATE feedback SET reason = NULL WHERE retrieval_id IN ({shown_in}) OR used_ids LIKE ?",
+                             (m, f'%"mem_{m}"%'))
                 conn.execute("DELETE FROM memories WHERE id = ?", (m,))
             res.removed = list(res.orphans)
         self._prune_chunk_tombstones(conn)

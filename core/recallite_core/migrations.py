@@ -157,6 +157,13 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
+        "0003_redactions",
+        """
+        -- Secrets kept off disk, by kind (see redaction.py): a count, never the secret.
+        CREATE TABLE redactions (kind TEXT PRIMARY KEY, count INTEGER NOT NULL DEFAULT 0);
+        """,
+    ),
+    (
         "0004_episodes",
         """
         -- Conversation memory. A turn or event is a memory of type 'episode' (so it shares FTS,

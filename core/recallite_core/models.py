@@ -209,6 +209,8 @@ class Stats(BaseModel):
     trust: dict[str, Any] = Field(default_factory=dict, description="Trust distribution: buckets, mean, min, max.")
     expired: int = Field(0, description="Memories past valid_until still on record (clean_expired retires them).")
     working: dict[str, int] = Field(default_factory=dict, description="Working memory in this process: sessions, entries, bytes.")
+    redactions: int = Field(0, description="Secrets replaced by [REDACTED:kind] before storage, database-wide.")
+    redactions_by_kind: dict[str, int] = Field(default_factory=dict)
 
 
 # -- SLM-Lite ----------------------------------------------------------------------------------------------------------

@@ -153,6 +153,27 @@ def check_transition(current: str, new: str, source_type: str, allow_unsafe: boo
         )
 
 
+def check_actor(actor_source: str, new_status: str, target_source: str, target: str = "the memory") -> None:
+    """Raise TrustPolicyError when an untrusted actor (llm, imported) asks for a lifecycle change
+    it may not make: promoting anything (validate/activate vouches for content), or retiring
+    (deprecate/supersede) a memory that came from a trusted or medium source. The unsafe
+    override skips this check (the caller decides)."""
+    from .errors import TrustPolicyError
+
+    if trust_of(actor_source) != UNTRUSTED:
+        return
+    if new_status in ("validated", "active"):
+        raise TrustPolicyError(
+            f"An untrusted actor ({actor_source}) cannot {'validate' if new_status == 'validated' else 'activate'} "
+            f"{target}: only a user, system, tool or agent can vouch for a memory."
+        )
+    if new_status in ("deprecated", "superseded") and trust_of(target_source) != UNTRUSTED:
+        raise TrustPolicyError(
+            f"An untrusted actor ({actor_source}) cannot retire {target}, which comes from a "
+            f"{trust_of(target_source)} source ({target_source}). Ask the user, or pass allow_unsafe."
+        )
+
+
 def clamp01(x: float) -> float:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return 0.0

@@ -1,5 +1,6 @@
 """reconcile/repair: find and fix drift between the memories table (the truth) and its
-projections — vectors, the FTS index, episode rows, chunks, citations, session summaries.
+projections — vectors and the FTS index (checked by health.check_projections, as doctor does),
+episode rows, chunks, citations, session summaries.
 
 Only what is missing or wrong is re-embedded; a clean store is left untouched.
 """
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .codec import encode_vector
+from .health import check_projections
 from .models import DriftItem, ReconcileReport
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,17 +49,12 @@ class Reconciler:
 
         with self.store.reading() as conn:
             q = lambda sql, *a: [r[0] for r in conn.execute(sql, a)]  # noqa: E731
-            missing_vec = q("SELECT id FROM memories WHERE id NOT IN (SELECT memory_id FROM vectors) ORDER BY id")
-            stray_vec = q("SELECT memory_id FROM vectors WHERE memory_id NOT IN (SELECT id FROM memories)")
-            bad_vec = q("SELECT memory_id FROM vectors WHERE length(vector) != ? AND memory_id IN (SELECT id FROM memories)",
-                        dims * 4)
-            fts_missing = q("SELECT id FROM memories WHERE id NOT IN (SELECT id FROM memories_fts_docsize)")
-            fts_stray = q("SELECT id FROM memories_fts_docsize WHERE id NOT IN (SELECT id FROM memories)")
-            try:
-                conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)")
-                fts_ok = True
-            except Exception:
-                fts_ok = False
+            proj = check_projections(conn, dims)  # vectors and FTS: the same checks as doctor
+            live = set(q("SELECT id FROM memories"))
+            missing_vec = proj.missing_vectors
+            stray_vec = proj.orphan_vectors
+            bad_vec = [i for i in proj.bad_vectors if i in live]
+            fts_missing, fts_stray, fts_ok = proj.missing_fts, proj.orphan_fts, proj.fts_detail == "ok"
             unregistered = q("SELECT id FROM memories WHERE type = 'episode' AND id NOT IN (SELECT memory_id FROM episodes) ORDER BY id")
             stray_ep = q("SELECT e.memory_id FROM episodes e LEFT JOIN memories m ON m.id = e.memory_id "
                          "WHERE m.id IS NULL OR m.type != 'episode' OR m.scope != e.scope OR coalesce(m.session, '') != e.session")
@@ -74,7 +71,6 @@ class Reconciler:
                 spans = self.chunks_of(content) if mtype in types else []
                 if spans:
                     expected[mid] = spans
-            live = set(q("SELECT id FROM memories"))
             stale_chunks = sorted(m for m in (set(have) | set(expected)) if m in live and have.get(m, []) != expected.get(m, []))
             bad_cites = q("SELECT c.memory_id FROM citations c LEFT JOIN memories e ON e.id = c.episode_id "
                           "LEFT JOIN memories m ON m.id = c.memory_id WHERE e.id IS NULL OR m.id IS NULL OR e.type != 'episode'")

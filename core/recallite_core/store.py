@@ -7,6 +7,7 @@ import logging
 import os
 import random
 import sqlite3
+import stat
 import threading
 import time
 from typing import Iterator
@@ -55,19 +56,57 @@ class Store:
             self._check_version()
 
     # -- opening -------------------------------------------------------------------------
+    def _resolve_symlink(self, path: str) -> str:
+        """Symlink policy: a database path that is a symlink is followed to its target, and the
+        target is used for everything (SQLite keeps -wal/-shm next to it); but only when the
+        target (or, for a dangling link, the directory it points into) belongs to this user. A
+        link planted in a shared directory cannot redirect our writes into another user's file."""
+        if not os.path.islink(path):
+            return path
+        real = os.path.realpath(path)
+        probe = real if os.path.exists(real) else os.path.dirname(real)
+        try:
+            owner = os.stat(probe).st_uid
+        except OSError:
+            return real  # the missing-directory check names it
+        if owner != os.geteuid() and not self.read_only:
+            raise StoreError(
+                f"{path} is a symlink to {real}, which belongs to another user (uid {owner}). recallite does not "
+                "follow symlinks into files it does not own; point --db at a file of yours. Nothing was changed."
+            )
+        return real
+
+    def _check_writable(self, path: str, parent: str) -> None:
+        """Clear errors, before SQLite tries, for a read-only file or directory."""
+        if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
+            st = os.stat(path)
+            raise StoreError(
+                f"{path} is read-only for this user (mode {oct(stat.S_IMODE(st.st_mode))}, owner uid {st.st_uid}). "
+                f"Make it writable (chmod u+rw {path}) or choose another --db; the file was left untouched."
+            )
+        if not os.access(parent, os.W_OK | os.X_OK) and not (os.path.exists(path) and os.path.exists(path + "-shm")):
+            raise StoreError(
+                f"The directory {parent} is not writable, and SQLite needs to create "
+                f"{os.path.basename(path)}-wal and -shm next to the database. Make the directory writable or choose "
+                "another --db; nothing was changed."
+            )
+
     def _connect(self) -> sqlite3.Connection:
         path = self.path
         if path is not None:
+            path = self.path = self._resolve_symlink(path)
             parent = os.path.dirname(path) or "."
             if not os.path.isdir(parent):
                 raise StoreError(f"The directory {parent} does not exist. Create it, or choose another --db path.")
             if os.path.isdir(path):
                 raise StoreError(f"{path} is a directory. Point --db at a file inside it, e.g. {os.path.join(path, 'agent-memory.db')}.")
+            if not self.read_only:
+                self._check_writable(path, parent)
             if not self.read_only and not os.path.exists(path):
                 # Create the file ourselves so it is private from the first byte; SQLite gives
                 # the -wal and -shm files the same mode as the database.
                 try:
-                    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+                    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600)
                     os.close(fd)
                 except FileExistsError:
                     pass
@@ -87,10 +126,6 @@ class Store:
                 timeout=self.busy_timeout_ms / 1000.0,
             )
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-            if path is not None and not self.read_only:
-                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-                if str(mode).lower() != "wal":
-                    log.warning("Could not switch %s to WAL (got %s); concurrent readers will block.", path, mode)
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA temp_store = MEMORY")
@@ -133,13 +168,31 @@ class Store:
             self.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='memories'").fetchone()
         )
 
+    def _enable_wal(self) -> None:
+        """Switch to WAL only once the file is known to be ours (or new): the switch rewrites the
+        header of the file, and a foreign or newer database must be left byte for byte as it was."""
+        if self.path is None:
+            return
+        try:
+            mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        except sqlite3.Error as exc:
+            raise _explain(exc, self.path) from exc
+        if str(mode).lower() != "wal":
+            log.warning("Could not switch %s to WAL (got %s); concurrent readers will block.", self.path, mode)
+
     def _migrate(self) -> None:
         self._check_version()
-        applied = set(self._applied())
-        pending = [(n, sql) for n, sql in MIGRATIONS if n not in applied]
-        if not pending:
+        self._enable_wal()
+        if all(n in set(self._applied()) for n, _ in MIGRATIONS):
             return
         with self.transaction() as conn:
+            # Again under the write lock: another process opening the same new file may have
+            # migrated it between our check and our BEGIN IMMEDIATE.
+            self._check_version()
+            applied = set(self._applied())
+            pending = [(n, sql) for n, sql in MIGRATIONS if n not in applied]
+            if not pending:
+                return
             conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
             for name, sql in pending:
                 # executescript would COMMIT our transaction; run statement by statement.

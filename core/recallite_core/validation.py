@@ -94,12 +94,18 @@ def check_tags(tags: Any, limits: Limits) -> list[str]:
     return out
 
 
-def _depth(value: Any, level: int = 0) -> int:
-    if isinstance(value, dict):
-        return max([_depth(v, level + 1) for v in value.values()], default=level + 1)
-    if isinstance(value, list):
-        return max([_depth(v, level + 1) for v in value], default=level + 1)
-    return level
+def _too_deep(value: Any, limit: int) -> bool:
+    """True when containers nest deeper than ``limit``. Iterative: a hostile 100 000-level
+    document must not hit Python's recursion limit."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        v, level = stack.pop()
+        if isinstance(v, (dict, list)):
+            level += 1
+            if level > limit:
+                return True
+            stack.extend((c, level) for c in (v.values() if isinstance(v, dict) else v))
+    return False
 
 
 def check_metadata(metadata: Any, limits: Limits) -> dict[str, Any]:
@@ -107,6 +113,8 @@ def check_metadata(metadata: Any, limits: Limits) -> dict[str, Any]:
         return {}
     if not isinstance(metadata, dict):
         raise InvalidInputError("metadata must be a JSON object (a dict of string keys).")
+    if _too_deep(metadata, limits.max_metadata_depth):
+        raise InvalidInputError(f"metadata nests deeper than {limits.max_metadata_depth} levels. Flatten it.")
     try:
         encoded = json.dumps(metadata, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
@@ -115,8 +123,6 @@ def check_metadata(metadata: Any, limits: Limits) -> dict[str, Any]:
         raise ContentTooLargeError(
             f"metadata is {len(encoded.encode())} bytes as JSON; the limit is {limits.max_metadata_bytes}."
         )
-    if _depth(metadata) > limits.max_metadata_depth:
-        raise InvalidInputError(f"metadata nests deeper than {limits.max_metadata_depth} levels. Flatten it.")
     return json.loads(encoded)
 
 

@@ -1,0 +1,208 @@
+"""Secret redaction: find credentials in text before it is stored. Pure functions, no I/O.
+
+Each finding is replaced by ``[REDACTED:<kind>]``. The rules aim at the secrets people paste
+into chats (provider API keys, tokens, private keys, passwords in URLs and .env lines) and
+leave alone what only looks random: git SHAs, UUIDs, base64 blobs in prose, documentation
+placeholders (``sk-xxxx…``, ``AKIA…EXAMPLE``, ``<your-token>``, ``${DB_PASSWORD}``) and prose
+about passwords ("the password reset flow").
+
+Placeholder rule (documented in the README): a candidate value is *not* a secret when it is
+empty, starts with ``$``, ``%``, ``<``, ``{{`` or ``[REDACTED``, contains ``example``, ``your``,
+``placeholder``, ``dummy``, ``changeme``, ``redacted``, ``...`` or ``…``, has a run of 6 or
+more identical characters (``xxxxxx``), is a bare placeholder word (``password``, ``secret``,
+``token``, ``pass``, ``none``, ``null``, ``true``, ``false``, ``***``), or uses at most 4
+distinct characters.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+MARK = "[REDACTED:{kind}]"
+
+_PLACEHOLDER_WORDS = ("example", "your", "placeholder", "dummy", "changeme", "change_me", "redacted", "...", "…",
+                      "sample", "fake", "lorem")
+_BARE_PLACEHOLDERS = frozenset({
+    "password", "passwd", "pass", "secret", "token", "apikey", "api_key", "key", "none", "null", "nil", "true",
+    "false", "yes", "no", "on", "off", "undefined", "empty", "required", "optional", "string", "value", "xxx",
+    "***", "****", "*****", "hunter2example", "test", "testing", "todo", "tbd", "n/a", "na",
+})
+_RUN = re.compile(r"(.)\1{5,}")
+
+
+def looks_placeholder(value: str) -> bool:
+    """True for values that document a secret's shape without being one."""
+    v = value.strip().strip("\"'`")
+    if not v:
+        return True
+    low = v.lower()
+    if low.startswith(("$", "%", "<", "{{", "[redacted", "${", "#")):
+        return True
+    if low in _BARE_PLACEHOLDERS:
+        return True
+    if any(w in low for w in _PLACEHOLDER_WORDS):
+        return True
+    if _RUN.search(v):
+        return True
+    return len(set(v)) <= 4
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    start: int
+    end: int  # the span replaced by the marker
+
+
+# -- rules ---------------------------------------------------------------------------------------------
+# (kind, pattern, group of the secret part (0 = whole match), extra check on the secret part)
+Rule = tuple[str, "re.Pattern[str]", int, Callable[[str], bool]]
+
+
+def _has_digit_and_letter(s: str) -> bool:
+    return any(c.isdigit() for c in s) and any(c.isalpha() for c in s)
+
+
+def _always(_: str) -> bool:
+    return True
+
+
+# A whole block; a block pasted without its END line runs to the last base64 line.
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+    r"(?:.{0,16384}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?:[ \t]*\r?\n?[ \t]*[A-Za-z0-9+/=]{4,})*)",
+    re.S,
+)
+
+RULES: list[Rule] = [
+    # Anthropic before OpenAI: both start with sk-.
+    ("anthropic_key", re.compile(r"(?<![\w-])sk-ant-[A-Za-z0-9_-]{20,}"), 0, _has_digit_and_letter),
+    ("openai_key", re.compile(r"(?<![\w-])sk-(?!ant-)(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}"), 0,
+     _has_digit_and_letter),
+    ("github_token", re.compile(r"(?<![\w])(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})"), 0,
+     _always),
+    ("aws_access_key_id", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Za-z0-9])"), 0,
+     _always),
+    ("aws_secret_access_key",
+     re.compile(r"(?i)aws.{0,24}?secret.{0,24}?[=:\s\"']+([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"), 1,
+     _has_digit_and_letter),
+    ("slack_token", re.compile(r"(?<![\w-])xox[abposr]-[A-Za-z0-9-]{10,}"), 0, _has_digit_and_letter),
+    ("slack_webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}"), 0, _always),
+    ("stripe_key", re.compile(r"(?<![\w])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), 0, _has_digit_and_letter),
+    ("google_api_key", re.compile(r"(?<![\w-])AIza[0-9A-Za-z_-]{35}(?![\w-])"), 0, _always),
+    ("jwt", re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0, _always),
+    ("private_key", _PRIVATE_KEY, 0, _always),
+    ("bearer_token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{16,}=*)"), 1, _has_digit_and_letter),
+    ("basic_auth", re.compile(r"(?i)\bauthorization\s*:\s*basic\s+([A-Za-z0-9+/]{8,}={0,2})"), 1, _always),
+    ("url_password", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@]{1,128}:([^\s/@]{1,256})@[\w.-]"), 1, _always),
+]
+
+# KEY=value / KEY: value where the key names a secret.
+_ASSIGN = re.compile(
+    r"""(?x)
+    (?P<q>["']?)(?P<key>[A-Za-z_][A-Za-z0-9_.-]{0,80})(?P=q)   # the key, maybe quoted (JSON / YAML)
+    [ \t]*(?P<sep>:=|=|:)[ \t]*
+    (?P<val>"[^"\n]{1,512}"|'[^'\n]{1,512}'|[^\s"',;)}\]]{1,512})
+    """
+)
+_SECRET_WORDS = frozenset({"password", "passwd", "pass", "passphrase", "pwd", "secret", "secrets", "token", "tokens",
+                           "apikey", "credential", "credentials", "privatekey", "secretkey"})
+_SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key"), ("client", "secret"), ("auth", "key"),
+                           ("signing", "key"), ("encryption", "key"), ("secret", "key"), ("master", "key"),
+                           ("session", "key"), ("app", "secret"), ("auth", "token"), ("access", "token"),
+                           ("refresh", "token")})
+# A key ending in one of these names a property of a secret, not the secret itself.
+_NOT_SECRET_TAIL = frozenset({"url", "uri", "endpoint", "host", "expiry", "expires", "expiration", "ttl", "length",
+                              "len", "min", "max", "file", "path", "dir", "name", "id", "type", "policy", "reset",
+                              "hint", "prompt", "field", "header", "env", "var", "count", "size", "timeout", "format",
+                              "required", "enabled", "rotation", "version", "label", "mode", "strength", "hash"})
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def key_names_secret(key: str) -> bool:
+    """True when an assignment's key names a credential: DB_PASSWORD, apiKey, "client_secret"."""
+    parts = [p for p in re.split(r"[_.\-\s]+", _CAMEL.sub("_", key).lower()) if p]
+    if not parts or parts[-1] in _NOT_SECRET_TAIL:
+        return False
+    if any(p in _SECRET_WORDS for p in parts):
+        return True
+    return any((a, b) in _SECRET_PAIRS for a, b in zip(parts, parts[1:]))
+
+
+def _assignment_findings(text: str) -> list[Finding]:
+    out: list[Finding] = []
+    for m in _ASSIGN.finditer(text):
+        key, sep, raw = m.group("key"), m.group("sep"), m.group("val")
+        if not key_names_secret(key):
+            continue
+        quoted = raw[:1] in "\"'"
+        val = raw[1:-1] if quoted and len(raw) >= 2 and raw[-1] == raw[0] else raw
+        if looks_placeholder(val) or val.startswith("[REDACTED"):
+            continue
+        if sep == ":" and not (quoted or m.group("q") or key.isupper()):
+            # Prose ("Password: must be 12 characters") vs YAML ("password: hunter2"): an unquoted
+            # value after a lower-case key counts only when it looks like a credential.
+            if len(val) < 6 or not any(c.isdigit() or not c.isalnum() for c in val):
+                continue
+        start = m.start("val") + (1 if quoted else 0)
+        out.append(Finding("env_secret", start, start + len(val)))
+    return out
+
+
+def find_secrets(text: str) -> list[Finding]:
+    """Non-overlapping findings, in text order."""
+    if not text:
+        return []
+    found: list[Finding] = []
+    for kind, pattern, group, check in RULES:
+        for m in pattern.finditer(text):
+            secret = m.group(group)
+            if not secret or looks_placeholder(secret) or not check(secret):
+                continue
+            found.append(Finding(kind, m.start(group), m.end(group)))
+    found.extend(_assignment_findings(text))
+    # Keep the earliest, then the longest; drop anything overlapping a kept span.
+    found.sort(key=lambda f: (f.start, -(f.end - f.start)))
+    kept: list[Finding] = []
+    for f in found:
+        if kept and f.start < kept[-1].end:
+            continue
+        kept.append(f)
+    return kept
+
+
+def redact_text(text: str) -> tuple[str, list[str]]:
+    """``text`` with every secret replaced by ``[REDACTED:kind]``, and the kinds found."""
+    findings = find_secrets(text)
+    if not findings:
+        return text, []
+    parts: list[str] = []
+    pos = 0
+    for f in findings:
+        parts.append(text[pos : f.start])
+        parts.append(MARK.format(kind=f.kind))
+        pos = f.end
+    parts.append(text[pos:])
+    return "".join(parts), [f.kind for f in findings]
+
+
+def redact_value(value: Any, kinds: list[str], key: str | None = None) -> Any:
+    """Redact every string inside a JSON value; a string under a key that names a secret
+    (``{"password": "..."}``) is redacted whole."""
+    if isinstance(value, str):
+        if key is not None and key_names_secret(key) and not looks_placeholder(value) and not value.startswith("[REDACTED"):
+            kinds.append("named_secret")
+            return MARK.format(kind="named_secret")
+        text, found = redact_text(value)
+        kinds.extend(found)
+        return text
+    if isinstance(value, dict):
+        return {k: redact_value(v, kinds, k if isinstance(k, str) else None) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_value(v, kinds) for v in value]
+    return value
+
+
+__all__ = ["Finding", "RULES", "find_secrets", "redact_text", "redact_value", "looks_placeholder", "key_names_secret", "MARK"]
