@@ -290,6 +290,33 @@ def reindex(ctx, db, scope, embedder, log_level):
 
 @main.command()
 @common_options
+@click.option("--repair", is_flag=True, help="Fix the drift found (re-embeds only what is missing).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@handle_errors
+def reconcile(ctx, db, scope, embedder, log_level, repair, as_json):
+    """Find (and with --repair fix) drift between memories and their projections: vectors, keyword
+    index, conversation turns, chunks, citations, session summaries. Exit 1 if drift remains."""
+    s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    with open_engine(s) as mem:
+        report = mem.reconcile(repair=repair)
+    if as_json:
+        emit_json(report.model_dump(mode="json"))
+    else:
+        click.echo(f"{report.memories} memories, {report.vectors} vectors, {report.chunks} chunks")
+        if not report.drift:
+            click.echo("no drift: every projection matches the memories table")
+        else:
+            click.echo(table(["drift", "count", "repaired", "fix", "ids"],
+                             [[d.kind, d.count, d.repaired, d.fix, shorten(", ".join(d.ids), 40)] for d in report.drift]))
+            if not repair:
+                click.echo("run `recallite-mcp reconcile --repair` to fix it")
+    if not report.ok:
+        sys.exit(1)
+
+
+@main.command()
+@common_options
 @click.pass_context
 @handle_errors
 def vacuum(ctx, db, scope, embedder, log_level):

@@ -49,6 +49,12 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
               f"{proj.vectors} vectors for {proj.memories} memories" + ("; " + "; ".join(vec_problems) + fix if vec_problems else ""))
         check("keyword index", proj.fts_ok,
               f"FTS index matches the memories table ({proj.fts_rows} rows)" if proj.fts_ok else "; ".join(fts_problems) + fix)
+        try:
+            rec = mem.reconcile()
+            check("projections", rec.ok, "vectors, keyword index, turns, chunks, citations and summaries match the memories"
+                  if rec.ok else "; ".join(f"{d.kind} {d.count}" for d in rec.drift) + ": run `recallite-mcp reconcile --repair`")
+        except RecalliteError as exc:
+            check("projections", False, str(exc))
         if path:
             bad = []
             for suffix in ("", "-wal", "-shm"):

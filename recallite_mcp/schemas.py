@@ -46,6 +46,25 @@ class FeedbackOut(BaseModel):
     duplicate: bool = Field(description="True when this client_key was already applied; nothing changed.")
 
 
+class TurnOut(BaseModel):
+    """A conversation turn (episode) with where it sits."""
+
+    id: str
+    role: str
+    session: Optional[str]
+    seq: int
+    timestamp: str = Field(description="When it was said (ISO 8601, UTC).")
+    content: str
+    scope: str
+
+    @classmethod
+    def of(cls, m: Memory) -> "TurnOut":
+        ep = m.episode
+        return cls(id=m.id, role=ep.role if ep else m.type, session=ep.session if ep else m.session,
+                   seq=ep.seq if ep else 0, timestamp=(ep.timestamp if ep else m.created_at).isoformat(),
+                   content=m.content, scope=m.scope)
+
+
 class HitOut(BaseModel):
     id: str
     type: str
@@ -64,6 +83,8 @@ class HitOut(BaseModel):
     level: str = Field(description="user: a user-level memory seen from every project; project: this project's.")
     trust: Optional[float] = Field(None, description="Trust score 0.1..1 (source credibility, contradictions, corroboration, age).")
     layer: str = Field("semantic", description="working (this session, RAM only), episodic, semantic or procedural.")
+    turn: Optional[TurnOut] = Field(None, description="For a conversation turn: its role, session, position and time.")
+    window: list[TurnOut] = Field(default_factory=list, description="With window > 0: the turn and its neighbours, in order.")
 
     @classmethod
     def of(cls, hit: RecallHit, user_scope: str = "user") -> "HitOut":
@@ -73,6 +94,7 @@ class HitOut(BaseModel):
             level="user" if m.scope == user_scope else "project",
             confidence=round(m.confidence, 4), usefulness=round(m.usefulness, 4), score=hit.score, rank=hit.rank,
             reasons=hit.reasons, warnings=hit.warnings, source=m.source.type, trust=hit.trust, layer=m.layer or "semantic",
+            turn=TurnOut.of(m) if m.episode else None, window=[TurnOut.of(w) for w in hit.window],
         )
 
 
@@ -158,6 +180,29 @@ class UpdateOut(BaseModel):
 class ForgetOut(BaseModel):
     id: str
     deleted: bool
+    orphans: list[str] = Field(default_factory=list, description="Memories whose every cited source is now gone (kept unless orphans=remove).")
+    removed: list[str] = Field(default_factory=list, description="Orphans deleted too (orphans=remove).")
+
+
+class TurnArg(BaseModel):
+    """One turn to record."""
+
+    role: str = Field(description="Who spoke: user, assistant, system, tool, a person's name; or event.")
+    content: str = Field(description="What was said, verbatim.")
+    timestamp: Optional[str] = Field(None, description="When (ISO 8601, e.g. 2024-05-08T13:56:00Z); now if omitted.")
+    metadata: Optional[dict[str, Any]] = Field(None, description="Free JSON (message id, channel, ...).")
+    category: Optional[str] = Field(None, description="Optional label to filter on later.")
+
+
+class RecordOut(BaseModel):
+    session: str
+    scope: str
+    turns: list[TurnOut] = Field(description="The recorded turns with their ids and positions (seq).")
+
+
+class WhyOut(BaseModel):
+    id: str
+    sources: list[TurnOut] = Field(description="The conversation turns the memory came from, in order (empty: no recorded source).")
 
 
 class StatsOut(Stats):

@@ -33,12 +33,16 @@ from .schemas import (
     HitOut,
     MemoryOut,
     RecallOut,
+    RecordOut,
     RelateOut,
     RelationOut,
     RememberOut,
     StatsOut,
+    TurnArg,
+    TurnOut,
     UpdateOut,
     UsefulnessChangeOut,
+    WhyOut,
 )
 from .scoping import ScopeDecision, level_for
 from .sessions import connection_key
@@ -55,7 +59,8 @@ T = TypeVar("T")
 INSTRUCTIONS = (
     "Persistent memory that learns from outcomes. At the start of a task call recallite_context with the task; "
     "when you learn a durable rule, preference, lesson or fix call recallite_remember; when the task ends call "
-    "recallite_feedback with the retrieval_id and success/failure and the memory ids you used."
+    "recallite_feedback with the retrieval_id and success/failure and the memory ids you used. In a conversation, "
+    "record its turns with recallite_record and pass session= to recallite_context; cite the turns a fact came from."
 )
 
 
@@ -257,6 +262,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         profile: Annotated[ProfileArg, Field(description="Ranking profile: planner favours procedures and constraints, coder/debugger lessons, assistant preferences.")] = "default",
         scope: Annotated[Optional[str], Field(description="Another project scope to search instead of the active one (user-level memories are always included).")] = None,
         format: Annotated[Literal["markdown", "xml", "plain", "compact"], Field(description="markdown/xml/plain: full memories; compact: one line per memory (id, type, title, confidence, warnings) so you see twice as many; open the ones you need with recallite_get.")] = "markdown",
+        session: Annotated[Optional[str], Field(description="The conversation you are in (the session id you record turns under): its last turns and a running summary of the earlier ones come first, within the same budget.")] = None,
         min_trust: Annotated[Optional[float], Field(ge=0, le=1, description="Leave out memories whose trust score (0.1..1) is lower, e.g. 0.5 to drop unconfirmed LLM-written ones.")] = None,
         include_teams: Annotated[bool, Field(description="Also search the team scopes this project shares into.")] = False,
         expand_beliefs: Annotated[bool, Field(description="Also add memories linked to the results (causes, supports, requires, contradicts).")] = False,
@@ -270,7 +276,8 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         n = limit or (20 if format == "compact" else 10)
         r = st.memory.build_context(query, max_tokens=max_tokens, format=format, limit=n, types=types,
                                     profile=profile, scope=scopes, min_trust=min_trust, include_teams=include_teams,
-                                    expand_beliefs=expand_beliefs, working_session=working_session(st, ctx))
+                                    expand_beliefs=expand_beliefs, working_session=working_session(st, ctx),
+                                    conversation=session)
         st.last_retrieval_id = r.retrieval_id
         return ContextOut(context=r.context, retrieval_id=r.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
                           truncated=r.truncated, omitted=r.omitted, scope=scopes[0])
@@ -289,6 +296,8 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         level: Annotated[Optional[Literal["project", "user"]], Field(description="user: follows the user into every project (default for preferences); project: this project only (default for everything else).")] = None,
         source: Annotated[SourceArg, Field(description="Who wrote it: agent (you, from what you observed), llm (generated or inferred text), tool (tool output), imported, user (the user said it verbatim).")] = "agent",
         source_id: Annotated[Optional[str], Field(description="Optional id of the writer (agent name, run id).")] = None,
+        cites: Annotated[Optional[list[str]], Field(description="Ids of the conversation turns (from recallite_record or a recall) this was learned from; recallite_why returns them.")] = None,
+        category: Annotated[Optional[str], Field(description="Optional label (e.g. health, work) that recall can filter on.")] = None,
         working: Annotated[bool, Field(description="Keep it only in this session's working memory (RAM, never written to disk): a scratch note for the current task. It is promoted to permanent memory if it keeps being used, or with recallite_update action=promote.")] = False,
         valid_until: Annotated[Optional[str], Field(description="ISO 8601 date/time after which the memory expires and leaves recall, e.g. 2026-03-31 (a temporary rule, a freeze, a promo).")] = None,
     ) -> RememberOut:
@@ -302,16 +311,20 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         src = source
         if src in ("user", "system") and not st.settings.trust_client_sources:
             src = "agent"  # a client cannot vouch for itself unless the server is told to trust it
+        if cites:
+            guard_memories(st, ctx, cites)
         if working:
             if valid_until:
                 raise ToolError("valid_until is for stored memories; working entries end with the session.")
+            if cites or category:
+                raise ToolError("cites and category are for stored memories; a working entry has neither.")
             m = st.memory.remember_working(content, session=working_session(st, ctx), type=type, title=title, tags=tags,
                                            metadata=metadata, importance=importance, source={"type": src, "id": source_id},
                                            scope=write_scope(st, ctx, scope, type, level))
         else:
             m = st.memory.remember(content, type=type, title=title, tags=tags, metadata=metadata, importance=importance,
                                    scope=write_scope(st, ctx, scope, type, level), source={"type": src, "id": source_id},
-                                   valid_until=valid_until)
+                                   valid_until=valid_until, cites=cites, category=category)
         return RememberOut(id=m.id, status=m.status, type=m.type, title=m.title, scope=m.scope, source=m.source.type,
                            duplicate_of=m.duplicate_of, layer=m.layer or "semantic")
 
@@ -384,6 +397,10 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         scope: Annotated[Optional[str], Field(description="Another project scope to search instead of the active one (user-level memories are always included).")] = None,
         include_inactive: Annotated[bool, Field(description="Also return deprecated and superseded memories.")] = False,
         min_score: Annotated[Optional[float], Field(description="Drop hits scoring below this.")] = None,
+        session: Annotated[Optional[str], Field(description="Only memories of this conversation (session id).")] = None,
+        roles: Annotated[Optional[list[str]], Field(description="Only conversation turns of these speakers (user, assistant, a name).")] = None,
+        categories: Annotated[Optional[list[str]], Field(description="Only memories with these categories.")] = None,
+        window: Annotated[int, Field(ge=0, le=10, description="For each conversation turn found, also return this many neighbouring turns on each side (each turn once).")] = 0,
         min_trust: Annotated[Optional[float], Field(ge=0, le=1, description="Leave out memories whose trust score (0.1..1) is lower.")] = None,
         include_teams: Annotated[bool, Field(description="Also search the team scopes this project shares into.")] = False,
         expand_beliefs: Annotated[bool, Field(description="Also add memories linked to the results (causes, supports, requires, contradicts), marked belief-expansion.")] = False,
@@ -395,7 +412,8 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         r = st.memory.recall(query, limit=limit, types=types, profile=profile, scope=scopes,
                              include_inactive=include_inactive, min_score=min_score, min_trust=min_trust,
                              include_teams=include_teams, expand_beliefs=expand_beliefs,
-                             working_session=working_session(st, ctx))
+                             working_session=working_session(st, ctx), session=session, roles=roles,
+                             categories=categories, expand_episodes=window or None)
         st.last_retrieval_id = r.retrieval_id
         return RecallOut(retrieval_id=r.retrieval_id, scope=scopes[0],
                          memories=[HitOut.of(h, st.settings.user_scope) for h in r.memories])
@@ -482,14 +500,54 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
     def recallite_forget(
         id: Annotated[str, Field(description="The memory to delete, e.g. mem_12.")],
         ctx: Context,
+        orphans: Annotated[Literal["report", "remove"], Field(description="Memories that cited only this turn: report them (default) or remove them too.")] = "report",
         vacuum: Annotated[bool, Field(description="Also rewrite the database file so the deleted text leaves the disk (slower; use when the memory held something private).")] = False,
     ) -> ForgetOut:
-        """Hard-delete a memory with its links and index entries. Only when the user asks to forget
-        something; to retire a wrong memory prefer recallite_update action=deprecate."""
+        """Hard-delete a memory with its links and index entries (for a conversation turn: its chunks and
+        citations too; facts left without any source are reported, or removed with orphans=remove). Only
+        when the user asks to forget something; to retire a wrong memory prefer recallite_update action=deprecate."""
         st = state_of(ctx)
         guard_memories(st, ctx, [id])
-        st.memory.forget(id, vacuum=vacuum)
-        return ForgetOut(id=id, deleted=True)
+        r = st.memory.forget(id, vacuum=vacuum, orphans=orphans)
+        return ForgetOut(id=id, deleted=r.deleted, orphans=r.orphans, removed=r.removed)
+
+    @server.tool(title="Record conversation turns", annotations=writes)
+    @edge
+    def recallite_record(
+        session: Annotated[str, Field(min_length=1, description="The conversation's id; use the same one for every turn of a conversation.")],
+        turns: Annotated[list[TurnArg], Field(min_length=1, max_length=200, description="One or more turns in the order they happened: role, content, optional timestamp, metadata, category.")],
+        ctx: Context,
+        scope: Annotated[Optional[str], Field(description="Store in this scope instead of the active project scope.")] = None,
+    ) -> RecordOut:
+        """Record what was said, verbatim: raw conversation turns (or events) with their role, order and
+        time. Recall finds them later (long turns are searched sentence by sentence) with their
+        neighbouring turns; recallite_context with session= shows the last turns and a running summary;
+        facts you remember with cites=[turn ids] can be traced back with recallite_why."""
+        st = state_of(ctx)
+        target = write_scope(st, ctx, scope, "episode", None)
+        mems = st.memory.record_turns(
+            [{"role": t.role, "content": t.content, "timestamp": t.timestamp, "metadata": t.metadata, "category": t.category}
+             for t in turns],
+            session=session, scope=target, source={"type": "agent"},
+        )
+        return RecordOut(session=session, scope=target, turns=[TurnOut.of(m) for m in mems])
+
+    @server.tool(title="Why do you think that? Sources of a memory", annotations=read_only)
+    @edge
+    def recallite_why(
+        id: Annotated[str, Field(description="The memory to explain, e.g. mem_12.")],
+        ctx: Context,
+        window: Annotated[int, Field(ge=0, le=10, description="Also return this many neighbouring turns around each source.")] = 0,
+    ) -> WhyOut:
+        """The conversation turns a memory came from (its citations, and those of the memories it was
+        derived from), in conversation order. Use it when asked why you believe something."""
+        st = state_of(ctx)
+        guard_memories(st, ctx, [id])
+        sources = st.memory.why(id, window=window)
+        if st.settings.isolate_scopes:
+            allowed = allowed_scopes(st, ctx)
+            sources = [m for m in sources if m.scope in allowed]
+        return WhyOut(id=id, sources=[TurnOut.of(m) for m in sources])
 
     # -- resources and prompt ----------------------------------------------------------------------------
     @server.resource("recallite://stats", name="stats", title="Memory stats", mime_type="application/json")

@@ -117,3 +117,30 @@ def test_examples_run(script, tmp_path):
                          timeout=300, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip()
+
+
+def test_reconcile_reports_and_repairs(run):
+    run("add", "reconcile me")
+    assert "no drift" in run("reconcile").output
+    import sqlite3
+
+    c = sqlite3.connect(run.db)
+    c.execute("DELETE FROM vectors")
+    c.commit()
+    c.close()
+    res = run("reconcile", ok=False)
+    assert res.exit_code == 1 and "missing_vectors" in res.output and "--repair" in res.output
+    doc = json.loads(run("doctor", "--json", ok=False).output)
+    assert not next(c for c in doc["checks"] if c["check"] == "projections")["ok"]
+    fixed = json.loads(run("reconcile", "--repair", "--json").output)
+    assert fixed["ok"] and fixed["drift"][0]["repaired"] == 1
+    assert json.loads(run("reconcile", "--json").output)["drift"] == []
+
+
+def test_conversation_memory_example_runs(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "core"), str(ROOT)]))
+    res = subprocess.run([sys.executable, str(ROOT / "examples" / "conversation_memory.py"), "--embedder", "hash"],
+                         capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "Biscuit" in out and "source turns" in out and "session 1, turn" in out

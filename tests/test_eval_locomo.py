@@ -44,3 +44,9 @@ def test_harness_on_a_slice_matches_the_reference_scorer(tmp_path):
         assert abs(ref["overall"][key] - ours[key] * scale) < 1e-3, (key, ours[key], ref["overall"][key])
     report = locomo.format_report(res)
     assert "keyword-only" in report and "vector-only" in report and "nDCG@10" in report
+
+
+def test_rerank_mode_and_chunk_ablation_on_a_slice(tmp_path):
+    res = locomo.evaluate(str(BENCH), embedder="hash", conversations=1, modes=["hybrid+overlap-rerank"], chunks=False)
+    m = res["modes"]["hybrid+overlap-rerank"]["metrics"]["all"]
+    assert m["n"] == res["queries"] and 0.2 < m["recall@10"] <= 1.0

@@ -83,3 +83,11 @@ def test_uvx_from_checkout_serves_mcp(tmp_path):
 
     names = anyio.run(run)
     assert "recallite_context" in names
+
+
+def test_conversation_memory_example_runs(tmp_path):
+    section = README.split("## Conversation memory", 1)[1].split("\n## ", 1)[0]
+    code = re.findall(r"```python\n(.*?)```", section, flags=re.S)[0]
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "Biscuit" in res.stdout and "s1 1 user" in res.stdout

@@ -11,22 +11,25 @@ pytestmark = pytest.mark.anyio
 
 CONTRACT = {
     "recallite_context": (["query"], ["expand_beliefs", "format", "include_teams", "limit", "max_tokens", "min_trust", "profile",
-                                      "query", "scope", "types"],
+                                      "query", "scope", "session", "types"],
                           ["context", "memory_ids", "omitted", "retrieval_id", "scope", "tokens", "truncated"]),
-    "recallite_remember": (["content"], ["content", "importance", "level", "metadata", "scope", "source", "source_id", "tags", "title",
-                                         "type", "valid_until", "working"],
+    "recallite_remember": (["content"], ["category", "cites", "content", "importance", "level", "metadata", "scope", "source",
+                                         "source_id", "tags", "title", "type", "valid_until", "working"],
                            ["duplicate_of", "id", "layer", "scope", "source", "status", "title", "type"]),
     "recallite_feedback": (["outcome"], ["client_key", "outcome", "reason", "retrieval_id", "score", "used_memory_ids"],
                            ["changes", "duplicate", "feedback_id", "outcome", "retrieval_id", "score"]),
     "recallite_stats": ([], ["scope"], None),
     "recallite_relate": (["from_id", "relation", "to_id"], ["from_id", "relation", "to_id"], ["from_memory", "relation", "to_memory"]),
-    "recallite_recall": (["query"], ["expand_beliefs", "include_inactive", "include_teams", "limit", "min_score", "min_trust",
-                                     "profile", "query", "scope", "types"],
+    "recallite_recall": (["query"], ["categories", "expand_beliefs", "include_inactive", "include_teams", "limit", "min_score",
+                                     "min_trust", "profile", "query", "roles", "scope", "session", "types", "window"],
                          ["memories", "retrieval_id", "scope"]),
     "recallite_update": (["action", "id"], ["action", "content", "id", "layer", "reason", "source", "superseded_by", "team_scope"],
                          ["confidence", "id", "layer", "scope", "status", "superseded_by"]),
     "recallite_get": (["ids"], ["ids", "retrieval_id"], ["memories"]),
-    "recallite_forget": (["id"], ["id", "vacuum"], ["deleted", "id"]),
+    "recallite_forget": (["id"], ["id", "orphans", "vacuum"], ["deleted", "id", "orphans", "removed"]),
+    # conversation memory
+    "recallite_record": (["session", "turns"], ["scope", "session", "turns"], ["scope", "session", "turns"]),
+    "recallite_why": (["id"], ["id", "window"], ["id", "sources"]),
     # SLM-Lite
     "recallite_beliefs": (["topic"], ["depth", "include_teams", "limit", "min_trust", "scope", "topic"],
                           ["edges", "nodes", "retrieval_id", "topic"]),
@@ -62,6 +65,8 @@ async def test_tool_contract():
         assert t.annotations is not None
     assert tools["recallite_stats"].annotations.read_only_hint is True
     assert tools["recallite_get"].annotations.read_only_hint is True
+    assert tools["recallite_why"].annotations.read_only_hint is True
+    assert tools["recallite_record"].annotations.destructive_hint is False
     assert tools["recallite_forget"].annotations.destructive_hint is True
     assert tools["recallite_remember"].annotations.destructive_hint is False
     assert tools["recallite_history"].annotations.read_only_hint is True

@@ -25,7 +25,12 @@ from .errors import (
     WorkerTimeoutError,
 )
 from .models import (
+    Citation,
     ContextResult,
+    EpisodeInfo,
+    ForgetResult,
+    ReconcileReport,
+    SessionContext,
     FeedbackResult,
     Memory,
     RecallHit,
@@ -37,6 +42,7 @@ from .models import (
     Stats,
 )
 from .scan_workers import ScanPool, ScanResult, WorkerOptions
+from .rerank import RerankerUnavailableError
 from .validation import Limits
 
 __version__ = "0.1.0"
@@ -49,4 +55,6 @@ __all__ = [
     "EmbedderError", "EmbedderUnavailableError", "EmbedderMismatchError", "StoreError", "SchemaVersionError",
     "ClosedError", "ScanError", "WorkerTimeoutError", "QueueFullError", "ScanAbortedError", "WorkerCrashedError",
     "ScanPool", "ScanResult", "WorkerOptions",
+    # conversation memory
+    "EpisodeInfo", "Citation", "ForgetResult", "SessionContext", "ReconcileReport", "RerankerUnavailableError",
 ]

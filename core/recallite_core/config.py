@@ -39,6 +39,24 @@ class RecalliteConfig:
     redact_secrets: bool = True
     # Tombstones kept for incremental readers before they are pruned (readers then reload).
     max_tombstones: int = 20000
+    # Conversation memory (episodes.py). Memories of these types longer than
+    # chunk_threshold_chars are split into sentence-level chunks (about chunk_max_chars each,
+    # short sentences merged up to chunk_min_chars) that get their own vectors.
+    chunk_types: tuple[str, ...] = ("episode",)
+    chunk_threshold_chars: int = 280
+    chunk_max_chars: int = 240
+    chunk_min_chars: int = 40
+    # Running session summary: sentences kept per session, and how many are shown.
+    summary_pool: int = 24
+    summary_sentences: int = 5
+    # build_context(conversation=...): at most this share of max_tokens for the session block.
+    conversation_share: float = 0.5
+    # Optional reranking stage, off by default: None, "cross-encoder" (sentence-transformers,
+    # with rerank_model = a local model directory; nothing is downloaded) or a callable
+    # (query, texts) -> scores (higher = more relevant). Reorders the top rerank_depth hits.
+    rerank: Any = None
+    rerank_model: str | None = None
+    rerank_depth: int = 20
     # SLM-Lite: trust, working memory, behaviour capture
     trust_half_life_days: float = 180.0
     working_max_entries: int = 200  # per session; the oldest entry is archived beyond it

@@ -18,6 +18,7 @@ from .codec import encode_vector
 from .config import RecalliteConfig
 from .context import render
 from .embedder import Embedder, resolve_embedder
+from .episodes import ConversationMemory, check_category, check_names, check_orphans, check_role
 from .injection import flags_for
 from .errors import (
     ClosedError,
@@ -39,6 +40,7 @@ from .models import (
     ConsolidationGroup,
     ContextResult,
     FeedbackResult,
+    ForgetResult,
     Memory,
     RecallResult,
     Relation,
@@ -46,9 +48,10 @@ from .models import (
     Stats,
     UsefulnessChange,
 )
+from .reconcile import Reconciler
 from .retriever import RecallFilter, Retriever
 from .slm import SlmLite
-from .rows import MEMORY_COLUMNS, load_memories, memory_from_row, ts
+from .rows import MEMORY_COLUMNS, attach_extras, load_memories, memory_from_row, ts
 from .store import Store, _explain
 from .tokens import estimate_tokens
 from .validation import (
@@ -94,7 +97,7 @@ def embedding_text(title: str, content: str) -> str:
     return content
 
 
-class Recallite(SlmLite):
+class Recallite(ConversationMemory, Reconciler, SlmLite):
     """Persistent, outcome-aware agent memory in one SQLite file.
 
     Open with :meth:`open`. Every public write is one transaction; every method is safe to
@@ -362,6 +365,8 @@ class Recallite(SlmLite):
         status: str | None = None,
         allow_unsafe_status_override: bool = False,
         confidence: float | None = None,
+        category: str | None = None,
+        cites: Sequence[str | int] | None = None,
         valid_until: Any = None,
         redact_secrets: bool | None = None,
     ) -> Memory:
@@ -369,6 +374,10 @@ class Recallite(SlmLite):
 
         ``source`` (default ``{"type": "user"}``) decides trust: llm and imported memories start
         as candidates whatever ``status`` asks, unless ``allow_unsafe_status_override``.
+        ``category``: an optional label recall(categories=...) filters on. ``cites``: ids of the
+        conversation turns (episodes) it came from, see :meth:`why` (also added to a duplicate).
+        An ``episode`` stored here is an event of its session (role ``event``); use
+        :meth:`record_turn` for conversation turns.
         ``valid_until`` (datetime, ISO string or epoch seconds): after it the memory leaves default recall.
         Secrets in content, title, tags and metadata are stored as ``[REDACTED:kind]`` unless
         ``redact_secrets=False`` (default: ``config.redact_secrets``). Instruction-like text
@@ -382,22 +391,42 @@ class Recallite(SlmLite):
             valid_until=valid_until,
             redact_secrets=redact_secrets,
         )
+        cat = check_category(category)
+        cited = None if cites is None else [parse_id(c) for c in ([cites] if isinstance(cites, (str, int)) else cites)]
         with self.store.reading() as conn:
             dup = self._find_duplicate(conn, p)
         if dup is not None:
-            mem = self.get(dup)
-            mem.duplicate_of = mem.id
-            return mem
+            return self._remembered_again(dup, cat, cited)
         vec = self._embed([p.embed_text])[0]
+        plan = self._chunk_plans([p])[0]
         with self.store.transaction() as conn:
             dup = self._find_duplicate(conn, p)  # another thread or process may have won the race
             if dup is None:
                 mid = self._insert(conn, p, vec, time.time())
+                self._after_insert(conn, mid, p, plan, cat, cited)
         if dup is not None:
-            mem = self.get(dup)
-            mem.duplicate_of = mem.id
-            return mem
+            return self._remembered_again(dup, cat, cited)
         return self.get(mid)
+
+    def _after_insert(self, conn, mid: int, p: _Prepared, plan: list, category: str | None, cites: list[int] | None) -> None:
+        """Conversation memory of a new memory: episode position, chunks, category, citations."""
+        if p.type == "episode":
+            self._register_episode(conn, mid, p, "event", time.time())
+        self._write_chunks(conn, mid, plan)
+        self._set_category(conn, mid, category)
+        if cites:
+            self._cite(conn, mid, cites)
+
+    def _remembered_again(self, dup: int, category: str | None, cites: list[int] | None) -> Memory:
+        if cites or category:
+            with self.store.transaction() as conn:
+                if cites:
+                    self._cite(conn, dup, cites)
+                if category and conn.execute("SELECT 1 FROM memory_categories WHERE memory_id = ?", (dup,)).fetchone() is None:
+                    self._set_category(conn, dup, category)
+        mem = self.get(dup)
+        mem.duplicate_of = mem.id
+        return mem
 
     def remember_many(self, items: Iterable[dict], *, progress: Progress | None = None) -> list[Memory]:
         """Store many memories in one transaction with one embedding batch. All or nothing.
@@ -407,17 +436,20 @@ class Recallite(SlmLite):
         """
         self._live()
         prepared: list[_Prepared] = []
+        extras: list[tuple[str | None, list[int] | None]] = []
         for n, item in enumerate(items):
             if not isinstance(item, dict):
                 raise InvalidInputError(f"Item {n} is not a dict of remember() arguments.")
             unknown = set(item) - {
                 "content", "type", "title", "source", "tags", "metadata", "importance", "scope", "session",
-                "status", "allow_unsafe_status_override", "confidence", "valid_until", "redact_secrets",
+                "status", "allow_unsafe_status_override", "confidence", "valid_until", "redact_secrets", "category", "cites",
             }
             if unknown:
                 raise InvalidInputError(f"Item {n} has unknown fields: {', '.join(sorted(unknown))}.")
             try:
-                prepared.append(self._prepare(**item))
+                extras.append((check_category(item.get("category")),
+                               None if item.get("cites") is None else [parse_id(c) for c in item["cites"]]))
+                prepared.append(self._prepare(**{k: v for k, v in item.items() if k not in ("category", "cites")}))
             except InvalidInputError as exc:
                 raise type(exc)(f"Item {n}: {exc}") from None
         if not prepared:
@@ -433,6 +465,7 @@ class Recallite(SlmLite):
                 to_embed.append(i)
         vecs = self._embed([prepared[i].embed_text for i in to_embed])
         vec_of = dict(zip(to_embed, vecs))
+        plan_of = dict(zip(to_embed, self._chunk_plans([prepared[i] for i in to_embed])))
         ids: list[tuple[int, bool]] = []
         now = time.time()
         with self.store.transaction() as conn:
@@ -443,6 +476,7 @@ class Recallite(SlmLite):
             new_ids = dict(zip(fresh, self._insert_many(conn, [(prepared[i], vec_of[i], None) for i in fresh], now)))
             for i, p in enumerate(prepared):
                 if i in new_ids:
+                    self._after_insert(conn, new_ids[i], p, plan_of[i], *extras[i])
                     ids.append((new_ids[i], False))
                 elif i in vec_of:
                     ids.append((late[i], True))
@@ -477,9 +511,9 @@ class Recallite(SlmLite):
         mid = parse_id(memory_id)
         with self.store.reading() as conn:
             row = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (mid,)).fetchone()
-        if row is None:
-            raise MemoryNotFoundError(f"No memory mem_{mid}. List memories with list() or recall() to find ids.")
-        return memory_from_row(row)
+            if row is None:
+                raise MemoryNotFoundError(f"No memory mem_{mid}. List memories with list() or recall() to find ids.")
+            return attach_extras(conn, {mid: memory_from_row(row)})[mid]
 
     def get_many(self, memory_ids: Sequence[str | int]) -> list[Memory]:
         self._live()
@@ -516,10 +550,12 @@ class Recallite(SlmLite):
         session: str | None = None,
         limit: int = 50,
         offset: int = 0,
+        roles: Sequence[str] | None = None,
+        categories: Sequence[str] | None = None,
     ) -> list[Memory]:
         """Memories newest first, filtered. ``statuses`` defaults to every status."""
         self._live()
-        flt = self._filter(scope, types, statuses or STATUSES, tags, session)
+        flt = self._filter(scope, types, statuses or STATUSES, tags, session, roles, categories)
         lim = max(1, min(int(limit), 10_000))
         where, params = flt.sql("m")
         with self.store.reading() as conn:
@@ -528,9 +564,10 @@ class Recallite(SlmLite):
                 f"WHERE {where} ORDER BY m.id DESC LIMIT ? OFFSET ?",
                 [*params, lim, max(0, int(offset))],
             ).fetchall()
-        return [memory_from_row(r) for r in rows]
+            mems = attach_extras(conn, {r[0]: memory_from_row(r) for r in rows})
+        return [mems[r[0]] for r in rows]
 
-    def _filter(self, scope, types, statuses, tags, session) -> RecallFilter:
+    def _filter(self, scope, types, statuses, tags, session, roles=None, categories=None) -> RecallFilter:
         lim = self.limits
         scopes = None
         if scope is not None:
@@ -547,7 +584,8 @@ class Recallite(SlmLite):
         sessions = None
         if session is not None:
             sessions = (check_optional_name(session, "session", lim),)
-        return RecallFilter(scopes=scopes, statuses=sts, types=types, tags=tg or None, sessions=sessions)
+        return RecallFilter(scopes=scopes, statuses=sts, types=types, tags=tg or None, sessions=sessions,
+                            roles=check_names(roles, "roles", check_role), categories=check_names(categories, "categories", check_category))
 
     # -- recall -----------------------------------------------------------------------------------------------
     def recall(
@@ -563,12 +601,16 @@ class Recallite(SlmLite):
         tags: Sequence[str] | None = None,
         session: str | None = None,
         statuses: Sequence[str] | None = None,
+        roles: Sequence[str] | None = None,
+        categories: Sequence[str] | None = None,
+        expand_episodes: int | None = None,
         min_trust: float | None = None,
         include_teams: bool = False,
         include_expired: bool = False,
         expand_beliefs: bool = False,
         working_session: str | None = None,
         _kind: str = "recall",
+        _exclude: set[int] | None = None,
     ) -> RecallResult:
         """Hybrid recall: keyword + vector channels fused by RRF, then policy multipliers.
 
@@ -576,6 +618,10 @@ class Recallite(SlmLite):
         ``include_inactive`` (or ``statuses``) asks for them. Every call is logged as a
         retrieval whose id feedback() refers to.
 
+        ``roles`` / ``categories`` keep only turns of these speakers / memories with these
+        categories. ``expand_episodes=w`` gives every episode hit its window (the turn and w
+        neighbours each side, ``hit.window``); each episode is returned once. With
+        ``RecalliteConfig(rerank=...)`` the top hits are reranked.
         SLM-Lite options: ``min_trust`` drops memories whose trust score is lower (before the
         top-k); ``include_teams`` also searches the team scopes of ``scope``; expired memories
         (``valid_until`` passed) are left out unless ``include_expired`` or ``include_inactive``;
@@ -591,20 +637,28 @@ class Recallite(SlmLite):
         policy.check_profile(profile, self.config.profiles)
         if statuses is None:
             statuses = STATUSES if include_inactive else policy.DEFAULT_RECALL_STATUSES
-        flt = self._filter(scope, types, statuses, tags, session)
+        flt = self._filter(scope, types, statuses, tags, session, roles, categories)
         flt = self._slm_filter(flt, include_teams, include_expired or include_inactive)
         if min_score is not None:
             min_score = float(min_score)
             if not math.isfinite(min_score):
                 raise InvalidInputError("min_score must be a finite number.")
         mt = None if min_trust is None else check_unit("min_trust", min_trust, 0.0)
+        if expand_episodes is not None:
+            from .episodes import _check_window
+
+            expand_episodes = _check_window(expand_episodes)
+        depth = n + len(_exclude or ()) + (n if expand_episodes else 0)
+        if self.config.rerank is not None:
+            depth = max(depth, self.config.rerank_depth)
         qvec = self.retriever.query_vector(q)  # embedding needs no lock
         # One hold of the store lock for the read and the log write: under concurrent
         # recalls every lock hand-off costs a thread wake-up, so take it once.
         with self.store.lock:
-            hits = self.retriever.rank(q, flt, n, profile, min_score, mt, qvec=qvec)
+            hits = self.retriever.rank(q, flt, depth, profile, min_score, mt, qvec=qvec)
             if working_session is not None:
-                hits = self._merge_working(hits, q, flt, n, profile, working_session, mt, min_score)
+                hits = self._merge_working(hits, q, flt, depth, profile, working_session, mt, min_score)
+            hits = self._post_rank(q, hits, n, expand_episodes, _exclude)
             if expand_beliefs:
                 hits = hits + self._belief_neighbours(hits, flt, n, mt)
             with self.store.transaction() as conn:
@@ -637,13 +691,19 @@ class Recallite(SlmLite):
         )
 
     def build_context(
-        self, query: str, max_tokens: int = 2000, format: str = "markdown", limit: int = 10, **recall_kwargs: Any
+        self, query: str, max_tokens: int = 2000, format: str = "markdown", limit: int = 10, *,
+        conversation: str | None = None, recent_turns: int = 8, **recall_kwargs: Any
     ) -> ContextResult:
-        """recall() + format_context() in one call, with the ids and token count of what was served."""
+        """recall() + format_context() in one call, with the ids and token count of what was served.
+
+        ``conversation``: a session id whose short-term memory (its last ``recent_turns`` turns
+        and running summary) comes first, then the recalled memories, all within ``max_tokens``."""
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise InvalidInputError(f"max_tokens must be a positive whole number, got {max_tokens!r}.")
         if format not in CONTEXT_FORMATS:
             raise InvalidInputError(f"Unknown context format {format!r}. Use one of: {', '.join(CONTEXT_FORMATS)}.")
+        if conversation is not None:
+            return self._conversation_context(query, max_tokens, format, limit, conversation, recent_turns, recall_kwargs)
         result = self.recall(query, limit=limit, _kind="context", **recall_kwargs)
         return self._render(result, max_tokens, format)
 
@@ -960,8 +1020,10 @@ class Recallite(SlmLite):
         return RelationCounts(id=f"mem_{mid}", evidence_count=evidence, contradiction_count=contra, confidence=row[0])
 
     # -- deletion ---------------------------------------------------------------------------------------------------------
-    def forget(self, memory_id: str | int, *, vacuum: bool = False) -> bool:
-        """Hard-delete a memory with its vector, FTS entry, relations, retrieval items and outcomes.
+    def forget(self, memory_id: str | int, *, vacuum: bool = False, orphans: str = "report") -> ForgetResult:
+        """Hard-delete a memory with its vector, FTS entry, relations, retrieval items and outcomes,
+        its chunks and citations. The result is truthy and lists the memories that cited it and
+        have no source left (``orphans="report"``), or deletes those too (``orphans="remove"``).
         The text of queries that surfaced it, and reasons given in feedback on them, are blanked
         in the retrieval log (they may quote it).
 
@@ -969,7 +1031,9 @@ class Recallite(SlmLite):
         """
         self._live()
         mid = parse_id(memory_id)
+        check_orphans(orphans)
         with self.store.transaction() as conn:
+            before = self._before_forget(conn, mid)
             shown_in = "SELECT retrieval_id FROM retrieval_items WHERE memory_id = ?"
             conn.execute(f"UPDATE retrievals SET query = '[forgotten]' WHERE id IN ({shown_in})", (mid,))
             conn.execute(f"UPDATE feedback SET reason = NULL WHERE retrieval_id IN ({shown_in}) OR used_ids LIKE ?",
@@ -977,6 +1041,7 @@ class Recallite(SlmLite):
             cur = conn.execute("DELETE FROM memories WHERE id = ?", (mid,))
             if cur.rowcount == 0:
                 raise MemoryNotFoundError(f"No memory mem_{mid}.")
+            result = self._after_forget(conn, mid, before, orphans)
             self._prune_tombstones(conn)
         if vacuum:
             try:
@@ -986,7 +1051,7 @@ class Recallite(SlmLite):
                     f"mem_{mid} was deleted, but the file could not be rewritten yet ({exc}) Its text stays in free "
                     "pages until a vacuum succeeds: run `recallite-mcp vacuum` when the other clients are idle."
                 ) from exc
-        return True
+        return result
 
     def vacuum(self) -> None:
         """Merge the FTS index and rewrite the file, so deleted text leaves the disk."""
@@ -1051,6 +1116,7 @@ class Recallite(SlmLite):
             self.store.set_meta(conn, "dimensions", str(self.embedder.dimensions))
         with self.store.lock:
             self.index.reset()
+        self._rechunk()  # chunk vectors too, with the current embedder
         return len(rows)
 
     def consolidate(

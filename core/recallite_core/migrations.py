@@ -164,6 +164,83 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
+        "0004_episodes",
+        """
+        -- Conversation memory. A turn or event is a memory of type 'episode' (so it shares FTS,
+        -- vectors, lifecycle and feedback); this side table holds where it sits in its session.
+        -- scope/session are copied from the memory (they never change) so that a window
+        -- (same session, seq +- w) is one index range.
+        CREATE TABLE episodes (
+            memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+            scope TEXT NOT NULL,
+            session TEXT NOT NULL DEFAULT '',
+            role TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            event_at REAL NOT NULL
+        );
+        CREATE UNIQUE INDEX episodes_order ON episodes(scope, session, seq);
+        CREATE INDEX episodes_role ON episodes(role);
+
+        -- An optional free label of any memory (recall(categories=...) filters on it).
+        CREATE TABLE memory_categories (
+            memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+            category TEXT NOT NULL
+        );
+        CREATE INDEX memory_categories_category ON memory_categories(category);
+
+        -- Sentence-level chunks of long memories, each with its own vector: a projection of
+        -- memories.content (reconcile/reindex rebuild it). Same change counter as the vectors,
+        -- own tombstones, so the in-memory chunk matrix refreshes incrementally too.
+        CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            ord INTEGER NOT NULL,
+            start INTEGER NOT NULL,
+            stop INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            seq INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (memory_id, ord)
+        );
+        CREATE INDEX chunks_seq ON chunks(seq);
+        CREATE TABLE chunk_tombstones (chunk_id INTEGER NOT NULL, seq INTEGER NOT NULL);
+        CREATE INDEX chunk_tombstones_seq ON chunk_tombstones(seq);
+        INSERT INTO counters (name, value) VALUES ('chunk_tombstone_floor', 0);
+        CREATE TRIGGER chunks_seq_ai AFTER INSERT ON chunks BEGIN
+            UPDATE counters SET value = value + 1 WHERE name = 'changes';
+            UPDATE chunks SET seq = (SELECT value FROM counters WHERE name = 'changes') WHERE id = new.id;
+        END;
+        CREATE TRIGGER chunks_seq_au AFTER UPDATE OF vector ON chunks BEGIN
+            UPDATE counters SET value = value + 1 WHERE name = 'changes';
+            UPDATE chunks SET seq = (SELECT value FROM counters WHERE name = 'changes') WHERE id = new.id;
+        END;
+        CREATE TRIGGER chunks_seq_ad AFTER DELETE ON chunks BEGIN
+            UPDATE counters SET value = value + 1 WHERE name = 'changes';
+            INSERT INTO chunk_tombstones(chunk_id, seq) VALUES (old.id, (SELECT value FROM counters WHERE name = 'changes'));
+        END;
+
+        -- Provenance: a fact/preference cites the conversation turns it came from.
+        CREATE TABLE citations (
+            memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            episode_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (memory_id, episode_id)
+        );
+        CREATE INDEX citations_episode ON citations(episode_id);
+
+        -- Running extractive summary per session: a bounded pool of the most informative
+        -- sentences seen so far (JSON list of {m: memory id, s: seq, o: order, w: score, t: text}).
+        CREATE TABLE session_summaries (
+            scope TEXT NOT NULL,
+            session TEXT NOT NULL,
+            pool TEXT NOT NULL DEFAULT '[]',
+            turns INTEGER NOT NULL DEFAULT 0,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (scope, session)
+        );
+        """,
+    ),
+    (
         "0005_layers_trust",
         """
         -- SLM-Lite: expiry, the time a memory was last validated (trust decays from it) and

@@ -31,6 +31,15 @@ class Source(BaseModel):
     id: Optional[str] = None
 
 
+class EpisodeInfo(BaseModel):
+    """Where a conversation turn or event sits: its session, speaker and position."""
+
+    session: Optional[str] = None
+    role: str
+    seq: int = Field(description="Position in the session (scope + session), from 1.")
+    timestamp: datetime = Field(description="When it was said or happened (event time, not when it was stored).")
+
+
 class Memory(BaseModel):
     id: str
     type: MemoryType
@@ -57,6 +66,9 @@ class Memory(BaseModel):
     duplicate_of: Optional[str] = Field(
         default=None, description="Set when remember() found an identical memory in the scope and returned it."
     )
+    # Conversation memory (episodes.py): set for turns/events and for categorised memories.
+    episode: Optional[EpisodeInfo] = None
+    category: Optional[str] = None
     valid_until: Optional[datetime] = Field(default=None, description="After this moment the memory leaves default recall.")
     layer: Optional[Layer] = Field(
         default=None, description="working (in process only), episodic, semantic or procedural; follows from the type."
@@ -88,6 +100,7 @@ class ScoreBreakdown(BaseModel):
     outcome_factor: float = Field(1.0, description="What task outcomes did to this memory (1 = no effect).")
     contradiction_factor: float = 1.0
     final: float = 0.0
+    rerank_score: Optional[float] = None  # set when the optional reranking stage ran
 
 
 class RecallHit(BaseModel):
@@ -97,6 +110,11 @@ class RecallHit(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     breakdown: ScoreBreakdown = Field(default_factory=ScoreBreakdown)
+    window: list[Memory] = Field(
+        default_factory=list,
+        description="With recall(expand_episodes=w): the hit episode and its neighbouring turns (same session, "
+        "seq ± w) in conversation order. Each episode appears in at most one hit's window.",
+    )
     trust: Optional[float] = Field(default=None, description="Trust score in [0.1, 1] (policy.trust_score).")
 
 
@@ -233,3 +251,57 @@ class AutoContextResult(BaseModel):
     concepts: list[str]
     summary: str
     method: Literal["local", "sampling"] = "local"
+
+
+# -- conversation memory (episodes.py) -------------------------------------------------------------------
+
+
+class Citation(BaseModel):
+    memory_id: str = Field(description="The memory (a fact, preference, ...) that cites.")
+    episode_id: str = Field(description="The conversation turn it came from.")
+    created_at: datetime
+
+
+class ForgetResult(BaseModel):
+    """What forget() removed. Truthy when the memory was deleted."""
+
+    id: str
+    deleted: bool = True
+    chunks: int = Field(0, description="Chunk vectors removed with it.")
+    citations: int = Field(0, description="Citations removed with it (as source or as citing memory).")
+    orphans: list[str] = Field(
+        default_factory=list, description="Memories whose every cited source is now gone (kept with orphans='report')."
+    )
+    removed: list[str] = Field(default_factory=list, description="Orphans deleted too (orphans='remove').")
+
+    def __bool__(self) -> bool:
+        return self.deleted
+
+
+class SessionContext(BaseModel):
+    """Short-term memory of one conversation: its last turns and a running summary of the older ones."""
+
+    session: str
+    turns: list[Memory] = Field(default_factory=list, description="The last N turns, oldest first.")
+    summary: str = Field("", description="Extractive summary of the turns before those (no LLM): their most informative sentences, in order.")
+    summary_ids: list[str] = Field(default_factory=list, description="The turns the summary sentences come from.")
+    total_turns: int = 0
+
+
+class DriftItem(BaseModel):
+    kind: str
+    count: int
+    ids: list[str] = Field(default_factory=list, description="Up to 20 of the affected ids.")
+    fix: str
+    repaired: int = 0
+
+
+class ReconcileReport(BaseModel):
+    """Drift between the memories table (the truth) and its projections."""
+
+    ok: bool
+    repaired: bool
+    memories: int
+    vectors: int
+    chunks: int
+    drift: list[DriftItem] = Field(default_factory=list)

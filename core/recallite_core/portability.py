@@ -13,7 +13,8 @@ from .codec import encode_vector
 from .errors import InvalidInputError
 from .migrations import SCHEMA_VERSION
 from .models import OUTCOMES, RELATION_TYPES
-from .rows import MEMORY_COLUMNS, memory_from_row
+from .episodes import check_category, check_role, check_timestamp
+from .rows import load_memories
 from .validation import parse_id
 
 if TYPE_CHECKING:
@@ -46,20 +47,33 @@ def export_jsonl(mem: "Recallite", path: str, scope: str | None = None) -> int:
             write({"kind": "header", "format": FORMAT, "version": VERSION, "schema": SCHEMA_VERSION,
                    "embedder": mem.embedder.name, "dimensions": mem.embedder.dimensions, "exported_at": time.time(),
                    "scope": scope})
-            ids: set[int] = set()
-            for row in conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories {where} ORDER BY id", params):
-                m = memory_from_row(row)
-                ids.add(row[0])
-                d = m.model_dump(exclude={"duplicate_of"})
-                for k in ("created_at", "updated_at", "last_accessed_at", "valid_until"):
-                    d[k] = _epoch(getattr(m, k))
-                write({"kind": "memory", **d})
+            ids_list = [r[0] for r in conn.execute(f"SELECT id FROM memories {where} ORDER BY id", params)]
+            ids: set[int] = set(ids_list)
+            for start in range(0, len(ids_list), 500):
+                for mid, m in sorted(load_memories(conn, ids_list[start : start + 500]).items()):
+                    d = m.model_dump(exclude={"duplicate_of"})
+                    for k in ("created_at", "updated_at", "last_accessed_at", "valid_until"):
+                        d[k] = _epoch(getattr(m, k))
+                    if m.episode is not None:
+                        d["episode"]["timestamp"] = _epoch(m.episode.timestamp)
+                    write({"kind": "memory", **d})
             for a, b, t, eff, created in conn.execute(
                 "SELECT from_id, to_id, type, confidence_effect, created_at FROM relations ORDER BY id"
             ):
                 if a in ids and b in ids:
                     write({"kind": "relation", "from_id": f"mem_{a}", "to_id": f"mem_{b}", "type": t,
                            "confidence_effect": bool(eff), "created_at": created})
+            for a, b, created in conn.execute("SELECT memory_id, episode_id, created_at FROM citations ORDER BY rowid"):
+                if a in ids and b in ids:
+                    write({"kind": "citation", "memory_id": f"mem_{a}", "episode_id": f"mem_{b}", "created_at": created})
+            for sc, sess, pool, turns, updated in conn.execute(
+                "SELECT scope, session, pool, turns, updated_at FROM session_summaries ORDER BY scope, session"
+            ):
+                if scope and sc != scope:
+                    continue
+                entries = [dict(e, m=f"mem_{e['m']}") for e in json.loads(pool) if e["m"] in ids]
+                write({"kind": "session_summary", "scope": sc, "session": sess, "turns": turns, "updated_at": updated,
+                       "pool": entries})
             for rid, q, prof, sc, kind, ts_, tm, created in conn.execute(
                 "SELECT id, query, profile, scope, kind, tokens_served, tokens_matched, created_at FROM retrievals ORDER BY id"
             ):
@@ -131,6 +145,8 @@ def import_jsonl(mem: "Recallite", path: str, trust: str = "untrusted", progress
     memories = [(n, r) for n, r in records if r["kind"] == "memory"]
     # Validate everything before writing anything.
     prepared = []
+    extras: list[tuple[dict | None, str | None]] = []
+    now = time.time()
     for n, r in memories:
         try:
             src = r.get("source") or {"type": "user"}
@@ -145,17 +161,33 @@ def import_jsonl(mem: "Recallite", path: str, trust: str = "untrusted", progress
                 valid_until=r.get("valid_until"),
             )
             old_id = parse_id(r.get("id"))
+            ep = r.get("episode")
+            if ep is not None:
+                if not isinstance(ep, dict) or p.type != "episode":
+                    raise InvalidInputError("'episode' must be an object with role, seq and timestamp, on an episode memory.")
+                ep = {"role": check_role(ep.get("role")), "seq": ep.get("seq"), "at": check_timestamp(ep.get("timestamp"), now)}
+                if not isinstance(ep["seq"], int) or isinstance(ep["seq"], bool) or ep["seq"] < 1:
+                    raise InvalidInputError("episode.seq must be a whole number >= 1.")
+            extras.append((ep, check_category(r.get("category"))))
         except InvalidInputError as exc:
             raise InvalidInputError(f"{path} line {n}: {exc} Nothing was imported.") from None
         prepared.append((n, r, p, old_id))
     vecs = mem._embed([p.embed_text for _, _, p, _ in prepared])
-    counts = {"memories": 0, "duplicates": 0, "relations": 0, "retrievals": 0, "feedback": 0}
+    plans = mem._chunk_plans([p for _, _, p, _ in prepared], [e[0]["role"] if e[0] else None for e in extras])
+    counts = {"memories": 0, "duplicates": 0, "relations": 0, "retrievals": 0, "feedback": 0, "citations": 0}
     idmap: dict[int, int] = {}
     retmap: dict[int, int] = {}
-    now = time.time()
+    sessions: set[tuple[str, str]] = set()
     with mem.store.transaction() as conn:
         for k, ((n, r, p, old_id), vec) in enumerate(zip(prepared, vecs)):
-            dup = mem._find_duplicate(conn, p, any_status=True)
+            ep, category = extras[k]
+            if ep is not None:  # turns repeat themselves: the same turn is the same place in the same session
+                row = conn.execute(
+                    "SELECT e.memory_id FROM episodes e JOIN memories m ON m.id = e.memory_id WHERE e.scope = ? AND "
+                    "e.session = ? AND e.seq = ? AND m.content_hash = ?", (p.scope, p.session or "", ep["seq"], p.hash)).fetchone()
+                dup = row[0] if row else None
+            else:
+                dup = mem._find_duplicate(conn, p, any_status=True)
             if dup is not None:
                 idmap[old_id] = dup
                 counts["duplicates"] += 1
@@ -166,7 +198,20 @@ def import_jsonl(mem: "Recallite", path: str, trust: str = "untrusted", progress
                                                    "last_accessed_at", "created_at", "updated_at") if r.get(k2) is not None}
                 if "usefulness" in extra:
                     extra["usefulness"] = policy.clamp01(float(extra["usefulness"]))
-            idmap[old_id] = mem._insert(conn, p, vec, now, extra)
+            idmap[old_id] = mid = mem._insert(conn, p, vec, now, extra)
+            if ep is not None:
+                session = p.session or ""
+                taken = conn.execute("SELECT 1 FROM episodes WHERE scope = ? AND session = ? AND seq = ?",
+                                     (p.scope, session, ep["seq"])).fetchone()
+                seq = ep["seq"] if not taken else conn.execute(
+                    "SELECT coalesce(max(seq), 0) + 1 FROM episodes WHERE scope = ? AND session = ?", (p.scope, session)).fetchone()[0]
+                conn.execute("INSERT INTO episodes (memory_id, scope, session, role, seq, event_at) VALUES (?, ?, ?, ?, ?, ?)",
+                             (mid, p.scope, session, ep["role"], seq, ep["at"]))
+                sessions.add((p.scope, session))
+            elif p.type == "episode":
+                mem._register_episode(conn, mid, p, "event", now)
+            mem._write_chunks(conn, mid, plans[k])
+            mem._set_category(conn, mid, category)
             counts["memories"] += 1
             if progress:
                 progress(k + 1, len(prepared))
@@ -186,7 +231,13 @@ def import_jsonl(mem: "Recallite", path: str, trust: str = "untrusted", progress
         for n, r in records:
             kind = r["kind"]
             try:
-                if kind == "relation":
+                if kind == "citation":
+                    a, b = idmap.get(parse_id(r.get("memory_id"))), idmap.get(parse_id(r.get("episode_id")))
+                    if a and b and a != b and conn.execute("SELECT type FROM memories WHERE id = ?", (b,)).fetchone()[0] == "episode":
+                        cur = conn.execute("INSERT OR IGNORE INTO citations (memory_id, episode_id, created_at) VALUES (?, ?, ?)",
+                                           (a, b, r.get("created_at") or now))
+                        counts["citations"] += cur.rowcount
+                elif kind == "relation":
                     if r.get("type") not in RELATION_TYPES:
                         raise InvalidInputError(f"unknown relation type {r.get('type')!r}.")
                     a, b = idmap.get(parse_id(r.get("from_id"))), idmap.get(parse_id(r.get("to_id")))
@@ -235,7 +286,27 @@ def import_jsonl(mem: "Recallite", path: str, trust: str = "untrusted", progress
                     counts["feedback"] += 1
             except (KeyError, TypeError, ValueError) as exc:
                 raise InvalidInputError(f"{path} line {n}: malformed {kind} record ({exc}). Nothing was imported.") from None
+        _restore_summaries(mem, conn, records, idmap, sessions, restore)
     return counts
+
+
+def _restore_summaries(mem, conn, records, idmap: dict[int, int], sessions: set, restore: bool) -> None:
+    """Session summaries: as exported when restoring (ids remapped), else rebuilt from the turns."""
+    done = set()
+    if restore:
+        for _n, r in records:
+            if r["kind"] != "session_summary" or (r.get("scope"), r.get("session")) not in sessions:
+                continue
+            pool = [dict(e, m=idmap[parse_id(e["m"])]) for e in r.get("pool", []) if parse_id(e["m"]) in idmap]
+            key = (r["scope"], r["session"])
+            turns = conn.execute("SELECT count(*) FROM episodes WHERE scope = ? AND session = ?", key).fetchone()[0]
+            conn.execute(
+                "INSERT INTO session_summaries (scope, session, pool, turns, updated_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(scope, session) DO UPDATE SET pool = excluded.pool, turns = excluded.turns, updated_at = excluded.updated_at",
+                (*key, json.dumps(pool, ensure_ascii=False), turns, r.get("updated_at") or time.time()))
+            done.add(key)
+    if sessions - done:
+        mem._rebuild_summaries(conn, sorted(sessions - done))
 
 
 __all__ = ["export_jsonl", "import_jsonl", "encode_vector", "FORMAT", "VERSION"]

@@ -17,6 +17,7 @@ import numpy as np
 from . import policy
 from .config import RecalliteConfig
 from .embedder import Embedder
+from .episodes import chunk_channel, needs_id_list
 from .codec import decode_vector
 from .errors import ScanError, WorkerTimeoutError
 from .fts import fts_query, query_terms
@@ -40,6 +41,8 @@ class RecallFilter:
     types: tuple[str, ...] | None
     tags: tuple[str, ...] | None
     sessions: tuple[str, ...] | None
+    roles: tuple[str, ...] | None = None  # speakers of conversation turns (episodes.py)
+    categories: tuple[str, ...] | None = None
     valid_at: float | None = None  # leave out memories whose valid_until is not after this moment
 
     def sql(self, alias: str = "m") -> tuple[str, list]:
@@ -63,6 +66,14 @@ class RecallFilter:
                 f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE json_each.value IN ({','.join('?' * len(self.tags))}))"
             )
             params.extend(self.tags)
+        if self.roles is not None:
+            where.append(f"{alias}.id IN (SELECT memory_id FROM episodes WHERE role IN ({','.join('?' * len(self.roles))}))")
+            params.extend(self.roles)
+        if self.categories is not None:
+            where.append(
+                f"{alias}.id IN (SELECT memory_id FROM memory_categories WHERE category IN ({','.join('?' * len(self.categories))}))"
+            )
+            params.extend(self.categories)
         if self.valid_at is not None:
             where.append(f"({alias}.valid_until IS NULL OR {alias}.valid_until > ?)")
             params.append(self.valid_at)
@@ -78,11 +89,10 @@ def flags_of(mem: Memory) -> list[str]:
 
 
 def scan_filter_for(conn: sqlite3.Connection, flt: RecallFilter) -> ScanFilter:
-    """The filter a vector scan applies before its top-k (tags become an id list via SQL).
-
-    Shared by the inline scan and the worker processes, so both filter identically."""
+    """The filter a vector scan applies before its top-k (tags, roles and categories become an
+    id list via SQL). Shared by the inline scan and the worker processes, so both filter identically."""
     allowed = None
-    if flt.tags is not None:
+    if needs_id_list(flt):
         where, params = flt.sql("m")
         allowed = np.array([r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)], dtype=np.int64)
     return ScanFilter(scopes=flt.scopes, statuses=flt.statuses, types=flt.types, sessions=flt.sessions, allowed_ids=allowed)
@@ -381,6 +391,7 @@ class Retriever:
                 vec, vstats = self._pool_result(future, conn, qvec, flt, depth)
             if not use_kw:
                 kw = []
+            vec = chunk_channel(self, conn, qvec, flt, depth, vec)  # sentence chunks of long episodes (inline)
             if not use_vec:
                 vec = []
             alpha = None

@@ -6,7 +6,7 @@ import json
 import sqlite3
 from datetime import datetime, timezone
 
-from .models import Memory, Source
+from .models import EpisodeInfo, Memory, Source
 from .policy import TYPE_LAYER
 
 MEMORY_COLUMNS = (
@@ -62,4 +62,22 @@ def load_memories(conn: sqlite3.Connection, ids: list[int]) -> dict[int, Memory]
         marks = ",".join("?" * len(chunk))
         for row in conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks})", chunk):
             out[row[0]] = memory_from_row(row)
+    attach_extras(conn, out)
     return out
+
+
+def attach_extras(conn: sqlite3.Connection, mems: dict[int, Memory]) -> dict[int, Memory]:
+    """Fill ``episode`` (turn position) and ``category`` from their side tables (episodes.py)."""
+    ids = list(mems)
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        for mid, session, role, seq, event_at in conn.execute(
+            f"SELECT memory_id, session, role, seq, event_at FROM episodes WHERE memory_id IN ({marks})", chunk
+        ):
+            mems[mid].episode = EpisodeInfo(session=session or None, role=role, seq=seq, timestamp=ts(event_at))
+        for mid, category in conn.execute(
+            f"SELECT memory_id, category FROM memory_categories WHERE memory_id IN ({marks})", chunk
+        ):
+            mems[mid].category = category
+    return mems

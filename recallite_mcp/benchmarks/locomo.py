@@ -22,7 +22,24 @@ from pathlib import Path
 from typing import Any, Iterable
 
 KS = (1, 5, 10)
-MODES = {"hybrid": "hybrid", "keyword-only": "keyword", "vector-only": "vector"}
+MODES = {"hybrid": "hybrid", "keyword-only": "keyword", "vector-only": "vector", "hybrid+overlap-rerank": "hybrid"}
+
+
+def overlap_reranker(query: str, texts: list[str]) -> list[float]:
+    """A cheap lexical reranker for measuring the optional rerank stage (not a cross-encoder):
+    the share of the question's content words present in the memory text."""
+    import re
+
+    from recallite_core.fts import STOPWORDS
+
+    words = {w for w in re.findall(r"\w+", query.lower()) if w not in STOPWORDS}
+    if not words:
+        return [0.0] * len(texts)
+    return [len(words & set(re.findall(r"\w+", t.lower()))) / len(words) for t in texts]
+
+
+RERANKERS = {"hybrid+overlap-rerank": overlap_reranker}
+DEFAULT_MODES = ("hybrid", "keyword-only", "vector-only")
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -112,9 +129,10 @@ def evaluate(
     data: str | None = None,
     embedder: str = "default",
     conversations: int | None = None,
-    modes: Iterable[str] = tuple(MODES),
+    modes: Iterable[str] = DEFAULT_MODES,
     out_dir: str | None = None,
     progress=None,
+    chunks: bool = True,
 ) -> dict[str, Any]:
     from recallite_core import Recallite, RecalliteConfig
 
@@ -127,6 +145,8 @@ def evaluate(
         queries = [q for q in queries if q["conversation"] in keep]
     category = {q["id"]: q["category"] for q in queries}
     config = RecalliteConfig()
+    if not chunks:
+        config.chunk_types = ()  # ablation: long turns get no sentence chunks
     t0 = time.perf_counter()
     mem = Recallite.open(None, embedder=embedder, config=config)
     mapping = load_corpus(mem, corpus, progress)
@@ -137,6 +157,7 @@ def evaluate(
     }
     for mode in modes:
         config.channels = MODES[mode]
+        config.rerank = RERANKERS.get(mode)
         t1 = time.perf_counter()
         runs = run_queries(mem, queries, mapping)
         elapsed = time.perf_counter() - t1
@@ -155,11 +176,12 @@ def evaluate(
 
 
 def format_report(res: dict[str, Any]) -> str:
+    w = max([14] + [len(m) + 2 for m in res["modes"]])
     lines = [
         f"LoCoMo, turn level: {res['memories']} memories in {res['conversations']} scopes, {res['queries']} questions, "
         f"embedder {res['embedder']} (load {res['load_seconds']} s, total {res['total_seconds']} s)",
         "",
-        f"{'mode':<14}{'category':<13}{'n':>6}{'R@1':>8}{'R@5':>8}{'R@10':>8}{'nDCG@10':>9}{'MRR@10':>8}",
+        f"{'mode':<{w}}{'category':<13}{'n':>6}{'R@1':>8}{'R@5':>8}{'R@10':>8}{'nDCG@10':>9}{'MRR@10':>8}",
     ]
     for mode, body in res["modes"].items():
         metrics = body["metrics"]
@@ -167,7 +189,7 @@ def format_report(res: dict[str, Any]) -> str:
         for cat in order:
             m = metrics[cat]
             lines.append(
-                f"{mode:<14}{cat:<13}{m['n']:>6}{m['recall@1']:>8.3f}{m['recall@5']:>8.3f}{m['recall@10']:>8.3f}"
+                f"{mode:<{w}}{cat:<13}{m['n']:>6}{m['recall@1']:>8.3f}{m['recall@5']:>8.3f}{m['recall@10']:>8.3f}"
                 f"{m['ndcg@10']:>9.3f}{m['mrr@10']:>8.3f}"
             )
         lines.append("")
@@ -179,9 +201,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", default=None, help="benchmark folder (default: ../shared/bench)")
     ap.add_argument("--embedder", default="default", choices=["default", "onnx", "hash"])
     ap.add_argument("--conversations", type=int, default=None, help="only the first N conversations (a quick slice)")
-    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated: " + ", ".join(MODES))
+    ap.add_argument("--modes", default=",".join(DEFAULT_MODES), help="comma-separated: " + ", ".join(MODES))
     ap.add_argument("--out", default="bench-results", help="folder for run files (scorer format)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    ap.add_argument("--no-chunks", action="store_true", help="ablation: store long turns without sentence chunks")
     args = ap.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES]
@@ -194,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write("\n")
         sys.stderr.flush()
 
-    res = evaluate(args.data, args.embedder, args.conversations, modes, args.out, progress)
+    res = evaluate(args.data, args.embedder, args.conversations, modes, args.out, progress, chunks=not args.no_chunks)
     print(json.dumps(res, indent=2) if args.json else format_report(res))
     return 0
 

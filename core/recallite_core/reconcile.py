@@ -1,0 +1,181 @@
+"""reconcile/repair: find and fix drift between the memories table (the truth) and its
+projections — vectors and the FTS index (checked by health.check_projections, as doctor does),
+episode rows, chunks, citations, session summaries.
+
+Only what is missing or wrong is re-embedded; a clean store is left untouched.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .codec import encode_vector
+from .health import check_projections
+from .models import DriftItem, ReconcileReport
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine import Recallite
+
+SAMPLE = 20
+
+
+def _ids(values) -> list[str]:
+    return [f"mem_{v}" for v in list(values)[:SAMPLE]]
+
+
+class Reconciler:
+    """``Recallite.reconcile``: a mixin."""
+
+    def reconcile(self: "Recallite", repair: bool = False) -> ReconcileReport:
+        """Compare every projection with the memories table. ``repair=True`` fixes what drifted:
+        missing or malformed vectors and chunks are (re-)embedded, stray rows deleted, the FTS
+        index rebuilt, unregistered episodes given a place in their session, summaries rebuilt.
+        The report lists each kind of drift with a count, up to 20 ids and the fix."""
+        self._live()
+        dims = self.embedder.dimensions
+        drift: list[DriftItem] = []
+
+        def add(kind: str, ids, fix: str, count: int | None = None) -> DriftItem | None:
+            ids = list(ids)
+            n = len(ids) if count is None else count
+            if not n:
+                return None
+            item = DriftItem(kind=kind, count=n, ids=_ids(ids), fix=fix)
+            drift.append(item)
+            return item
+
+        with self.store.reading() as conn:
+            q = lambda sql, *a: [r[0] for r in conn.execute(sql, a)]  # noqa: E731
+            proj = check_projections(conn, dims)  # vectors and FTS: the same checks as doctor
+            live = set(q("SELECT id FROM memories"))
+            missing_vec = proj.missing_vectors
+            stray_vec = proj.orphan_vectors
+            bad_vec = [i for i in proj.bad_vectors if i in live]
+            fts_missing, fts_stray, fts_ok = proj.missing_fts, proj.orphan_fts, proj.fts_detail == "ok"
+            unregistered = q("SELECT id FROM memories WHERE type = 'episode' AND id NOT IN (SELECT memory_id FROM episodes) ORDER BY id")
+            stray_ep = q("SELECT e.memory_id FROM episodes e LEFT JOIN memories m ON m.id = e.memory_id "
+                         "WHERE m.id IS NULL OR m.type != 'episode' OR m.scope != e.scope OR coalesce(m.session, '') != e.session")
+            stray_chunks = q("SELECT DISTINCT memory_id FROM chunks WHERE memory_id NOT IN (SELECT id FROM memories)")
+            bad_chunk_vec = q("SELECT DISTINCT memory_id FROM chunks WHERE length(vector) != ? AND memory_id IN (SELECT id FROM memories)",
+                              dims * 4)
+            # chunks that differ from what the chunker makes of the current text (or are missing)
+            have: dict[int, list[tuple[int, int]]] = {}
+            for mid, a, b in conn.execute("SELECT memory_id, start, stop FROM chunks ORDER BY memory_id, ord"):
+                have.setdefault(mid, []).append((a, b))
+            types = tuple(self.config.chunk_types)
+            expected: dict[int, list[tuple[int, int]]] = {}
+            for mid, mtype, content in conn.execute("SELECT id, type, content FROM memories"):
+                spans = self.chunks_of(content) if mtype in types else []
+                if spans:
+                    expected[mid] = spans
+            stale_chunks = sorted(m for m in (set(have) | set(expected)) if m in live and have.get(m, []) != expected.get(m, []))
+            bad_cites = q("SELECT c.memory_id FROM citations c LEFT JOIN memories e ON e.id = c.episode_id "
+                          "LEFT JOIN memories m ON m.id = c.memory_id WHERE e.id IS NULL OR m.id IS NULL OR e.type != 'episode'")
+            sessions = {tuple(r) for r in conn.execute("SELECT DISTINCT scope, session FROM episodes")}
+            summaries = {}
+            for scope, session, pool, turns in conn.execute("SELECT scope, session, pool, turns FROM session_summaries"):
+                summaries[(scope, session)] = (pool, turns)
+            counts = {tuple(r[:2]): r[2] for r in conn.execute("SELECT scope, session, count(*) FROM episodes GROUP BY scope, session")}
+            import json
+
+            bad_sessions = set()
+            for key in sessions | set(summaries):
+                if key not in summaries or key not in sessions or summaries[key][1] != counts.get(key, 0):
+                    bad_sessions.add(key)
+                    continue
+                if any(e["m"] not in live for e in json.loads(summaries[key][0])):
+                    bad_sessions.add(key)
+            n_mem = len(live)
+            n_vec = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+            n_chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            meta = (self.store.get_meta("embedder"), self.store.get_meta("dimensions"))
+
+        items = {
+            "missing_vectors": add("missing_vectors", missing_vec, "embed the memories that have no vector"),
+            "stray_vectors": add("stray_vectors", stray_vec, "delete vectors whose memory is gone"),
+            "bad_vector_dimensions": add("bad_vector_dimensions", bad_vec, f"re-embed vectors that are not {dims}-dimensional"),
+            "fts_drift": add("fts_drift", fts_missing + fts_stray, "rebuild the FTS index",
+                             count=len(fts_missing) + len(fts_stray) + (0 if fts_ok else 1)),
+            "unregistered_episodes": add("unregistered_episodes", unregistered,
+                                         "give episodes without a session position one (role 'event', appended)"),
+            "stray_episode_rows": add("stray_episode_rows", stray_ep, "delete episode rows that no longer match their memory"),
+            "stray_chunks": add("stray_chunks", stray_chunks, "delete chunks whose memory is gone"),
+            "stale_chunks": add("stale_chunks", sorted(set(stale_chunks) | set(bad_chunk_vec)),
+                                "re-chunk and re-embed memories whose chunks are missing, outdated or malformed"),
+            "bad_citations": add("bad_citations", bad_cites, "delete citations whose source is gone or not an episode"),
+            "session_summaries": add("session_summaries", [], "rebuild the running summaries of these sessions",
+                                     count=len(bad_sessions)),
+        }
+        if meta != (self.embedder.name, str(dims)) and n_vec:
+            add("embedder_mismatch", [], f"stored with {meta[0]} ({meta[1]} dims): run reindex", count=1)
+        if items["session_summaries"] is not None:
+            items["session_summaries"].ids = [f"{s or '(none)'}@{sc}" for sc, s in sorted(bad_sessions)[:SAMPLE]]
+
+        if repair and drift:
+            self._repair(items, missing_vec + bad_vec, stray_vec, unregistered, stray_ep, stray_chunks,
+                         sorted(set(stale_chunks) | set(bad_chunk_vec)), bad_sessions)
+            with self.store.reading() as conn:
+                n_vec = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+                n_chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        ok = not drift or (repair and all(d.repaired >= d.count for d in drift if d.kind != "embedder_mismatch")
+                           and not any(d.kind == "embedder_mismatch" for d in drift))
+        return ReconcileReport(ok=ok, repaired=bool(repair and drift), memories=n_mem, vectors=n_vec, chunks=n_chunks,
+                               drift=drift)
+
+    def _repair(self: "Recallite", items, embed_ids, stray_vec, unregistered, stray_ep, stray_chunks, rechunk, bad_sessions):
+        from .engine import embedding_text
+
+        with self.store.reading() as conn:
+            rows = []
+            for i in range(0, len(embed_ids), 500):
+                part = embed_ids[i : i + 500]
+                rows += conn.execute(f"SELECT id, title, content FROM memories WHERE id IN ({','.join('?' * len(part))})",
+                                     part).fetchall()
+        vecs = self._embed([embedding_text(t, c) for _, t, c in rows]) if rows else np.empty((0, self.embedder.dimensions))
+        with self.store.transaction() as conn:
+            if rows:
+                conn.executemany(
+                    "INSERT INTO vectors (memory_id, vector) VALUES (?, ?) ON CONFLICT(memory_id) DO UPDATE SET vector = excluded.vector",
+                    [(r[0], encode_vector(v, self.embedder.dimensions)) for r, v in zip(rows, vecs)])
+                for key in ("missing_vectors", "bad_vector_dimensions"):
+                    if items[key]:
+                        items[key].repaired = items[key].count
+            if stray_vec:
+                conn.executemany("DELETE FROM vectors WHERE memory_id = ?", [(i,) for i in stray_vec])
+                items["stray_vectors"].repaired = len(stray_vec)
+            if items["fts_drift"]:
+                conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+                items["fts_drift"].repaired = items["fts_drift"].count
+            if stray_ep:
+                conn.executemany("DELETE FROM episodes WHERE memory_id = ?", [(i,) for i in stray_ep])
+                items["stray_episode_rows"].repaired = len(stray_ep)
+            if unregistered:
+                for mid, scope, session, created in conn.execute(
+                    f"SELECT id, scope, coalesce(session, ''), created_at FROM memories WHERE id IN ({','.join('?' * len(unregistered))}) ORDER BY id",
+                    unregistered).fetchall():
+                    seq = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM episodes WHERE scope = ? AND session = ?",
+                                       (scope, session)).fetchone()[0]
+                    conn.execute("INSERT INTO episodes (memory_id, scope, session, role, seq, event_at) VALUES (?, ?, ?, 'event', ?, ?)",
+                                 (mid, scope, session, seq, created))
+                    bad_sessions.add((scope, session))
+                items["unregistered_episodes"].repaired = len(unregistered)
+            if stray_chunks:
+                conn.executemany("DELETE FROM chunks WHERE memory_id = ?", [(i,) for i in stray_chunks])
+                items["stray_chunks"].repaired = len(stray_chunks)
+            if items["bad_citations"]:
+                conn.execute("DELETE FROM citations WHERE episode_id NOT IN (SELECT id FROM memories WHERE type = 'episode') "
+                             "OR memory_id NOT IN (SELECT id FROM memories)")
+                items["bad_citations"].repaired = items["bad_citations"].count
+            if bad_sessions:
+                for scope, session in bad_sessions:
+                    conn.execute("DELETE FROM session_summaries WHERE scope = ? AND session = ?", (scope, session))
+                self._rebuild_summaries(conn, sorted(bad_sessions))
+                if items["session_summaries"]:
+                    items["session_summaries"].repaired = items["session_summaries"].count
+            self.store.set_meta(conn, "reconciled_at", str(time.time()))
+        if rechunk:
+            self._rechunk(rechunk)
+            items["stale_chunks"].repaired = items["stale_chunks"].count
