@@ -351,13 +351,13 @@ def doctor(ctx, db, scope, embedder, log_level, as_json):
 
 @main.command("eval", context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
                                         "help_option_names": []})
-@click.argument("benchmark", type=click.Choice(["locomo"]))
+@click.argument("benchmark", type=click.Choice(["locomo", "paraphrase"]))
 @click.pass_context
 def eval_cmd(ctx, benchmark):
-    """Retrieval quality on a public benchmark: `eval locomo --data ../shared/bench` (--help there)."""
-    from .benchmarks import locomo
+    """Retrieval quality: `eval locomo --data ../shared/bench` or `eval paraphrase` (--help there)."""
+    from .benchmarks import locomo, paraphrase
 
-    sys.exit(locomo.main(list(ctx.args)) or 0)
+    sys.exit((locomo if benchmark == "locomo" else paraphrase).main(list(ctx.args)) or 0)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

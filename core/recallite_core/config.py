@@ -18,9 +18,14 @@ class RecalliteConfig:
     # (single-channel ablations for evaluation).
     fusion: str = "zscore"
     channels: str = "hybrid"
-    keyword_alpha_max: float = 0.4
+    keyword_alpha_max: float = 0.45
     keyword_coverage_ramp: tuple[float, float] = (0.1, 0.4)
     coverage_docs: int = 20  # keyword hits inspected for query-term coverage
+    # Conversation turns (z-score fusion only): a turn gains this share of its best
+    # neighbouring turn's score; turns by a speaker the query names gain speaker_boost z-units.
+    neighbour_gain: float = 0.5
+    window_keyword_weight: float = 1.0  # bm25 of a turn with its neighbours, added to the turn's own
+    speaker_boost: float = 2.0
     keyword_weight: float = 1.0
     vector_weight: float = 1.0
     rrf_k: int = 60

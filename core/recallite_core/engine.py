@@ -52,6 +52,7 @@ from .reconcile import Reconciler
 from .retriever import RecallFilter, Retriever
 from .slm import SlmLite
 from .rows import MEMORY_COLUMNS, attach_extras, load_memories, memory_from_row, ts
+from .episode_windows import rebuild_windows
 from .store import Store, _explain
 from .tokens import estimate_tokens
 from .validation import (
@@ -1108,6 +1109,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
                 conn.executemany("INSERT INTO vectors (memory_id, vector) VALUES (?, ?)",
                                  [(r[0], encode_vector(v)) for r, v in zip(late, lv)])
             conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+            rebuild_windows(conn)
             # Every reader reloads from scratch: cheaper than replaying a tombstone per row.
             top = conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
             conn.execute("DELETE FROM tombstones")

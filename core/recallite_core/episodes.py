@@ -32,6 +32,7 @@ from .models import Citation, ForgetResult, Memory, RecallHit, SessionContext
 from .policy import DEFAULT_RECALL_STATUSES
 from .rows import load_memories, ts
 from .tokens import estimate_tokens, truncate_to_tokens
+from .episode_windows import write_windows
 from .validation import check_optional_name, clean_text, derive_title, parse_id
 from .vector_index import ScanFilter, VectorIndex
 
@@ -483,6 +484,7 @@ class ConversationMemory:
             (mid, p.scope, session, role, seq, event_at),
         )
         self._summarise(conn, p.scope, session, [(mid, seq, role, p.content)])
+        write_windows(conn, p.scope, session, (seq - 1, seq))  # the previous turn's window now has a next
         return seq
 
     def _set_category(self, conn, mid: int, category: str | None) -> None:

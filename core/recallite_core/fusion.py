@@ -67,6 +67,7 @@ def zscore_fusion(
     alpha: float,
     keyword_std_floor: float = 0.5,
     vector_std_floor: float = 0.05,
+    extra: "set | None" = None,
 ) -> tuple[dict, dict, dict]:
     """s = alpha * z(keyword) + (1 - alpha) * z(vector) for every candidate.
 
@@ -78,7 +79,7 @@ def zscore_fusion(
     n = max(scope_size, len(keyword), 1)
     kvals = list(keyword.values())
     k_mean, k_std = moments(n, sum(kvals), sum(v * v for v in kvals))
-    candidates = set(keyword) | set(vector)
+    candidates = set(keyword) | set(vector) | set(extra or ())
     kz = zscores({c: keyword.get(c, 0.0) for c in candidates}, k_mean, max(k_std, keyword_std_floor))
     v_mean, v_std = vector_moments
     vz = zscores({c: vector.get(c, v_mean) for c in candidates}, v_mean, max(v_std, vector_std_floor))

@@ -276,6 +276,25 @@ MIGRATIONS: list[tuple[str, str]] = [
         END;
         """,
     ),
+    (
+        "0007_episode_windows",
+        """
+        -- Keyword index of each conversation turn together with its neighbouring turns (same
+        -- session, seq +- 1): an answer split over adjacent turns still matches as a whole.
+        -- A projection of episodes + memories (reindex rebuilds it); rowid = memory id.
+        CREATE VIRTUAL TABLE episode_windows USING fts5(text, tokenize='porter unicode61');
+        CREATE TRIGGER episode_windows_ad AFTER DELETE ON memories BEGIN
+            DELETE FROM episode_windows WHERE rowid = old.id;
+        END;
+        INSERT INTO episode_windows (rowid, text)
+            SELECT e.memory_id, (
+                SELECT group_concat(t, ' ') FROM (
+                    SELECT n.role || ': ' || m.content AS t FROM episodes n JOIN memories m ON m.id = n.memory_id
+                    WHERE n.scope = e.scope AND n.session = e.session AND n.seq BETWEEN e.seq - 1 AND e.seq + 1
+                    ORDER BY n.seq))
+            FROM episodes e;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -93,6 +93,8 @@ class ScoreBreakdown(BaseModel):
     keyword_z: Optional[float] = None
     vector_z: Optional[float] = None
     keyword_alpha: Optional[float] = Field(None, description="Weight of the keyword channel for this query (z-score fusion).")
+    neighbour_share: Optional[float] = Field(None, description="z-units a conversation turn gained from its neighbouring turns.")
+    speaker_boost: Optional[float] = Field(None, description="z-units a turn gained because the query names its speaker.")
     fusion: float = 0.0
     status_factor: float = 1.0
     profile_factor: float = 1.0

@@ -17,6 +17,7 @@ import numpy as np
 from . import policy
 from .config import RecalliteConfig
 from .embedder import Embedder
+from .conversation_ranking import episode_structure, expand, named_speakers
 from .episodes import chunk_channel, needs_id_list
 from .codec import decode_vector
 from .errors import ScanError, WorkerTimeoutError
@@ -149,7 +150,7 @@ class Retriever:
             limit_sql, limit_params = ("LIMIT ?", [inner]) if inner else ("", [])
             # One pass: the bm25 top-N with, for each, whether it passes the filter.
             rows = conn.execute(
-                f"SELECT f.id, f.s, ({where}) FROM (SELECT rowid AS id, bm25(memories_fts, 1.5, 1.0, 0.5) AS s "
+                f"SELECT f.id, f.s, ({where}) FROM (SELECT rowid AS id, bm25(memories_fts, 0.3, 1.0, 0.5) AS s "
                 f"FROM memories_fts WHERE memories_fts MATCH ? ORDER BY s, rowid {limit_sql}) f "
                 "JOIN memories m ON m.id = f.id ORDER BY f.s, f.id",
                 [*params, match, *limit_params],
@@ -159,6 +160,21 @@ class Retriever:
                 break  # enough, or the top-N already held every match
             inner = inner * 8 if inner < 100_000 else 0
         rows = kept[:depth]
+        return [(r[0], -r[1]) for r in rows]
+
+    def window_channel(self, conn: sqlite3.Connection, query: str, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
+        """bm25 of conversation turns indexed together with their neighbouring turns."""
+        match = fts_query(query)
+        if match is None or not self.config.window_keyword_weight:
+            return []
+        if conn.execute("SELECT 1 FROM episode_windows LIMIT 1").fetchone() is None:
+            return []
+        where, params = flt.sql("m")
+        rows = conn.execute(
+            "SELECT w.rowid, bm25(episode_windows) AS s FROM episode_windows w JOIN memories m ON m.id = w.rowid "
+            f"WHERE episode_windows MATCH ? AND {where} ORDER BY s, w.rowid LIMIT ?",
+            [match, *params, depth],
+        ).fetchall()
         return [(r[0], -r[1]) for r in rows]
 
     def vector_channel(
@@ -367,6 +383,38 @@ class Retriever:
         return out
 
     # -- the whole recall -------------------------------------------------------------------------------
+    def conversation_signals(self, conn, query, qvec, flt, kscore, sims, scope_size, vmoments, alpha, fused, kz, vz, use_vec):
+        """Neighbouring turns and named speakers (conversation_ranking.py). Neighbours of scored
+        turns are scored too: they lend their score, and those passing the filter compete."""
+        cfg = self.config
+        if not cfg.neighbour_gain and not cfg.speaker_boost:
+            return fused, {}, {}
+        adjacency, roles = episode_structure(conn, list(fused))
+        if not roles:
+            return fused, {}, {}
+        outside = {j for near in adjacency.values() for j in near if j not in fused}
+        allowed: set[int] = set()
+        if outside:
+            if use_vec:
+                sims.update(self.similarities(conn, qvec, list(outside)))
+            scored, kz2, vz2 = zscore_fusion(kscore, sims, scope_size, vmoments, alpha, extra=outside)
+            kz.update(kz2)
+            vz.update(vz2)
+            where, params = flt.sql("m")
+            ids = list(outside)
+            allowed = {r[0] for r in conn.execute(
+                f"SELECT m.id FROM memories m WHERE m.id IN ({','.join('?' * len(ids))}) AND {where}", [*ids, *params])}
+        else:
+            scored = fused
+        expanded = expand(scored, adjacency, cfg.neighbour_gain)
+        keep = set(fused) | allowed
+        share = {i: expanded[i] - scored[i] for i in keep if expanded[i] != scored[i]}
+        boost: dict[int, float] = {}
+        if cfg.speaker_boost:
+            named = named_speakers(query, roles.values())
+            boost = {i: cfg.speaker_boost for i in keep if roles.get(i) in named}
+        return {i: expanded[i] + boost.get(i, 0.0) for i in keep}, share, boost
+
     def query_vector(self, query: str) -> np.ndarray:
         return self.query_cache.get(self.embedder, query)
 
@@ -399,7 +447,7 @@ class Retriever:
                 base = reciprocal_rank_fusion(
                     [[i for i, _ in kw], [i for i, _ in vec]], [cfg.keyword_weight, cfg.vector_weight], cfg.rrf_k
                 )
-                kz = vz = {}
+                kz = vz = nshare = sboost = {}
             else:
                 sims = dict(vec)
                 if use_vec:
@@ -410,7 +458,14 @@ class Retriever:
                     alpha = keyword_weight(coverage, cfg.keyword_alpha_max, *cfg.keyword_coverage_ramp)
                 else:
                     alpha = 1.0 if use_kw else 0.0
-                fused, kz, vz = zscore_fusion(dict(kw), sims, vstats[0], stats_moments(vstats), alpha)
+                vmoments = stats_moments(vstats)
+                kscore = dict(kw)
+                if use_kw:
+                    for i, w in self.window_channel(conn, query, flt, depth):
+                        kscore[i] = kscore.get(i, 0.0) + cfg.window_keyword_weight * w
+                fused, kz, vz = zscore_fusion(kscore, sims, vstats[0], vmoments, alpha)
+                fused, nshare, sboost = self.conversation_signals(conn, query, qvec, flt, kscore, sims, vstats[0],
+                                                                  vmoments, alpha, fused, kz, vz, use_vec)
                 # exp keeps the score positive, so policy factors scale it the same way whatever its sign.
                 base = {i: math.exp(min(50.0, s)) for i, s in fused.items()}
             ordered = sorted(base.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -443,6 +498,8 @@ class Retriever:
                 keyword_z=round(kz[mid], 4) if mid in kz else None,
                 vector_z=round(vz[mid], 4) if mid in vz else None,
                 keyword_alpha=None if alpha is None else round(alpha, 4),
+                neighbour_share=round(nshare[mid], 4) if nshare.get(mid) else None,
+                speaker_boost=sboost.get(mid),
                 fusion=fusion_score,
                 status_factor=policy.STATUS_FACTOR[mem.status],
                 profile_factor=weights.get(mem.type, 1.0),

@@ -133,6 +133,7 @@ def evaluate(
     out_dir: str | None = None,
     progress=None,
     chunks: bool = True,
+    store: str | None = None,
 ) -> dict[str, Any]:
     from recallite_core import Recallite, RecalliteConfig
 
@@ -148,8 +149,17 @@ def evaluate(
     if not chunks:
         config.chunk_types = ()  # ablation: long turns get no sentence chunks
     t0 = time.perf_counter()
-    mem = Recallite.open(None, embedder=embedder, config=config)
-    mapping = load_corpus(mem, corpus, progress)
+    reuse = bool(store) and os.path.exists(store)
+    mem = Recallite.open(store, embedder=embedder, config=config)
+    if reuse:  # a store built by an earlier run: embed nothing again
+        wanted = {r["id"] for r in corpus}
+        mapping = {}
+        for m in mem.list(limit=10_000_000):
+            cid = f"{m.scope}:{m.metadata.get('dia_id')}"
+            if cid in wanted:
+                mapping[m.id] = cid
+    else:
+        mapping = load_corpus(mem, corpus, progress)
     load_s = time.perf_counter() - t0
     results: dict[str, Any] = {
         "dataset": str(root), "embedder": mem.embedder.name, "memories": len(mapping), "queries": len(queries),
@@ -204,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--modes", default=",".join(DEFAULT_MODES), help="comma-separated: " + ", ".join(MODES))
     ap.add_argument("--out", default="bench-results", help="folder for run files (scorer format)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    ap.add_argument("--store", default=None,
+                    help="keep the embedded turns in this database file and reuse it on the next run (development)")
     ap.add_argument("--no-chunks", action="store_true", help="ablation: store long turns without sentence chunks")
     args = ap.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -217,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write("\n")
         sys.stderr.flush()
 
-    res = evaluate(args.data, args.embedder, args.conversations, modes, args.out, progress, chunks=not args.no_chunks)
+    res = evaluate(args.data, args.embedder, args.conversations, modes, args.out, progress, chunks=not args.no_chunks,
+                   store=args.store)
     print(json.dumps(res, indent=2) if args.json else format_report(res))
     return 0
 

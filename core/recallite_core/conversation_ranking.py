@@ -1,0 +1,86 @@
+"""Ranking signals of conversation turns: neighbouring turns and named speakers.
+
+An answer in a conversation is often spread over adjacent turns ("Did you go?" / "Yes, on
+Friday"), and a question that names a participant is usually about what that person said.
+Measured on LoCoMo (decided on half the conversations, confirmed on the other), both lift
+recall clearly, and neither touches memories that are not episodes, nor episodes whose
+roles are generic ("user", "assistant").
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from typing import Iterable
+
+ROLE_WORDS = frozenset({"user", "assistant", "agent", "system", "bot", "ai", "human", "me", "i", "you", "tool", "model"})
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def episode_structure(
+    conn: sqlite3.Connection, ids: Iterable[int]
+) -> tuple[dict[int, list[int]], dict[int, str]]:
+    """For the episodes among ``ids``: their neighbouring turns (same scope and session, seq ± 1)
+    and the role of every turn involved. Non-episodes are absent from both maps."""
+    ids = list(ids)
+    if not ids:
+        return {}, {}
+    pos: dict[int, tuple[str, str, int]] = {}
+    roles: dict[int, str] = {}
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        for mid, scope, session, seq, role in conn.execute(
+            f"SELECT memory_id, scope, session, seq, role FROM episodes WHERE memory_id IN ({','.join('?' * len(chunk))})",
+            chunk,
+        ):
+            pos[mid] = (scope, session, seq)
+            roles[mid] = role
+    if not pos:
+        return {}, {}
+    wanted = {(sc, se, q + d) for sc, se, q in pos.values() for d in (-1, 1)}
+    at: dict[tuple[str, str, int], int] = {p: m for m, p in pos.items()}
+    missing = [w for w in wanted if w not in at]
+    for i in range(0, len(missing), 300):
+        chunk = missing[i : i + 300]
+        params = [x for w in chunk for x in w]
+        for mid, scope, session, seq, role in conn.execute(
+            "SELECT memory_id, scope, session, seq, role FROM episodes WHERE (scope, session, seq) IN "
+            f"(VALUES {','.join(['(?, ?, ?)'] * len(chunk))})",
+            params,
+        ):
+            at[(scope, session, seq)] = mid
+            roles[mid] = role
+    adjacency: dict[int, list[int]] = {}
+    for mid, (sc, se, q) in pos.items():
+        for d in (-1, 1):
+            other = at.get((sc, se, q + d))
+            if other is not None:  # both directions: a neighbour learns of its scored neighbour too
+                adjacency.setdefault(mid, []).append(other)
+                if mid not in adjacency.get(other, ()):
+                    adjacency.setdefault(other, []).append(mid)
+    return adjacency, roles
+
+
+def named_speakers(query: str, roles: Iterable[str]) -> set[str]:
+    """The roles the query names: a role matches when one of its words (not a generic role
+    word, at least 3 letters) is a word of the query."""
+    words = {w.lower() for w in _WORD.findall(query)}
+    named = set()
+    for role in set(roles):
+        parts = [p.lower() for p in _WORD.findall(role)]
+        if any(len(p) >= 3 and p not in ROLE_WORDS and p in words for p in parts):
+            named.add(role)
+    return named
+
+
+def expand(
+    fused: dict[int, float], adjacency: dict[int, list[int]], gain: float
+) -> dict[int, float]:
+    """s'_i = s_i + gain * max(s of its neighbouring turns that were scored)."""
+    if gain == 0 or not adjacency:
+        return dict(fused)
+    out = {}
+    for mid, s in fused.items():
+        near = [fused[j] for j in adjacency.get(mid, ()) if j in fused]
+        out[mid] = s + gain * max(near) if near else s
+    return out
