@@ -93,3 +93,17 @@ def test_failed_write_rolls_back_everything(file_mem):
             )
             raise RuntimeError("boom")
     assert file_mem.store.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == before
+
+
+def test_stats_do_not_wait_for_the_writer_lock(file_mem):
+    """Regression: a long recall (a 100k worker scan) holds the writer connection's lock; stats
+    must still answer, from a read-only connection of their own."""
+    import threading
+
+    file_mem.add("counted while the writer is busy")
+    done = []
+    with file_mem.store.lock:  # what a long recall or write holds
+        t = threading.Thread(target=lambda: done.append(file_mem.stats().memories))
+        t.start()
+        t.join(timeout=30)
+        assert not t.is_alive() and done == [1]

@@ -187,6 +187,9 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
                     self.scan_pool.close(drain_timeout=drain_timeout)
                 self.retriever.close()
             finally:
+                reader = self.__dict__.get("_read_store")
+                if reader is not None:
+                    reader.close()
                 self.store.close()
 
     def __enter__(self) -> "Recallite":
@@ -1203,6 +1206,16 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         return groups
 
     # -- stats -------------------------------------------------------------------------------------------------------------
+    def _reader(self) -> Store:
+        """A read-only connection of its own (file stores), so stats answer while a long recall
+        or write holds the writer connection's lock."""
+        if self.store.path is None:
+            return self.store
+        reader = self.__dict__.get("_read_store")
+        if reader is None:
+            reader = self._read_store = Store(self.store.path, read_only=True, busy_timeout_ms=self.config.busy_timeout_ms)
+        return reader
+
     def stats(self, scope: str | Sequence[str] | None = None) -> Stats:
         """Counts by type/status/source/scope, relations, feedback, tokens served vs stored, file size."""
         self._live()
@@ -1213,7 +1226,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             return {k: v for k, v in conn.execute(
                 f"SELECT m.{column}, count(*) FROM memories m WHERE {where} GROUP BY m.{column} ORDER BY 2 DESC", params)}
 
-        with self.store.reading() as conn:
+        with self._reader().reading() as conn:
             total = conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()[0]
             by_type, by_status, by_source, by_scope = (grouped(c) for c in ("type", "status", "source_type", "scope"))
             rel = {k: v for k, v in conn.execute(
@@ -1251,7 +1264,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             tokens_served_median=float(statistics.median(served_sorted)) if served_sorted else 0.0,
             tokens_served_p95=float(served_sorted[min(len(served_sorted) - 1, int(0.95 * len(served_sorted)))]) if served_sorted else 0.0,
             db_path=self.store.path, db_bytes=db_bytes, wal_bytes=wal_bytes,
-            schema_version=self.store.conn.execute("PRAGMA user_version").fetchone()[0],
+            schema_version=self._reader().schema_version(),
             redactions=sum(redacted.values()), redactions_by_kind=redacted,
         )
         self._slm_stats(stats, flt)

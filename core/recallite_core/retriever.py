@@ -162,12 +162,20 @@ class Retriever:
         rows = kept[:depth]
         return [(r[0], -r[1]) for r in rows]
 
+    def episodes_present(self, conn: sqlite3.Connection) -> bool:
+        """Whether the store holds any conversation turn; re-checked only when it changed."""
+        counter = self._counted[1] if self._counted else None
+        cached = self.__dict__.get("_episodes_cache")
+        if counter is None or cached is None or cached[0] != counter:
+            present = conn.execute("SELECT 1 FROM episodes LIMIT 1").fetchone() is not None
+            self._episodes_cache = (counter, present)
+            return present
+        return cached[1]
+
     def window_channel(self, conn: sqlite3.Connection, query: str, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
         """bm25 of conversation turns indexed together with their neighbouring turns."""
         match = fts_query(query)
-        if match is None or not self.config.window_keyword_weight:
-            return []
-        if conn.execute("SELECT 1 FROM episode_windows LIMIT 1").fetchone() is None:
+        if match is None or not self.config.window_keyword_weight or not self.episodes_present(conn):
             return []
         where, params = flt.sql("m")
         rows = conn.execute(
@@ -387,7 +395,7 @@ class Retriever:
         """Neighbouring turns and named speakers (conversation_ranking.py). Neighbours of scored
         turns are scored too: they lend their score, and those passing the filter compete."""
         cfg = self.config
-        if not cfg.neighbour_gain and not cfg.speaker_boost:
+        if (not cfg.neighbour_gain and not cfg.speaker_boost) or not self.episodes_present(conn):
             return fused, {}, {}
         adjacency, roles = episode_structure(conn, list(fused))
         if not roles:

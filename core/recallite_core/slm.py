@@ -352,7 +352,7 @@ class SlmLite:
 
     def _slm_stats(self, stats, flt: "RecallFilter") -> None:
         where, params = flt.sql("m")
-        with self.store.reading() as conn:
+        with self._reader().reading() as conn:
             by_type = {t: n for t, n in conn.execute(
                 f"SELECT m.type, count(*) FROM memories m WHERE {where} GROUP BY m.type", params)}
             ids = [r[0] for r in conn.execute(

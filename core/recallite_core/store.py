@@ -293,6 +293,10 @@ class Store:
         with self.reading() as conn:
             return conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
 
+    def schema_version(self) -> int:
+        with self.reading() as conn:
+            return conn.execute("PRAGMA user_version").fetchone()[0]
+
     def file_sizes(self) -> tuple[int, int]:
         if self.path is None:
             with self.reading() as conn:

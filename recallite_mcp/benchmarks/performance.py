@@ -219,6 +219,52 @@ def _cold_start(path: str, embedder: str, dims: int) -> float:
     return elapsed
 
 
+def _server_start(path: str, embedder: str) -> float:
+    """Seconds from spawning `recallite-mcp` to its answer to tools/list, over stdio."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join([root, os.path.join(root, "core"), env.get("PYTHONPATH", "")])
+
+    async def once() -> float:
+        t = time.perf_counter()
+        params = StdioServerParameters(command=sys.executable, args=["-m", "recallite_mcp", "--db", path,
+                                                                     "--embedder", embedder], env=env)
+        async with Client(params) as client:
+            await client.list_tools()
+            return time.perf_counter() - t
+
+    return anyio.run(once)
+
+
+def _stats_during_scans(m, qs: list[str], samples: int = 20) -> list[float]:
+    """stats() latencies while another thread keeps recalling (scans in flight)."""
+    stop = threading.Event()
+
+    def recall_loop() -> None:
+        i = 0
+        while not stop.is_set():
+            m.recall(qs[i % len(qs)], limit=10)
+            i += 1
+
+    t = threading.Thread(target=recall_loop, daemon=True)
+    t.start()
+    time.sleep(0.2)
+    out = []
+    try:
+        for _ in range(samples):
+            t0 = time.perf_counter()
+            m.stats()
+            out.append(time.perf_counter() - t0)
+            time.sleep(0.02)
+    finally:
+        stop.set()
+        t.join(timeout=60)
+    return out
+
+
 def _import_start() -> float:
     t = time.perf_counter()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -361,6 +407,9 @@ def run_benchmark(
                     walls = _concurrent(m, qs, concurrent_rounds)
                     rows.append(_row(f"10 concurrent recalls @{label} workers (wall for 10)", walls, items_per_sample=10,
                                      unit="recalls", floor_ms=floor_ms, note="p50/p95: wall time for all 10"))
+                    say(f"[bench] stats while worker scans run @{label}")
+                    rows.append(_row(f"stats during worker recalls @{label}", _stats_during_scans(m, qs),
+                                     note="recallite_stats' work while another thread keeps scanning"))
                     result["memory"][-1].update({
                         "workers_rss_mb": _worker_rss(m),
                         "server_rss_with_workers_mb": None if _rss_mb() is None else round(_rss_mb(), 1),
@@ -387,8 +436,15 @@ def run_benchmark(
             m.close()
 
         say("[bench] cold start: import recallite_core")
-        rows.append(_row("cold start: python -c 'import recallite_core'", [_import_start() for _ in range(3)], unit="starts",
-                         note="stands in for server start to tools/list (MCP server not measured here)"))
+        rows.append(_row("cold start: python -c 'import recallite_core'", [_import_start() for _ in range(3)], unit="starts"))
+        for emb in dict.fromkeys([embedder, "default"]):
+            say(f"[bench] server start to tools/list ({emb} embedder)")
+            try:
+                starts = [_server_start(os.path.join(tmp, f"start-{emb}-{i}.db"), emb) for i in range(3)]
+                rows.append(_row(f"server start to tools/list answered ({emb} embedder)", starts, unit="starts",
+                                 note="spawn `recallite-mcp` over stdio; the model loads after the answer"))
+            except Exception as exc:  # the benchmark reports, never dies on one row
+                result["notes"].append(f"server start not measured: {exc!r}")
     finally:
         if keep_dir is None:
             shutil.rmtree(tmp, ignore_errors=True)
