@@ -64,6 +64,9 @@ def _ts(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, tz=timezone.utc)
 
 
+TRUST_STATS_SAMPLE = 2000
+
+
 class SlmLite:
     """Mixin of ``Recallite``; expects its ``store``, ``retriever``, ``config``, ``embedder``."""
 
@@ -355,8 +358,11 @@ class SlmLite:
         with self._reader().reading() as conn:
             by_type = {t: n for t, n in conn.execute(
                 f"SELECT m.type, count(*) FROM memories m WHERE {where} GROUP BY m.type", params)}
+            # The trust distribution of the newest live memories: a bounded sample keeps stats
+            # prompt on a store of any size (it reports how many it covered).
             ids = [r[0] for r in conn.execute(
-                f"SELECT m.id FROM memories m WHERE {where} AND m.status IN ('candidate', 'validated', 'active')", params)]
+                f"SELECT m.id FROM memories m WHERE {where} AND m.status IN ('candidate', 'validated', 'active') "
+                f"ORDER BY m.id DESC LIMIT {TRUST_STATS_SAMPLE}", params)]
             scores = trust_scores(conn, ids, half_life_days=self.config.trust_half_life_days)
             stats.expired = conn.execute(
                 f"SELECT count(*) FROM memories m WHERE {where} AND m.valid_until IS NOT NULL AND m.valid_until <= ? "
@@ -367,6 +373,7 @@ class SlmLite:
         wstats = self.working.stats() if "_working" in self.__dict__ else {"sessions": 0, "entries": 0, "bytes": 0}
         stats.by_layer = {"working": wstats["entries"], **layers}
         stats.trust = trust_distribution(scores.values())
+        stats.trust["sampled"] = len(scores)  # the newest live memories, at most TRUST_STATS_SAMPLE
         stats.working = wstats
 
     # == teams ===========================================================================================================
