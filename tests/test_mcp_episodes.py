@@ -13,6 +13,7 @@ from mcp import Client
 
 from recallite_mcp.server import build_server
 from recallite_mcp.settings import Settings
+from tests.mcp_helpers import call
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,11 +23,6 @@ ROOT = Path(__file__).resolve().parents[1]
 def anyio_backend():
     return "asyncio"
 
-
-async def call(client, name, **args):
-    res = await client.call_tool(name, args)
-    assert not res.is_error, res.content[0].text
-    return res.structured_content
 
 
 async def conversation(client):

@@ -9,6 +9,7 @@ from recallite_core import Recallite
 from recallite_mcp.rules import agent_rules
 from recallite_mcp.server import build_server
 from recallite_mcp.settings import Settings
+from tests.mcp_helpers import call, error_text
 
 pytestmark = pytest.mark.anyio
 
@@ -28,16 +29,6 @@ async def client():
         yield c
 
 
-async def call(client, name, **args):
-    res = await client.call_tool(name, args)
-    assert not res.is_error, res.content[0].text
-    return res.structured_content
-
-
-async def error_text(client, name, **args):
-    res = await client.call_tool(name, args)
-    assert res.is_error, res.structured_content
-    return res.content[0].text
 
 
 async def test_full_loop_changes_ranking(client):

@@ -11,6 +11,7 @@ from mcp import Client
 from recallite_mcp.scoping import decide_scope, git_remote_url, level_for, scope_for_folder
 from recallite_mcp.server import build_server
 from recallite_mcp.settings import Settings
+from tests.mcp_helpers import call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 
@@ -38,11 +39,6 @@ def roots_callback(folders: list):
 
     return cb
 
-
-async def call(client, name, **args):
-    res = await client.call_tool(name, args)
-    assert not res.is_error, res.content[0].text
-    return res.structured_content
 
 
 def test_scope_names_from_git_and_folders(tmp_path):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
+from tests.mcp_helpers import call
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,11 +25,6 @@ def server_params(db: str, *extra: str, env: dict | None = None) -> StdioServerP
     e.update(env or {})
     return StdioServerParameters(command=sys.executable, args=["-m", "recallite_mcp", "--db", db, *extra], env=e)
 
-
-async def call(client, name, **args):
-    res = await client.call_tool(name, args)
-    assert not res.is_error, res.content[0].text
-    return res.structured_content
 
 
 async def test_end_to_end_session(tmp_path):
