@@ -89,3 +89,15 @@ def test_agent_rules_copy_is_identical():
         text = (root / "agent-rules" / f).read_text()
         for tool in ("recallite_context", "recallite_remember", "recallite_feedback"):
             assert tool in text, (f, tool)
+
+
+def test_docs_name_every_tool_and_only_real_ones():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    assert [t for t in CONTRACT if f"`{t}`" not in readme] == []
+    for f in ("AGENTS.md", ".cursorrules", "claude-system-prompt.md"):
+        named = set(re.findall(r"recallite_\w+", (root / "agent-rules" / f).read_text()))
+        assert named - set(CONTRACT) - {"recallite_rules"} == set(), f
