@@ -178,3 +178,7 @@ class StatsOut(BaseModel):
     db_bytes: int
     wal_bytes: int
     schema_version: int
+    context_tuning: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Auto-tuning of recallite_context per scope: the limit and min_score_ratio in use, and each "
+                    "setting's feedback (pulls, mean reward = outcome minus a token cost).")

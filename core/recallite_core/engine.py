@@ -16,6 +16,7 @@ from .codec import encode_vector
 from .config import RecalliteConfig
 from .context import render
 from .embedder import Embedder, resolve_embedder
+from .learning import Learning
 from .errors import (
     ClosedError,
     EmbedderMismatchError,
@@ -99,6 +100,8 @@ class Recallite:
         self.config = config or RecalliteConfig()
         self.index = VectorIndex(embedder.dimensions)
         self.retriever = Retriever(store, embedder, self.index, self.config)
+        self.learning = Learning(store, embedder, self.config.learning, self.config.outcome_gain, self.retriever.query_cache)
+        self.retriever.learning = self.learning.outcomes
         self._closed = False
 
     # -- opening and closing ----------------------------------------------------------------
@@ -468,13 +471,17 @@ class Recallite:
         tags: Sequence[str] | None = None,
         session: str | None = None,
         statuses: Sequence[str] | None = None,
+        explore: bool = False,
+        min_score_ratio: float | None = None,
         _kind: str = "recall",
     ) -> RecallResult:
         """Hybrid recall: keyword + vector channels fused by RRF, then policy multipliers.
 
         Filters apply before scoring. Deprecated and superseded memories are left out unless
         ``include_inactive`` (or ``statuses``) asks for them. Every call is logged as a
-        retrieval whose id feedback() refers to.
+        retrieval whose id feedback() refers to. ``explore`` adds the learner's optimism bonus
+        (memories with little evidence get their chance; build_context turns it on);
+        ``min_score_ratio`` drops hits scoring below that fraction of the best hit.
         """
         self._live()
         q = check_query(query, self.limits)
@@ -487,7 +494,8 @@ class Recallite:
             min_score = float(min_score)
             if not math.isfinite(min_score):
                 raise InvalidInputError("min_score must be a finite number.")
-        hits = self.retriever.rank(q, flt, n, profile, min_score)
+        ratio = None if min_score_ratio is None else check_unit("min_score_ratio", min_score_ratio, 0.0)
+        hits = self.retriever.rank(q, flt, n, profile, min_score, explore=bool(explore), min_score_ratio=ratio)
         with self.store.transaction() as conn:
             rid = self.retriever.log(conn, q, profile, flt.scopes, hits, _kind)
         return RecallResult(retrieval_id=fmt_id("ret", rid), query=q, profile=profile, memories=hits)
@@ -515,15 +523,40 @@ class Recallite:
         )
 
     def build_context(
-        self, query: str, max_tokens: int = 2000, format: str = "markdown", limit: int = 10, **recall_kwargs: Any
+        self, query: str, max_tokens: int = 2000, format: str = "markdown", limit: int | None = None, **recall_kwargs: Any
     ) -> ContextResult:
-        """recall() + format_context() in one call, with the ids and token count of what was served."""
+        """recall() + format_context() in one call, with the ids and token count of what was served.
+
+        Exploration is on (``explore=True``) unless the caller says otherwise. Without ``limit``
+        (and ``min_score``), the limit and relative threshold come from the scope's auto-tuning
+        bandit (10 hits, 20 in compact format, until feedback says otherwise)."""
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise InvalidInputError(f"max_tokens must be a positive whole number, got {max_tokens!r}.")
         if format not in CONTEXT_FORMATS:
             raise InvalidInputError(f"Unknown context format {format!r}. Use one of: {', '.join(CONTEXT_FORMATS)}.")
+        recall_kwargs.setdefault("explore", True)
+        arm = tuning_scope = None
+        if limit is None:
+            limit = 20 if format == "compact" else 10
+            if self.config.learning.tune_context and recall_kwargs.get("min_score") is None \
+                    and recall_kwargs.get("min_score_ratio") is None:
+                tuning_scope = self._tuning_scope(recall_kwargs.get("scope"))
+                with self.store.reading() as conn:
+                    arm = self.learning.tuner.choose(conn, tuning_scope)
+                limit = arm.limit * (2 if format == "compact" else 1)
+                recall_kwargs["min_score_ratio"] = arm.min_score_ratio or None
         result = self.recall(query, limit=limit, _kind="context", **recall_kwargs)
+        if arm is not None:
+            with self.store.transaction() as conn:
+                self.learning.tuner.log(conn, parse_id(result.retrieval_id, "ret"), tuning_scope, arm, max_tokens)
         return self._render(result, max_tokens, format)
+
+    def _tuning_scope(self, scope: Any) -> str:
+        """The scope whose bandit tunes a context: the first (project) scope searched, '*' for all."""
+        if scope is None:
+            return "*"
+        first = scope if isinstance(scope, str) else next(iter(scope), None)
+        return "*" if first is None else check_scope(first, self.limits, self.config.default_scope)
 
     # -- feedback ------------------------------------------------------------------------------------------------
     def feedback(
@@ -549,6 +582,7 @@ class Recallite:
         key = None if client_key is None else check_optional_name(client_key, "client_key", self.limits)
         target = policy.outcome_target(outcome, sc)
         recorded_score = target if sc is None else sc
+        qvec = self.learning.query_vector(rid)  # embedded outside the write lock
         now = time.time()
         with self.store.transaction() as conn:
             if conn.execute("SELECT 1 FROM retrievals WHERE id = ?", (rid,)).fetchone() is None:
@@ -595,6 +629,7 @@ class Recallite:
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (fid, mid, weight, target, old, new, now),
                 )
+            self.learning.on_feedback(conn, rid, qvec, target, used, now)
             return self._feedback_result(conn, fid)
 
     def _feedback_result(self, conn, fid: int, duplicate: bool = False) -> FeedbackResult:
@@ -858,6 +893,7 @@ class Recallite:
             self.store.set_meta(conn, "dimensions", str(self.embedder.dimensions))
         with self.store.lock:
             self.index.reset()
+        self.learning.backfill(rebuild=True)  # the query vectors of feedback are a projection too
         return len(rows)
 
     def consolidate(
@@ -990,7 +1026,12 @@ class Recallite:
             tokens_served_p95=float(served_sorted[min(len(served_sorted) - 1, int(0.95 * len(served_sorted)))]) if served_sorted else 0.0,
             db_path=self.store.path, db_bytes=db_bytes, wal_bytes=wal_bytes,
             schema_version=self.store.conn.execute("PRAGMA user_version").fetchone()[0],
+            context_tuning=self._context_tuning(flt.scopes),
         )
+
+    def _context_tuning(self, scopes: tuple[str, ...] | None) -> dict[str, dict[str, Any]]:
+        with self.store.reading() as conn:
+            return self.learning.tuner.summary(conn, scopes)
 
     # -- portability --------------------------------------------------------------------------------------------------------
     def export_jsonl(self, path: str, *, scope: str | None = None) -> int:
@@ -1010,7 +1051,9 @@ class Recallite:
         from .portability import import_jsonl
 
         self._live()
-        return import_jsonl(self, path, trust=trust, progress=progress)
+        counts = import_jsonl(self, path, trust=trust, progress=progress)
+        self.learning.backfill()
+        return counts
 
 
 def check_optional_reason(reason: Any) -> str:
