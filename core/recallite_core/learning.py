@@ -44,15 +44,11 @@ class LearningConfig:
     # ema: the usefulness column only (what ranking did before this learner).
     mode: str = "contextual"
     gain: float | None = 7.0  # outcome factor exp(gain * (u - 0.5)); None = RecalliteConfig.outcome_gain
-    prior: float = 1.0  # Beta(prior, prior) before any outcome: one success is not forty
+    prior: float = 0.75  # Beta(prior, prior) before any outcome: one success is not forty
     max_outcomes: int = 32  # most recent outcome rows used per memory
     decay: float = 0.9  # weight of an outcome per newer outcome of the same memory
     half_life_days: float = 30.0  # and per elapsed time
     ridge: float = 0.1  # regularisation of the per-memory regression of outcome on query vector
-    # Which way the evidence points for a query: "ridge" (the regression's prediction, divided by
-    # its reach) or "kernel" (outcomes weighted by exp((cos - cos_nearest) / kernel_tau)).
-    direction: str = "ridge"
-    kernel_tau: float = 0.1
     # Change detection: a run of `change_after`+ failures, each one a surprise for the outcomes
     # before it (they predicted success there), multiplies the weight of everything older by
     # change_discount ** run. Drift is seen within two failures; one noisy label is not drift.
@@ -63,7 +59,10 @@ class LearningConfig:
     # queries it has outcomes for, falling towards 0 away from them); `uncovered_weight` at least.
     coverage: tuple[float, float] = (0.3, 0.7)
     uncovered_weight: float = 0.0
-    explore_bonus: float = 0.5  # optimism when exploring: u = mean + explore_bonus * sd
+    explore_bonus: float = 0.35  # optimism when exploring: u = mean + explore_bonus * sd
+    # ... for a memory never tried although it was offered in retrievals that got feedback (the
+    # agent was shown it and needed something else): its chance came and went.
+    passed_over_bonus: float = 0.0
     # A memory added after its rivals started being judged, and not offered in a retrieval that
     # got feedback since, is likelier to be the fix for what changed than one the agent was
     # shown and passed over: it gets this bonus (in sd) instead, until it is judged.
@@ -127,14 +126,17 @@ def ridge_dual(vectors: np.ndarray, y: np.ndarray, weights: np.ndarray, lam: flo
 
 
 def failure_run(vectors: np.ndarray, targets: np.ndarray, weights: np.ndarray, has_vec: np.ndarray, lam: float,
-                limit: int = 4, min_reach: float = 0.5) -> int:
+                limit: int = 4, min_reach: float = 0.5, confirmed: np.ndarray | None = None) -> tuple[int, int]:
     """Most recent consecutive failures that look like a change of the world (newest first).
 
     A failure counts when the outcomes before it covered its query (the regression fitted on
     them reaches at least ``min_reach`` there: the failure happened where the memory used to be
     judged, not on another task) and predicted success there. A success, or any other failure,
-    ends the run."""
-    run = 0
+    ends the run. A failure confirmed by a newer memory's success on the same retrieval (the
+    agent moved on to something added since, and that worked: not a noisy label, and the sign
+    of a replacement) counts twice.
+    Returns (run length as counted, number of rows in the run)."""
+    run = rows = 0
     for i in range(min(limit, len(targets))):
         if targets[i] >= 0.5 or not has_vec[i]:
             break
@@ -147,8 +149,9 @@ def failure_run(vectors: np.ndarray, targets: np.ndarray, weights: np.ndarray, h
         predicted = float(sims @ ridge_dual(vectors[older], targets[older] - 0.5, weights[older], lam))
         if reach < min_reach or predicted <= 0:
             break
-        run += 1
-    return run
+        run += 2 if confirmed is not None and confirmed[i] else 1
+        rows += 1
+    return run, rows
 
 
 def beta_mean_sd(alpha: float, beta: float) -> tuple[float, float]:
@@ -246,8 +249,12 @@ class OutcomeModel:
             for start in range(0, len(missing), 500):
                 chunk = missing[start : start + 500]
                 for row in conn.execute(
-                    "SELECT memory_id, target, weight, created_at, vector FROM ("
-                    " SELECT mo.memory_id, mo.target, mo.weight, mo.created_at, rv.vector,"
+                    "SELECT memory_id, target, weight, created_at, rival, vector FROM ("
+                    " SELECT mo.memory_id, mo.target, mo.weight, mo.created_at,"
+                    "  (SELECT count(*) FROM feedback f2 JOIN memory_outcomes mo2 ON mo2.feedback_id = f2.id"
+                    "   JOIN memories m2 ON m2.id = mo2.memory_id"
+                    "   WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id != mo.memory_id AND mo2.target >= 0.5"
+                    "   AND m2.created_at > (SELECT created_at FROM memories WHERE id = mo.memory_id)) AS rival, rv.vector,"
                     "  ROW_NUMBER() OVER (PARTITION BY mo.memory_id ORDER BY mo.rowid DESC) AS rn"
                     " FROM memory_outcomes mo"
                     " LEFT JOIN feedback f ON f.id = mo.feedback_id"
@@ -271,6 +278,7 @@ class OutcomeModel:
         targets = np.array([r[0] for r in rs], dtype=np.float64)
         credit = np.array([r[1] for r in rs], dtype=np.float64)
         times = np.array([r[2] for r in rs], dtype=np.float64)
+        rival = np.array([bool(r[3]) for r in rs], dtype=bool)
         has = np.array([v is not None and len(v) == 4 * d for *_, v in rs], dtype=bool)
         if cfg.mode != "contextual":
             has[:] = False
@@ -280,10 +288,10 @@ class OutcomeModel:
         if has.any():
             allvecs[has] = vecs
         weights = credit * recency_weights(n, now - times, cfg.decay, cfg.half_life_days)
-        run = failure_run(allvecs, targets, weights, has, cfg.ridge) if n else 0
+        run, rows = failure_run(allvecs, targets, weights, has, cfg.ridge, confirmed=rival) if n else (0, 0)
         if run >= cfg.change_after:
             weights = weights.copy()
-            weights[run:] *= cfg.change_discount ** run
+            weights[rows:] *= cfg.change_discount ** run
         vw = weights[has]
         dual = ridge_dual(vecs, targets[has] - 0.5, vw, cfg.ridge) if has.any() else np.zeros(0)
         support = ridge_dual(vecs, np.ones(int(has.sum())), vw, cfg.ridge) if has.any() else np.zeros(0)
@@ -294,7 +302,7 @@ class OutcomeModel:
                       vec_weights=vw, vec_targets=targets[has], novec_weight=nw, novec_target=nt, run=run, built_at=now)
 
     def assess_model(self, m: _Model, qvec: np.ndarray | None, prior_mean: float, explore: bool,
-                     newcomer: bool = False) -> Assessment:
+                     untried: str | None = None) -> Assessment:
         """The posterior of one memory for one query (pure given the fitted model).
 
         With the query's cosines s to the outcome queries: reach = s . support, raw = s . dual.
@@ -315,12 +323,7 @@ class OutcomeModel:
                 raw = float(sims @ m.dual)
                 reach = float(sims @ m.support)
                 mass_v = float(m.vec_weights.sum()) * coverage(reach, cfg.coverage, cfg.uncovered_weight)
-                if cfg.direction == "kernel":
-                    k = m.vec_weights * np.exp((sims - nearest) / max(cfg.kernel_tau, 1e-6))
-                    p_v = float(np.dot(k, m.vec_targets) / k.sum()) if k.sum() > 0 else 0.5
-                else:
-                    p_v = 0.5 + (raw / reach if reach > 0.05 else raw)
-                p_v = min(0.98, max(0.02, p_v))
+                p_v = min(0.98, max(0.02, 0.5 + (raw / reach if reach > 0.05 else raw)))
             elif m.vectors.shape[0]:  # no query vector: count them like the rest
                 mass_v = float(m.vec_weights.sum())
                 p_v = float(np.dot(m.vec_weights, m.vec_targets) / mass_v) if mass_v > 0 else 0.5
@@ -329,12 +332,13 @@ class OutcomeModel:
             succ, fail = total * p, total * (1 - p)
             alpha, beta = cfg.prior + succ, cfg.prior + fail
         mean, sd = beta_mean_sd(alpha, beta)
-        bonus = (cfg.newcomer_bonus if newcomer else cfg.explore_bonus) * sd if explore else 0.0
+        scale = {"newcomer": cfg.newcomer_bonus, "passed-over": cfg.passed_over_bonus}.get(untried or "", cfg.explore_bonus)
+        bonus = scale * sd if explore else 0.0
         u = min(1.0, mean + bonus)
         return Assessment(
             outcomes=m.n, successes=succ, failures=fail, nearest=nearest, mean=mean, sd=sd, bonus=bonus, usefulness=u,
             factor=learned_factor(u, self.gain), last_outcome_at=float(m.times.max()) if m.n else None,
-            explored=explore and m.n == 0 and bonus > 0, failure_run=m.run, newcomer=explore and newcomer,
+            explored=explore and m.n == 0 and bonus > 0, failure_run=m.run, newcomer=untried == "newcomer",
         )
 
     def assess(
@@ -348,17 +352,22 @@ class OutcomeModel:
         now = time.time() if now is None else now
         models = self.models(conn, list(candidates), now)
         q = None if qvec is None else np.asarray(qvec, dtype=np.float32)
-        # Newcomers: never tried, created after its rivals started being judged, never offered since.
+        # Never tried: a newcomer (created after its rivals started being judged, never offered in
+        # a judged retrieval since), passed over (offered before, not needed), or just untried.
         judged = [float(m.times.min()) for m in models.values() if m.n]
         since = min(judged) if judged else None
-        fresh = [mid for mid, (_, created) in candidates.items()
-                 if since is not None and created > since and models.get(mid, self._empty).n == 0]
-        offered = self.offered(conn, fresh) if explore and fresh else set()
+        untried = [mid for mid in candidates if models.get(mid, self._empty).n == 0]
+        offered = self.offered(conn, untried) if explore and untried else set()
         out = {}
-        for mid, (u, _created) in candidates.items():
+        for mid, (u, created) in candidates.items():
             m = models.get(mid, self._empty)
-            newcomer = explore and mid in fresh and mid not in offered
-            out[mid] = self.assess_model(m, q, u if m.n == 0 else 0.5, explore, newcomer)
+            status = None
+            if explore and m.n == 0:
+                if mid in offered:
+                    status = "passed-over"
+                elif since is not None and created > since:
+                    status = "newcomer"
+            out[mid] = self.assess_model(m, q, u if m.n == 0 else 0.5, explore, status)
         return out
 
     def offered(self, conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
@@ -374,16 +383,24 @@ class OutcomeModel:
         return {i for i in ids if i in self._offered}
 
 
-def outcome_reasons(a: Assessment, similar_threshold: float) -> list[str]:
+def outcome_reasons(a: Assessment, change_after: int = 2) -> list[str]:
     """Reason tags saying what feedback did to a hit."""
     if a.outcomes == 0:
+        if a.newcomer:
+            return ["new:explored-first"]
         return ["untried:exploration-bonus"] if a.explored else []
-    where = "similar-tasks" if a.nearest is None or a.nearest >= similar_threshold else "other-tasks"
-    if a.mean >= 0.6:
-        return [f"helped-on-{where}"]
-    if a.mean <= 0.4:
-        return [f"misled-on-{where}"]
-    return [f"mixed-outcomes-on-{where}"]
+    out = []
+    if a.successes + a.failures < 0.3:
+        out.append("no-outcomes-on-similar-tasks")
+    elif a.mean >= 0.6:
+        out.append("helped-on-similar-tasks")
+    elif a.mean <= 0.4:
+        out.append("misled-on-similar-tasks")
+    else:
+        out.append("mixed-outcomes-on-similar-tasks")
+    if a.failure_run >= change_after:
+        out.append("stopped-working-recently")
+    return out
 
 
 # -- recallite_context auto-tuning -------------------------------------------------------------------

@@ -284,7 +284,7 @@ class Retriever:
                     score=bd.final,
                     rank=0,
                     reasons=self.reasons(mem, bd, profile)
-                    + (outcome_reasons(judged, cfg.semantic_match_threshold) if judged else []),
+                    + (outcome_reasons(judged, cfg.learning.change_after) if judged else []),
                     warnings=[
                         f"Contradicted by {f'mem_{oid}'}" + (f' "{title}"' if title else "") + f" ({status})"
                         for oid, title, status in against

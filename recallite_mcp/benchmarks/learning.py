@@ -53,7 +53,7 @@ TARGETS: dict[str, list[dict[str, Any]]] = {
     "drift": [{"name": "back within 3 rounds of the change", "group": "all", "how": "first",
                "round": lt.DRIFT_AFTER_ROUND + 1, "within": 3, "target": 0.85},
               {"name": "drifted families alone, within 3 rounds", "group": "drifted", "how": "first",
-               "round": lt.DRIFT_AFTER_ROUND + 1, "within": 3, "target": 0.85}],
+               "round": lt.DRIFT_AFTER_ROUND + 1, "within": 3, "target": 0.85, "stricter": True}],
     "interference": [{"name": "family A stays, every round from B's interference on", "group": "A", "how": "min-from",
                       "round": None, "target": 0.90},
                      {"name": "family B recovers (last round)", "group": "B", "how": "last", "target": 0.85}],
@@ -251,7 +251,8 @@ def evaluate(scenario: str, per_round: list[dict], interference_from: int = 4) -
         if not s or (t["how"] != "last" and start > len(s)):
             continue  # too few rounds to judge
         target = t["target"]
-        row: dict[str, Any] = {"name": t["name"], "group": t["group"], "how": t["how"], "target": target}
+        row: dict[str, Any] = {"name": t["name"], "group": t["group"], "how": t["how"], "target": target,
+                               "required": not t.get("stricter", False)}
         if t["how"] == "at":
             row["value"] = s[start - 1]
         elif t["how"] == "last":
@@ -331,6 +332,15 @@ def run_mcp_check(families: list[lt.TaskFamily], rounds: int, seed: int, embedde
 # -- the whole benchmark ------------------------------------------------------------------------------------------
 
 
+def learner_name(config) -> str:
+    if config is None:
+        return "contextual"
+    lc = config.learning
+    if lc.mode == "contextual" and lc.explore_bonus == 0 and lc.newcomer_bonus == 0:
+        return "no-explore"
+    return lc.mode
+
+
 def run_learning_benchmark(
     families: int = 48, rounds: int = 10, seed: int = 7, embedder: Any = "default",
     scenarios: Sequence[str] = SCENARIOS, *, noise: float = 0.15, attempts: int = 3, limit: int = 3,
@@ -360,7 +370,7 @@ def run_learning_benchmark(
         "config": {"families": len(fams), "rounds": rounds, "seed": seed, "embedder": emb.name, "noise": noise,
                    "attempts": attempts, "limit": limit, "memories": sum(len(f.memories) for f in fams),
                    "interference_from": interference_from, "noise_mode": noise_mode,
-                   "learner": (config.learning.mode if config is not None else "contextual")},
+                   "learner": learner_name(config)},
         "scenarios": {},
     }
     for sc in scenarios:
@@ -376,7 +386,7 @@ def run_learning_benchmark(
             progress(format_mcp(result["mcp"]))
     result["embed_seconds"] = round(embed_s, 2)
     result["seconds"] = round(time.perf_counter() - t0, 2)
-    result["passed"] = all(t["pass"] for s in result["scenarios"].values() for t in s["targets"])
+    result["passed"] = all(t["pass"] for s in result["scenarios"].values() for t in s["targets"] if t["required"])
     return result
 
 
@@ -397,7 +407,8 @@ def format_scenario(res: dict[str, Any]) -> str:
         lines.append("  ".join(cells))
     for t in res["targets"]:
         extra = f" (first at round {t['first_round']})" if "first_round" in t else ""
-        lines.append(f"   target {t['name']}: {t['value']:.3f} >= {t['target']:.2f}{extra}  {'PASS' if t['pass'] else 'FAIL'}"
+        verdict = ("PASS" if t["pass"] else "FAIL") if t["required"] else ("met" if t["pass"] else "not met") + " (stricter reading)"
+        lines.append(f"   target {t['name']}: {t['value']:.3f} >= {t['target']:.2f}{extra}  {verdict}"
                      f"; lowest from then on {t['lowest_after']:.3f}")
     if res["scenario"] == "none":
         lines.append(f"   reads moved no ranking: {res['rankings_changed_by_reads']} of {res['repeated_queries']} repeated "
@@ -435,6 +446,9 @@ def final_table(result: dict[str, Any]) -> str:
             met = "yes" if sc[name]["rankings_changed_by_reads"] == 0 else "NO"
         else:
             met = ("yes" if all(t["pass"] for t in targets) else "NO") if targets else ""
+            if targets and all(not t["required"] for t in targets):
+                tt += " (stricter reading, not an issue target)"
+                met = met.lower()
         rows.append([name, group] + [_f(s[r - 1]) for r in pick] + [tt, met])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     fmt = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
@@ -486,8 +500,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--interference-from", type=int, default=4, metavar="ROUND",
                    help="round (1-based) from which family B plays the queries that pull A's working memory; "
                         "before it, B plays its own (default 4: A's memory works first, then it is tempted away)")
-    p.add_argument("--learner", choices=["contextual", "global", "ema"], default="contextual",
-                   help="ablation: the outcome learner ranking uses (default contextual)")
+    p.add_argument("--learner", choices=["contextual", "no-explore", "global", "ema"], default="contextual",
+                   help="ablation: contextual (default); no-explore (no optimism or newcomer bonus); global (one "
+                        "posterior per memory, whatever the query); ema (the usefulness column, the ranking before)")
     p.add_argument("--no-mcp", action="store_true", help="skip the short run through the MCP tools")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.add_argument("--plot", metavar="PATH", help="write a PNG of success per round (needs matplotlib)")
@@ -498,7 +513,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from recallite_core import RecalliteConfig
         from recallite_core.learning import LearningConfig
 
-        config = RecalliteConfig(learning=LearningConfig(mode=args.learner))
+        config = RecalliteConfig(learning=LearningConfig(explore_bonus=0.0, newcomer_bonus=0.0)
+                                 if args.learner == "no-explore" else LearningConfig(mode=args.learner))
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     say = None if args.json else (lambda text: print(text, flush=True))
     res = run_learning_benchmark(args.families, args.rounds, args.seed, args.embedder, scenarios, noise=args.noise,
