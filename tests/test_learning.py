@@ -173,10 +173,12 @@ def test_breakdown_says_what_feedback_did(mem):
 
 
 def test_exploration_only_where_asked(mem):
-    """recall() keeps the exact order (no bonus); build_context explores: an untried memory beats a failed one."""
-    tried = mem.remember("To reset the cache run make clean-cache then restart the worker.", type="procedure")
-    untried = mem.remember("To reset the cache run make flush-cache then restart the worker.", type="procedure")
-    r = mem.recall("reset the cache", limit=2)
+    """recall() keeps the exact order (no bonus); build_context explores: a memory never offered
+    yet beats one that failed, and one the agent was shown and passed over gets no bonus."""
+    one = mem.remember("To reset the cache run make clean-cache then restart the worker.", type="procedure")
+    two = mem.remember("To reset the cache run make flush-cache then restart the worker.", type="procedure")
+    r = mem.recall("reset the cache", limit=1)
+    tried, untried = (one, two) if r.memories[0].memory.id == one.id else (two, one)
     mem.feedback(r.retrieval_id, "failure", used_memory_ids=[tried.id])
     exact = mem.recall("reset the cache", limit=2).memories
     assert all(h.breakdown.learning.exploration_bonus == 0 for h in exact)
@@ -184,6 +186,11 @@ def test_exploration_only_where_asked(mem):
     assert ctx.memory_ids[0] == untried.id
     hit = next(h for h in mem.recall("reset the cache", limit=2, explore=True).memories if h.memory.id == untried.id)
     assert hit.breakdown.learning.exploration_bonus > 0 and "untried:exploration-bonus" in hit.reasons
+    # shown in a judged retrieval and not needed: its chance came and went
+    r = mem.recall("reset the cache", limit=2)
+    mem.feedback(r.retrieval_id, "failure", used_memory_ids=[tried.id])
+    hit = next(h for h in mem.recall("reset the cache", limit=2, explore=True).memories if h.memory.id == untried.id)
+    assert hit.breakdown.learning.exploration_bonus == 0 and "untried:passed-over" in hit.reasons
 
 
 def test_a_new_memory_gets_tried_first_when_the_old_one_stops_working(mem):

@@ -97,6 +97,7 @@ class Assessment:
     explored: bool = False
     failure_run: int = 0  # most recent consecutive surprising failures (change detection)
     newcomer: bool = False  # added after its rivals were judged, never offered in a judged retrieval since
+    passed_over: bool = False  # never tried, but offered in a retrieval that got feedback
 
 
 def coverage(reach: float, ramp: tuple[float, float], floor: float) -> float:
@@ -339,6 +340,7 @@ class OutcomeModel:
             outcomes=m.n, successes=succ, failures=fail, nearest=nearest, mean=mean, sd=sd, bonus=bonus, usefulness=u,
             factor=learned_factor(u, self.gain), last_outcome_at=float(m.times.max()) if m.n else None,
             explored=explore and m.n == 0 and bonus > 0, failure_run=m.run, newcomer=untried == "newcomer",
+            passed_over=untried == "passed-over",
         )
 
     def assess(
@@ -388,6 +390,8 @@ def outcome_reasons(a: Assessment, change_after: int = 2) -> list[str]:
     if a.outcomes == 0:
         if a.newcomer:
             return ["new:explored-first"]
+        if a.passed_over:
+            return ["untried:passed-over"]
         return ["untried:exploration-bonus"] if a.explored else []
     out = []
     if a.successes + a.failures < 0.3:
