@@ -49,6 +49,7 @@ class LearningConfig:
     decay: float = 0.9  # weight of an outcome per newer outcome of the same memory
     half_life_days: float = 30.0  # and per elapsed time
     ridge: float = 0.1  # regularisation of the per-memory regression of outcome on query vector
+    direction_ridge: float | None = 0.5  # smoother, for the direction (one noisy label is not the truth); None: `ridge`
     # Change detection: a run of `change_after`+ failures, each one a surprise for the outcomes
     # before it (they predicted success there), multiplies the weight of everything older by
     # change_discount ** run. Drift is seen within two failures; one noisy label is not drift.
@@ -181,6 +182,7 @@ class _Model:
     vectors: np.ndarray  # (m, d): the rows that have a query vector
     dual: np.ndarray  # ridge coefficients of those rows (targets - 0.5)
     support: np.ndarray  # ridge coefficients for constant 1: how much the rows say about a query
+    dir_support: np.ndarray  # the same with the direction's regularisation
     vec_weights: np.ndarray
     vec_targets: np.ndarray
     novec_weight: float  # total weight of rows without a query vector (counted for every query)
@@ -294,12 +296,15 @@ class OutcomeModel:
             weights = weights.copy()
             weights[rows:] *= cfg.change_discount ** run
         vw = weights[has]
-        dual = ridge_dual(vecs, targets[has] - 0.5, vw, cfg.ridge) if has.any() else np.zeros(0)
+        lam_dir = cfg.ridge if cfg.direction_ridge is None else cfg.direction_ridge
+        dual = ridge_dual(vecs, targets[has] - 0.5, vw, lam_dir) if has.any() else np.zeros(0)
         support = ridge_dual(vecs, np.ones(int(has.sum())), vw, cfg.ridge) if has.any() else np.zeros(0)
+        dir_support = support if lam_dir == cfg.ridge else (
+            ridge_dual(vecs, np.ones(int(has.sum())), vw, lam_dir) if has.any() else np.zeros(0))
         nw = float(weights[~has].sum())
         nt = float(np.dot(weights[~has], targets[~has]) / nw) if nw > 0 else 0.5
         return _Model(targets=targets, weights=weights, times=times, vectors=vecs.astype(np.float32), dual=dual,
-                      support=support,
+                      support=support, dir_support=dir_support,
                       vec_weights=vw, vec_targets=targets[has], novec_weight=nw, novec_target=nt, run=run, built_at=now)
 
     def assess_model(self, m: _Model, qvec: np.ndarray | None, prior_mean: float, explore: bool,
@@ -324,7 +329,8 @@ class OutcomeModel:
                 raw = float(sims @ m.dual)
                 reach = float(sims @ m.support)
                 mass_v = float(m.vec_weights.sum()) * coverage(reach, cfg.coverage, cfg.uncovered_weight)
-                p_v = min(0.98, max(0.02, 0.5 + (raw / reach if reach > 0.05 else raw)))
+                dreach = float(sims @ m.dir_support)
+                p_v = min(0.98, max(0.02, 0.5 + (raw / dreach if dreach > 0.02 else raw)))
             elif m.vectors.shape[0]:  # no query vector: count them like the rest
                 mass_v = float(m.vec_weights.sum())
                 p_v = float(np.dot(m.vec_weights, m.vec_targets) / mass_v) if mass_v > 0 else 0.5
