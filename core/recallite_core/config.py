@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .learning import LearningConfig
 from .policy import PROFILES
 from .validation import Limits
 
@@ -36,6 +37,8 @@ class RecalliteConfig:
     # Learning
     learning_rate: float = 0.35
     outcome_gain: float = 3.0
+    # Outcome learner (context-aware posterior, exploration, context auto-tuning): learning.py
+    learning: LearningConfig = field(default_factory=LearningConfig)
     # Caches
     query_cache_size: int = 256
     embed_batch_size: int = 64

@@ -20,6 +20,7 @@ from .context import render
 from .embedder import Embedder, resolve_embedder
 from .episodes import ConversationMemory, check_category, check_names, check_orphans, check_role
 from .injection import flags_for
+from .learning import Learning
 from .errors import (
     ClosedError,
     EmbedderMismatchError,
@@ -116,6 +117,8 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             # Lazy: no process starts until a recall is big enough for the pool.
             self.scan_pool = ScanPool(store.path, embedder.dimensions, options, busy_timeout_ms=store.busy_timeout_ms)
         self.retriever = Retriever(store, embedder, self.index, self.config, self.scan_pool)
+        self.learning = Learning(store, embedder, self.config.learning, self.config.outcome_gain, self.retriever.query_cache)
+        self.retriever.learning = self.learning.outcomes
         self._closed = False
 
     # -- opening and closing ----------------------------------------------------------------
@@ -613,6 +616,8 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         include_expired: bool = False,
         expand_beliefs: bool = False,
         working_session: str | None = None,
+        explore: bool = False,
+        min_score_ratio: float | None = None,
         _kind: str = "recall",
         _exclude: set[int] | None = None,
     ) -> RecallResult:
@@ -631,6 +636,10 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         (``valid_until`` passed) are left out unless ``include_expired`` or ``include_inactive``;
         ``expand_beliefs`` appends up to ``limit`` memories one relation away (reason
         ``belief-expansion``); ``working_session`` merges that session's working memory.
+
+        retrieval whose id feedback() refers to. ``explore`` adds the learner's optimism bonus
+        (memories with little evidence get their chance; build_context turns it on);
+        ``min_score_ratio`` drops hits scoring below that fraction of the best hit.
         """
         self._live()
         q = check_query(query, self.limits)
@@ -647,6 +656,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             min_score = float(min_score)
             if not math.isfinite(min_score):
                 raise InvalidInputError("min_score must be a finite number.")
+        ratio = None if min_score_ratio is None else check_unit("min_score_ratio", min_score_ratio, 0.0)
         mt = None if min_trust is None else check_unit("min_trust", min_trust, 0.0)
         if expand_episodes is not None:
             from .episodes import _check_window
@@ -659,7 +669,8 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         # One hold of the store lock for the read and the log write: under concurrent
         # recalls every lock hand-off costs a thread wake-up, so take it once.
         with self.store.lock:
-            hits = self.retriever.rank(q, flt, depth, profile, min_score, mt, qvec=qvec)
+            hits = self.retriever.rank(q, flt, depth, profile, min_score, mt, qvec=qvec,
+                                       explore=bool(explore), min_score_ratio=ratio)
             if working_session is not None:
                 hits = self._merge_working(hits, q, flt, depth, profile, working_session, mt, min_score)
             hits = self._post_rank(q, hits, n, expand_episodes, _exclude)
@@ -695,21 +706,45 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         )
 
     def build_context(
-        self, query: str, max_tokens: int = 2000, format: str = "markdown", limit: int = 10, *,
+        self, query: str, max_tokens: int = 2000, format: str = "markdown", limit: int | None = None, *,
         conversation: str | None = None, recent_turns: int = 8, **recall_kwargs: Any
     ) -> ContextResult:
         """recall() + format_context() in one call, with the ids and token count of what was served.
 
         ``conversation``: a session id whose short-term memory (its last ``recent_turns`` turns
-        and running summary) comes first, then the recalled memories, all within ``max_tokens``."""
+        and running summary) comes first, then the recalled memories, all within ``max_tokens``.
+        Exploration is on (``explore=True``) unless the caller says otherwise. Without ``limit``
+        (and ``min_score``), the limit and relative threshold come from the scope's auto-tuning
+        bandit (10 hits, 20 in compact format, until feedback says otherwise)."""
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise InvalidInputError(f"max_tokens must be a positive whole number, got {max_tokens!r}.")
         if format not in CONTEXT_FORMATS:
             raise InvalidInputError(f"Unknown context format {format!r}. Use one of: {', '.join(CONTEXT_FORMATS)}.")
+        recall_kwargs.setdefault("explore", True)
+        arm = tuning_scope = None
+        if limit is None:
+            limit = 20 if format == "compact" else 10
+            if self.config.learning.tune_context and recall_kwargs.get("min_score") is None \
+                    and recall_kwargs.get("min_score_ratio") is None:
+                tuning_scope = self._tuning_scope(recall_kwargs.get("scope"))
+                with self.store.reading() as conn:
+                    arm = self.learning.tuner.choose(conn, tuning_scope)
+                limit = arm.limit * (2 if format == "compact" else 1)
+                recall_kwargs["min_score_ratio"] = arm.min_score_ratio or None
         if conversation is not None:
             return self._conversation_context(query, max_tokens, format, limit, conversation, recent_turns, recall_kwargs)
         result = self.recall(query, limit=limit, _kind="context", **recall_kwargs)
+        if arm is not None:
+            with self.store.transaction() as conn:
+                self.learning.tuner.log(conn, parse_id(result.retrieval_id, "ret"), tuning_scope, arm, max_tokens)
         return self._render(result, max_tokens, format)
+
+    def _tuning_scope(self, scope: Any) -> str:
+        """The scope whose bandit tunes a context: the first (project) scope searched, '*' for all."""
+        if scope is None:
+            return "*"
+        first = scope if isinstance(scope, str) else next(iter(scope), None)
+        return "*" if first is None else check_scope(first, self.limits, self.config.default_scope)
 
     # -- feedback ------------------------------------------------------------------------------------------------
     def feedback(
@@ -752,6 +787,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         key = None if client_key is None else check_optional_name(client_key, "client_key", self.limits)
         target = policy.outcome_target(outcome, sc)
         recorded_score = target if sc is None else sc
+        qvec = self.learning.query_vector(rid)  # embedded outside the write lock
         now = time.time()
         with self.store.transaction() as conn:
             if conn.execute("SELECT 1 FROM retrievals WHERE id = ?", (rid,)).fetchone() is None:
@@ -807,6 +843,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 outcomes,
             )
+            self.learning.on_feedback(conn, rid, qvec, target, used, now)
         # What was just written, without reading it back.
         return FeedbackResult(
             feedback_id=fmt_id("fb", fid), retrieval_id=fmt_id("ret", rid), outcome=outcome, score=recorded_score,
@@ -1122,6 +1159,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         with self.store.lock:
             self.index.reset()
         self._rechunk()  # chunk vectors too, with the current embedder
+        self.learning.backfill(rebuild=True)  # the query vectors of feedback are a projection too
         return len(rows)
 
     def consolidate(
@@ -1266,9 +1304,14 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             db_path=self.store.path, db_bytes=db_bytes, wal_bytes=wal_bytes,
             schema_version=self._reader().schema_version(),
             redactions=sum(redacted.values()), redactions_by_kind=redacted,
+            context_tuning=self._context_tuning(flt.scopes),
         )
         self._slm_stats(stats, flt)
         return stats
+
+    def _context_tuning(self, scopes: tuple[str, ...] | None) -> dict[str, dict[str, Any]]:
+        with self.store.reading() as conn:
+            return self.learning.tuner.summary(conn, scopes)
 
     # -- portability --------------------------------------------------------------------------------------------------------
     def export_jsonl(self, path: str, *, scope: str | None = None) -> int:
@@ -1288,7 +1331,9 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         from .portability import import_jsonl
 
         self._live()
-        return import_jsonl(self, path, trust=trust, progress=progress)
+        counts = import_jsonl(self, path, trust=trust, progress=progress)
+        self.learning.backfill()
+        return counts
 
 
 def check_optional_reason(reason: Any) -> str:

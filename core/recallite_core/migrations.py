@@ -295,6 +295,42 @@ MIGRATIONS: list[tuple[str, str]] = [
             FROM episodes e;
         """,
     ),
+    (
+        "0008_learning",
+        """
+        -- Learning from outcomes (learning.py). The query embedding of each retrieval that got
+        -- feedback: context-aware credit compares a new query with the ones where a memory
+        -- succeeded or failed. A projection of retrievals.query; reindex rebuilds it.
+        CREATE TABLE retrieval_vectors (
+            retrieval_id INTEGER PRIMARY KEY REFERENCES retrievals(id) ON DELETE CASCADE,
+            vector BLOB NOT NULL
+        );
+        -- Which memories were ever offered in a retrieval that got feedback (exploration: a memory
+        -- never offered yet is new and gets its chance).
+        CREATE INDEX feedback_retrieval ON feedback(retrieval_id);
+        -- Bumped when outcome rows disappear or query vectors are rebuilt: readers drop their caches.
+        INSERT INTO counters (name, value) VALUES ('learning_epoch', 0);
+        CREATE TRIGGER memory_outcomes_learning_ad AFTER DELETE ON memory_outcomes BEGIN
+            UPDATE counters SET value = value + 1 WHERE name = 'learning_epoch';
+        END;
+        -- recallite_context auto-tuning: a bandit per scope over (limit, min score ratio) arms,
+        -- and which arm served each tuned context.
+        CREATE TABLE context_tuning (
+            scope TEXT NOT NULL,
+            arm TEXT NOT NULL,
+            pulls REAL NOT NULL DEFAULT 0,
+            reward REAL NOT NULL DEFAULT 0,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (scope, arm)
+        );
+        CREATE TABLE retrieval_tuning (
+            retrieval_id INTEGER PRIMARY KEY REFERENCES retrievals(id) ON DELETE CASCADE,
+            scope TEXT NOT NULL,
+            arm TEXT NOT NULL,
+            max_tokens INTEGER NOT NULL
+        );
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -83,6 +83,21 @@ class Memory(BaseModel):
         return self
 
 
+class OutcomeEvidence(BaseModel):
+    """What feedback did to a hit: the posterior behind its outcome factor (learning.py)."""
+
+    outcomes: int = Field(0, description="Outcome rows considered (the most recent ones, at most 32).")
+    successes: float = Field(0.0, description="Success evidence, weighted by credit, recency and query similarity.")
+    failures: float = Field(0.0, description="Failure evidence, weighted the same way.")
+    nearest_similarity: Optional[float] = Field(None, description="Cosine of the closest past query with an outcome.")
+    posterior_mean: float = Field(0.5, description="Beta posterior mean of success for this query.")
+    exploration_bonus: float = Field(0.0, description="Optimism added when exploring (recallite_context).")
+    usefulness: float = Field(0.5, description="posterior_mean + exploration_bonus: what the outcome factor used.")
+    last_outcome_at: Optional[datetime] = None
+    failure_run: int = Field(0, description="Latest consecutive failures where it used to work: older successes count less.")
+    newcomer: bool = Field(False, description="Never judged and newer than its judged rivals: explored first.")
+
+
 class ScoreBreakdown(BaseModel):
     """How a hit's final score was made: fusion, then multipliers."""
 
@@ -103,6 +118,7 @@ class ScoreBreakdown(BaseModel):
     contradiction_factor: float = 1.0
     final: float = 0.0
     rerank_score: Optional[float] = None  # set when the optional reranking stage ran
+    learning: Optional[OutcomeEvidence] = Field(None, description="Evidence behind outcome_factor; None when ranking used the usefulness column.")
 
 
 class RecallHit(BaseModel):
@@ -213,6 +229,9 @@ class Stats(BaseModel):
     working: dict[str, int] = Field(default_factory=dict, description="Working memory in this process: sessions, entries, bytes.")
     redactions: int = Field(0, description="Secrets replaced by [REDACTED:kind] before storage, database-wide.")
     redactions_by_kind: dict[str, int] = Field(default_factory=dict)
+    context_tuning: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Per scope: the (limit, min_score_ratio) recallite_context uses now and each setting's feedback.")
 
 
 # -- SLM-Lite ----------------------------------------------------------------------------------------------------------

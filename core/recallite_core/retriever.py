@@ -23,7 +23,9 @@ from .codec import decode_vector
 from .errors import ScanError, WorkerTimeoutError
 from .fts import fts_query, query_terms
 from .fusion import keyword_weight, reciprocal_rank_fusion, zscore_fusion
-from .models import Memory, RecallHit, ScoreBreakdown
+from .learning import Assessment, OutcomeModel, outcome_reasons
+from .models import Memory, OutcomeEvidence, RecallHit, ScoreBreakdown
+from .rows import ts
 from .rows import load_memories
 from .store import Store
 from .trust import trust_scores
@@ -132,6 +134,8 @@ class Retriever:
         self.query_cache = QueryVectorCache(config.query_cache_size)
         self._df_cache: dict[str, int] = {}
         self._df_counter = -1
+        # The outcome learner (set by the engine); None ranks by the usefulness column alone.
+        self.learning: OutcomeModel | None = None
 
     # -- channels -------------------------------------------------------------------------------
     def keyword_channel(self, conn: sqlite3.Connection, query: str, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
@@ -429,6 +433,7 @@ class Retriever:
     def rank(
         self, query: str, flt: RecallFilter, limit: int, profile: str, min_score: float | None,
         min_trust: float | None = None, qvec: np.ndarray | None = None,
+        explore: bool = False, min_score_ratio: float | None = None,
     ) -> list[RecallHit]:
         cfg = self.config
         if qvec is None:
@@ -487,6 +492,7 @@ class Retriever:
             contra = self.contradictions(conn, pool_ids, flt.scopes)
             if min_trust is None:
                 trust = trust_scores(conn, pool_ids, half_life_days=cfg.trust_half_life_days)
+            learned = self._assess(conn, qvec, memories, explore)
         kw_rank = {i: (r, s) for r, (i, s) in enumerate(kw, start=1)}
         vec_rank = {i: (r, s) for r, (i, s) in enumerate(vec, start=1)}
         weights = cfg.profiles[profile]
@@ -498,6 +504,7 @@ class Retriever:
             kr = kw_rank.get(mid)
             vr = vec_rank.get(mid)
             against = contra.get(mid, [])
+            judged = learned.get(mid)
             bd = ScoreBreakdown(
                 keyword_rank=kr[0] if kr else None,
                 keyword_score=round(kr[1], 6) if kr else None,
@@ -511,9 +518,10 @@ class Retriever:
                 fusion=fusion_score,
                 status_factor=policy.STATUS_FACTOR[mem.status],
                 profile_factor=weights.get(mem.type, 1.0),
-                quality=policy.quality(mem.confidence, mem.usefulness, mem.importance),
-                outcome_factor=policy.outcome_factor(mem.usefulness, cfg.outcome_gain),
+                quality=policy.quality(mem.confidence, judged.mean if judged else mem.usefulness, mem.importance),
+                outcome_factor=judged.factor if judged else policy.outcome_factor(mem.usefulness, cfg.outcome_gain),
                 contradiction_factor=policy.contradiction_factor(sum(1 for a in against if a[3])),
+                learning=evidence(judged),
             )
             bd.final = (bd.fusion * bd.status_factor * bd.profile_factor * bd.quality * bd.outcome_factor
                         * bd.contradiction_factor)
@@ -522,7 +530,8 @@ class Retriever:
                     memory=mem,
                     score=bd.final,
                     rank=0,
-                    reasons=self.reasons(mem, bd, profile),
+                    reasons=self.reasons(mem, bd, profile)
+                    + (outcome_reasons(judged, cfg.learning.change_after) if judged else []),
                     warnings=[
                         f"Contradicted by {f'mem_{oid}'}" + (f' "{title}"' if title else "") + f" ({status})"
                         + ("" if eff else ", an untrusted claim")
@@ -536,10 +545,19 @@ class Retriever:
         hits.sort(key=lambda h: (-h.score, h.memory.id))
         if min_score is not None:
             hits = [h for h in hits if h.score >= min_score]
+        if min_score_ratio and hits:
+            hits = [h for h in hits if h.score >= min_score_ratio * hits[0].score]
         hits = hits[:limit]
         for r, h in enumerate(hits, start=1):
             h.rank = r
         return hits
+
+    def _assess(self, conn: sqlite3.Connection, qvec: np.ndarray, memories: dict[int, Memory], explore: bool) -> dict[int, Assessment]:
+        """What outcomes say about each candidate for this query (empty: rank by the usefulness column)."""
+        if self.learning is None or not self.learning.enabled:
+            return {}
+        return self.learning.assess(
+            conn, qvec, {mid: (m.usefulness, m.created_at.timestamp()) for mid, m in memories.items()}, explore)
 
     def reasons(self, mem: Memory, bd: ScoreBreakdown, profile: str) -> list[str]:
         out: list[str] = []
@@ -592,3 +610,14 @@ class Retriever:
 def _drop(ids: np.ndarray, sims: np.ndarray, expired: set[int], depth: int) -> list[tuple[int, float]]:
     """The scan's (id, cosine) pairs without expired memories, cut to depth."""
     return [(i, s) for i, s in zip(ids.tolist(), sims.tolist()) if i not in expired][:depth]
+
+
+def evidence(a: Assessment | None) -> OutcomeEvidence | None:
+    if a is None:
+        return None
+    return OutcomeEvidence(
+        outcomes=a.outcomes, successes=round(a.successes, 4), failures=round(a.failures, 4),
+        nearest_similarity=None if a.nearest is None else round(a.nearest, 4), posterior_mean=round(a.mean, 4),
+        exploration_bonus=round(a.bonus, 4), usefulness=round(a.usefulness, 4), last_outcome_at=ts(a.last_outcome_at),
+        failure_run=a.failure_run, newcomer=a.newcomer,
+    )

@@ -1,0 +1,599 @@
+"""Learning from outcomes: what feedback does to ranking, and to the size of a context.
+
+Three parts (README, "Learning from outcomes"):
+
+* :class:`OutcomeModel` turns a memory's recorded outcomes into a Beta posterior for the
+  query at hand: each outcome counts by its credit weight, its recency (older outcomes and
+  outcomes followed by newer ones count less) and by how close its query was to this one
+  (context-aware credit: a memory that works for task A and fails for task B rises for A and
+  falls for B). Ranking multiplies the fused score by ``exp(gain * (u - 0.5))`` where ``u``
+  is the posterior mean, plus an optimism bonus when exploring (recallite_context), so a
+  memory nobody has tried yet gets its chance over ones that failed.
+* :class:`ContextTuner` is a per-scope bandit over a few (top-K, relative threshold)
+  settings for recallite_context, rewarded by feedback minus a token cost.
+* :class:`Learning` ties both to the store: the query vector of each feedback, the cache,
+  rebuilding after reindex or import.
+
+The rows of ``memory_outcomes`` (with the query text in ``retrievals``) are the truth; the
+query vectors in ``retrieval_vectors`` are a projection that :meth:`Learning.backfill`
+rebuilds. Pure functions first, SQL below.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from .codec import decode_many, encode_vector
+
+LEARNING_MODES = ("contextual", "global", "ema")
+
+
+@dataclass
+class LearningConfig:
+    """Every number of the outcome learner, with its default (README: Learning from outcomes)."""
+
+    # contextual: per-query posterior from outcomes placed by their query vectors (default);
+    # global: the same posterior with every outcome counting whatever its query (ablation);
+    # ema: the usefulness column only (what ranking did before this learner).
+    mode: str = "contextual"
+    gain: float | None = 7.0  # outcome factor exp(gain * (u - 0.5)); None = RecalliteConfig.outcome_gain
+    prior: float = 0.75  # Beta(prior, prior) before any outcome: one success is not forty
+    max_outcomes: int = 32  # most recent outcome rows used per memory
+    decay: float = 0.9  # weight of an outcome per newer outcome of the same memory
+    half_life_days: float = 30.0  # and per elapsed time
+    ridge: float = 0.1  # regularisation of the per-memory regression of outcome on query vector
+    direction_ridge: float | None = 0.5  # smoother, for the direction (one noisy label is not the truth); None: `ridge`
+    # Change detection: a run of `change_after`+ failures, each one a surprise for the outcomes
+    # before it (they predicted success there), multiplies the weight of everything older by
+    # change_discount ** run. Drift is seen within two failures; one noisy label is not drift.
+    change_after: int = 2
+    change_discount: float = 0.3
+    # Coverage: how much of a memory's evidence applies to a query is ramp(reach, *coverage),
+    # reach = the regression's prediction of the constant 1 at the query (about 1 among the
+    # queries it has outcomes for, falling towards 0 away from them); `uncovered_weight` at least.
+    coverage: tuple[float, float] = (0.3, 0.7)
+    uncovered_weight: float = 0.0
+    explore_bonus: float = 0.35  # optimism when exploring: u = mean + explore_bonus * sd
+    # ... for a memory never tried although it was offered in retrievals that got feedback (the
+    # agent was shown it and needed something else): its chance came and went.
+    passed_over_bonus: float = 0.0
+    # A memory added after its rivals started being judged, and not offered in a retrieval that
+    # got feedback since, is likelier to be the fix for what changed than one the agent was
+    # shown and passed over: it gets this bonus (in sd) instead, until it is judged.
+    newcomer_bonus: float = 1.2
+    cache_size: int = 4096  # memories whose fitted outcome model is kept in memory
+    cache_seconds: float = 3600.0  # refit after this long (time decay moves)
+    # recallite_context auto-tuning: (limit, min score as a fraction of the best hit's score)
+    tune_context: bool = True
+    arms: tuple[tuple[int, float], ...] = ((10, 0.0), (5, 0.0), (5, 0.3), (3, 0.0), (3, 0.3))
+    arm_token_cost: float = 0.2  # reward = outcome - cost * tokens / max_tokens
+    arm_decay: float = 0.98  # discount of older rewards (per update)
+    arm_ucb: float = 0.25  # UCB exploration of the bandit
+
+
+# -- pure maths -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Assessment:
+    """What outcomes say about one memory for one query. ``factor`` multiplies the score."""
+
+    outcomes: int = 0  # outcome rows considered
+    successes: float = 0.0  # effective success evidence for this query
+    failures: float = 0.0
+    nearest: float | None = None  # cosine of the closest query with an outcome
+    mean: float = 0.5  # posterior mean
+    sd: float = 0.0
+    bonus: float = 0.0  # exploration bonus added to the mean
+    usefulness: float = 0.5  # what ranking used: mean + bonus
+    factor: float = 1.0
+    last_outcome_at: float | None = None
+    explored: bool = False
+    failure_run: int = 0  # most recent consecutive surprising failures (change detection)
+    newcomer: bool = False  # added after its rivals were judged, never offered in a judged retrieval since
+    passed_over: bool = False  # never tried, but offered in a retrieval that got feedback
+
+
+def coverage(reach: float, ramp: tuple[float, float], floor: float) -> float:
+    """How much of a memory's outcome evidence applies to a query whose reach is ``reach``."""
+    lo, hi = ramp
+    g = min(1.0, max(0.0, (reach - lo) / max(hi - lo, 1e-6)))
+    return floor + (1.0 - floor) * g
+
+
+def recency_weights(n: int, ages_s: np.ndarray, decay: float, half_life_days: float) -> np.ndarray:
+    """decay ** (newer outcomes of this memory) * 0.5 ** (age / half-life); newest first."""
+    w = np.power(decay, np.arange(n, dtype=np.float64))
+    if half_life_days > 0:
+        w = w * np.power(0.5, np.maximum(ages_s, 0.0) / (half_life_days * 86400.0))
+    return w
+
+
+def ridge_dual(vectors: np.ndarray, y: np.ndarray, weights: np.ndarray, lam: float) -> np.ndarray:
+    """Dual coefficients of weighted ridge regression with the cosine kernel:
+    a = (K + lam * diag(1 / w))^-1 y, so that the prediction for a query q is (V q) . a.
+    Old or little-credited outcomes (small w) are fitted loosely."""
+    if len(y) == 0:
+        return np.zeros(0)
+    K = vectors @ vectors.T
+    reg = lam / np.maximum(weights, 1e-6)
+    return np.linalg.solve(K + np.diag(reg), y)
+
+
+def failure_run(vectors: np.ndarray, targets: np.ndarray, weights: np.ndarray, has_vec: np.ndarray, lam: float,
+                limit: int = 4, min_reach: float = 0.5, confirmed: np.ndarray | None = None) -> tuple[int, int]:
+    """Most recent consecutive failures that look like a change of the world (newest first).
+
+    A failure counts when the outcomes before it covered its query (the regression fitted on
+    them reaches at least ``min_reach`` there: the failure happened where the memory used to be
+    judged, not on another task) and predicted success there. A success, or any other failure,
+    ends the run. A failure confirmed by a newer memory's success on the same retrieval (the
+    agent moved on to something added since, and that worked: not a noisy label, and the sign
+    of a replacement) counts twice.
+    Returns (run length as counted, number of rows in the run)."""
+    run = rows = 0
+    for i in range(min(limit, len(targets))):
+        if targets[i] >= 0.5 or not has_vec[i]:
+            break
+        older = np.arange(i + 1, len(targets))
+        older = older[has_vec[older]]
+        if older.size == 0:
+            break
+        sims = vectors[older] @ vectors[i]
+        reach = float(sims @ ridge_dual(vectors[older], np.ones(older.size), weights[older], lam))
+        predicted = float(sims @ ridge_dual(vectors[older], targets[older] - 0.5, weights[older], lam))
+        if reach < min_reach or predicted <= 0:
+            break
+        run += 2 if confirmed is not None and confirmed[i] else 1
+        rows += 1
+    return run, rows
+
+
+def beta_mean_sd(alpha: float, beta: float) -> tuple[float, float]:
+    n = alpha + beta
+    if n <= 0:
+        return 0.5, math.sqrt(1 / 12)
+    mean = alpha / n
+    return mean, math.sqrt(max(0.0, mean * (1 - mean)) / (n + 1))
+
+
+def learned_factor(usefulness: float, gain: float) -> float:
+    """exp(gain * (u - 0.5)): the policy's outcome factor applied to the learned usefulness."""
+    return math.exp(gain * (min(1.0, max(0.0, usefulness)) - 0.5))
+
+
+# -- outcome rows, fitted and cached per memory ------------------------------------------------------
+
+
+@dataclass
+class _Model:
+    """A memory's recent outcomes, newest first, with what can be computed before the query."""
+
+    targets: np.ndarray
+    weights: np.ndarray  # credit x recency x change discount
+    times: np.ndarray
+    vectors: np.ndarray  # (m, d): the rows that have a query vector
+    dual: np.ndarray  # ridge coefficients of those rows (targets - 0.5)
+    support: np.ndarray  # ridge coefficients for constant 1: how much the rows say about a query
+    dir_support: np.ndarray  # the same with the direction's regularisation
+    vec_weights: np.ndarray
+    vec_targets: np.ndarray
+    novec_weight: float  # total weight of rows without a query vector (counted for every query)
+    novec_target: float  # their weighted mean target
+    run: int
+    built_at: float
+
+    @property
+    def n(self) -> int:
+        return int(self.targets.shape[0])
+
+
+class OutcomeModel:
+    """Posterior per (memory, query) from the memory's most recent outcome rows.
+
+    Fitted models are cached per memory and refreshed from ``max(rowid)`` of ``memory_outcomes``
+    (new rows name the memories to drop) and the ``learning_epoch`` counter (deletions,
+    re-embedded query vectors: drop everything). One SQL query per recall at most.
+    """
+
+    def __init__(self, dimensions: int, cfg: LearningConfig, gain: float):
+        self.dimensions = dimensions
+        self.cfg = cfg
+        self.gain = cfg.gain if cfg.gain is not None else gain
+        self._cache: OrderedDict[int, _Model] = OrderedDict()
+        self._offered: set[int] = set()  # memories known to have been offered in a judged retrieval
+        self._seen_rowid = -1
+        self._epoch: int | None = None
+        self._empty = self._fit([], 0.0)
+
+    @property
+    def enabled(self) -> bool:
+        return self.cfg.mode in ("contextual", "global")
+
+    def invalidate(self) -> None:
+        self._cache.clear()
+        self._offered.clear()
+        self._seen_rowid = -1
+        self._epoch = None
+
+    def _sync(self, conn: sqlite3.Connection) -> None:
+        top, epoch = conn.execute(
+            "SELECT (SELECT max(rowid) FROM memory_outcomes), (SELECT value FROM counters WHERE name = 'learning_epoch')"
+        ).fetchone()
+        top = top or 0
+        if epoch != self._epoch or top < self._seen_rowid:
+            self._cache.clear()
+            self._offered.clear()
+        elif top > self._seen_rowid:
+            for (mid,) in conn.execute("SELECT DISTINCT memory_id FROM memory_outcomes WHERE rowid > ?", (self._seen_rowid,)):
+                self._cache.pop(mid, None)
+        self._seen_rowid, self._epoch = top, epoch
+
+    def models(self, conn: sqlite3.Connection, ids: Sequence[int], now: float) -> dict[int, _Model]:
+        self._sync(conn)
+        out: dict[int, _Model] = {}
+        missing = []
+        for i in ids:
+            m = self._cache.get(i)
+            if m is None or now - m.built_at > self.cfg.cache_seconds:
+                missing.append(i)
+            else:
+                self._cache.move_to_end(i)
+                out[i] = m
+        if missing:
+            fetched: dict[int, list] = {i: [] for i in missing}
+            for start in range(0, len(missing), 500):
+                chunk = missing[start : start + 500]
+                for row in conn.execute(
+                    "SELECT memory_id, target, weight, created_at, rival, vector FROM ("
+                    " SELECT mo.memory_id, mo.target, mo.weight, mo.created_at,"
+                    "  (SELECT count(*) FROM feedback f2 JOIN memory_outcomes mo2 ON mo2.feedback_id = f2.id"
+                    "   JOIN memories m2 ON m2.id = mo2.memory_id"
+                    "   WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id != mo.memory_id AND mo2.target >= 0.5"
+                    "   AND m2.created_at > (SELECT created_at FROM memories WHERE id = mo.memory_id)) AS rival, rv.vector,"
+                    "  ROW_NUMBER() OVER (PARTITION BY mo.memory_id ORDER BY mo.rowid DESC) AS rn"
+                    " FROM memory_outcomes mo"
+                    " LEFT JOIN feedback f ON f.id = mo.feedback_id"
+                    " LEFT JOIN retrieval_vectors rv ON rv.retrieval_id = f.retrieval_id"
+                    f" WHERE mo.memory_id IN ({','.join('?' * len(chunk))})"
+                    ") WHERE rn <= ? ORDER BY memory_id, rn",
+                    [*chunk, self.cfg.max_outcomes],
+                ):
+                    fetched[row[0]].append(row[1:])
+            for mid, rs in fetched.items():
+                m = self._fit(rs, now) if rs else self._empty
+                self._cache[mid] = m
+                out[mid] = m
+            while len(self._cache) > self.cfg.cache_size:
+                self._cache.popitem(last=False)
+        return out
+
+    def _fit(self, rs: list, now: float) -> _Model:
+        cfg, d = self.cfg, self.dimensions
+        n = len(rs)
+        targets = np.array([r[0] for r in rs], dtype=np.float64)
+        credit = np.array([r[1] for r in rs], dtype=np.float64)
+        times = np.array([r[2] for r in rs], dtype=np.float64)
+        rival = np.array([bool(r[3]) for r in rs], dtype=bool)
+        has = np.array([v is not None and len(v) == 4 * d for *_, v in rs], dtype=bool)
+        if cfg.mode != "contextual":
+            has[:] = False
+        vecs = decode_many([v for (*_, v), h in zip(rs, has) if h], d).astype(np.float64) if has.any() \
+            else np.empty((0, d))
+        allvecs = np.zeros((n, d))
+        if has.any():
+            allvecs[has] = vecs
+        weights = credit * recency_weights(n, now - times, cfg.decay, cfg.half_life_days)
+        run, rows = failure_run(allvecs, targets, weights, has, cfg.ridge, confirmed=rival) if n else (0, 0)
+        if run >= cfg.change_after:
+            weights = weights.copy()
+            weights[rows:] *= cfg.change_discount ** run
+        vw = weights[has]
+        lam_dir = cfg.ridge if cfg.direction_ridge is None else cfg.direction_ridge
+        dual = ridge_dual(vecs, targets[has] - 0.5, vw, lam_dir) if has.any() else np.zeros(0)
+        support = ridge_dual(vecs, np.ones(int(has.sum())), vw, cfg.ridge) if has.any() else np.zeros(0)
+        dir_support = support if lam_dir == cfg.ridge else (
+            ridge_dual(vecs, np.ones(int(has.sum())), vw, lam_dir) if has.any() else np.zeros(0))
+        nw = float(weights[~has].sum())
+        nt = float(np.dot(weights[~has], targets[~has]) / nw) if nw > 0 else 0.5
+        return _Model(targets=targets, weights=weights, times=times, vectors=vecs.astype(np.float32), dual=dual,
+                      support=support, dir_support=dir_support,
+                      vec_weights=vw, vec_targets=targets[has], novec_weight=nw, novec_target=nt, run=run, built_at=now)
+
+    def assess_model(self, m: _Model, qvec: np.ndarray | None, prior_mean: float, explore: bool,
+                     untried: str | None = None) -> Assessment:
+        """The posterior of one memory for one query (pure given the fitted model).
+
+        With the query's cosines s to the outcome queries: reach = s . support, raw = s . dual.
+        Direction p = 0.5 + raw / reach (the outcomes' success rate as seen from this query),
+        mass = total weight x coverage(reach); outcomes without a query vector count for every
+        query with their plain mean. alpha = prior + mass p, beta = prior + mass (1 - p)."""
+        cfg = self.cfg
+        nearest = None
+        if m.n == 0:
+            alpha, beta = 2 * cfg.prior * prior_mean, 2 * cfg.prior * (1 - prior_mean)
+            succ = fail = 0.0
+        else:
+            mass_v = 0.0
+            p_v = 0.5
+            if m.vectors.shape[0] and qvec is not None:
+                sims = (m.vectors @ qvec).astype(np.float64)
+                nearest = float(sims.max())
+                raw = float(sims @ m.dual)
+                reach = float(sims @ m.support)
+                mass_v = float(m.vec_weights.sum()) * coverage(reach, cfg.coverage, cfg.uncovered_weight)
+                dreach = float(sims @ m.dir_support)
+                p_v = min(0.98, max(0.02, 0.5 + (raw / dreach if dreach > 0.02 else raw)))
+            elif m.vectors.shape[0]:  # no query vector: count them like the rest
+                mass_v = float(m.vec_weights.sum())
+                p_v = float(np.dot(m.vec_weights, m.vec_targets) / mass_v) if mass_v > 0 else 0.5
+            total = mass_v + m.novec_weight
+            p = (mass_v * p_v + m.novec_weight * m.novec_target) / total if total > 0 else 0.5
+            succ, fail = total * p, total * (1 - p)
+            alpha, beta = cfg.prior + succ, cfg.prior + fail
+        mean, sd = beta_mean_sd(alpha, beta)
+        scale = {"newcomer": cfg.newcomer_bonus, "passed-over": cfg.passed_over_bonus}.get(untried or "", cfg.explore_bonus)
+        bonus = scale * sd if explore else 0.0
+        u = min(1.0, mean + bonus)
+        return Assessment(
+            outcomes=m.n, successes=succ, failures=fail, nearest=nearest, mean=mean, sd=sd, bonus=bonus, usefulness=u,
+            factor=learned_factor(u, self.gain), last_outcome_at=float(m.times.max()) if m.n else None,
+            explored=explore and m.n == 0 and bonus > 0, failure_run=m.run, newcomer=untried == "newcomer",
+            passed_over=untried == "passed-over",
+        )
+
+    def assess(
+        self, conn: sqlite3.Connection, qvec: np.ndarray | None, candidates: dict[int, tuple[float, float]],
+        explore: bool, now: float | None = None,
+    ) -> dict[int, Assessment]:
+        """Assessment of each candidate: id -> (its usefulness column, the prior of a memory
+        without outcome rows; its creation time, for the newcomer bonus)."""
+        if not self.enabled or not candidates:
+            return {}
+        now = time.time() if now is None else now
+        models = self.models(conn, list(candidates), now)
+        q = None if qvec is None else np.asarray(qvec, dtype=np.float32)
+        # Never tried: a newcomer (created after its rivals started being judged, never offered in
+        # a judged retrieval since), passed over (offered before, not needed), or just untried.
+        judged = [float(m.times.min()) for m in models.values() if m.n]
+        since = min(judged) if judged else None
+        untried = [mid for mid in candidates if models.get(mid, self._empty).n == 0]
+        offered = self.offered(conn, untried) if explore and untried else set()
+        out = {}
+        for mid, (u, created) in candidates.items():
+            m = models.get(mid, self._empty)
+            status = None
+            if explore and m.n == 0:
+                if mid in offered:
+                    status = "passed-over"
+                elif since is not None and created > since:
+                    status = "newcomer"
+            out[mid] = self.assess_model(m, q, u if m.n == 0 else 0.5, explore, status)
+        return out
+
+    def offered(self, conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
+        """Which of ``ids`` were shown in some retrieval that got feedback (monotonic: cached once true).
+        Reads alone never change it: only feedback marks what was offered."""
+        unknown = [i for i in ids if i not in self._offered]
+        for start in range(0, len(unknown), 500):
+            chunk = unknown[start : start + 500]
+            self._offered.update(r[0] for r in conn.execute(
+                "SELECT DISTINCT ri.memory_id FROM retrieval_items ri "
+                f"WHERE ri.memory_id IN ({','.join('?' * len(chunk))}) "
+                "AND EXISTS (SELECT 1 FROM feedback f WHERE f.retrieval_id = ri.retrieval_id)", chunk))
+        return {i for i in ids if i in self._offered}
+
+
+def outcome_reasons(a: Assessment, change_after: int = 2) -> list[str]:
+    """Reason tags saying what feedback did to a hit."""
+    if a.outcomes == 0:
+        if a.newcomer:
+            return ["new:explored-first"]
+        if a.passed_over:
+            return ["untried:passed-over"]
+        return ["untried:exploration-bonus"] if a.explored else []
+    out = []
+    if a.successes + a.failures < 0.3:
+        out.append("no-outcomes-on-similar-tasks")
+    elif a.mean >= 0.6:
+        out.append("helped-on-similar-tasks")
+    elif a.mean <= 0.4:
+        out.append("misled-on-similar-tasks")
+    else:
+        out.append("mixed-outcomes-on-similar-tasks")
+    if a.failure_run >= change_after:
+        out.append("stopped-working-recently")
+    return out
+
+
+# -- recallite_context auto-tuning -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Arm:
+    limit: int
+    min_score_ratio: float
+
+    @property
+    def key(self) -> str:
+        return f"{self.limit}:{self.min_score_ratio:g}"
+
+    def serves(self, items: Sequence[tuple[int, int, float, int]]) -> list[tuple[int, int, float, int]]:
+        """The logged items (id, rank, score, tokens) this arm would have served."""
+        if not items:
+            return []
+        top = max(s for _, _, s, _ in items)
+        return [it for it in items if it[1] <= self.limit and it[2] >= self.min_score_ratio * top]
+
+    def within(self, other: "Arm") -> bool:
+        """True if every item this arm serves is also served by ``other`` (so its reward can be computed)."""
+        return self.limit <= other.limit and self.min_score_ratio >= other.min_score_ratio
+
+
+@dataclass
+class ArmStats:
+    arm: Arm
+    pulls: float = 0.0
+    reward: float = 0.0
+
+    @property
+    def mean(self) -> float:
+        return self.reward / self.pulls if self.pulls > 0 else 0.0
+
+
+class ContextTuner:
+    """Per-scope bandit over (limit, min score ratio) settings of recallite_context.
+
+    Reads never change it. Feedback on a tuned context rewards the arm that served it with
+    ``outcome - cost * tokens / max_tokens`` and, because the logged ranks and scores say what a
+    smaller setting would have served, also every arm nested in it (a success whose used memory
+    a smaller setting would have cut counts 0 for that setting). The next context picks the arm
+    with the best upper confidence bound (deterministic; the default arm until there is feedback).
+    """
+
+    def __init__(self, cfg: LearningConfig):
+        self.cfg = cfg
+        self.arm_list = [Arm(int(k), float(r)) for k, r in cfg.arms] or [Arm(10, 0.0)]
+
+    def stats(self, conn: sqlite3.Connection, scope: str) -> list[ArmStats]:
+        got = {a: (p, r) for a, p, r in conn.execute(
+            "SELECT arm, pulls, reward FROM context_tuning WHERE scope = ?", (scope,))}
+        return [ArmStats(a, *got.get(a.key, (0.0, 0.0))) for a in self.arm_list]
+
+    def choose(self, conn: sqlite3.Connection, scope: str) -> Arm:
+        st = self.stats(conn, scope)
+        total = sum(s.pulls for s in st)
+        if total <= 0:
+            return self.arm_list[0]
+        best, best_v = st[0].arm, -math.inf
+        for s in st:
+            if s.pulls <= 1e-9:
+                return s.arm
+            v = s.mean + self.cfg.arm_ucb * math.sqrt(math.log(1 + total) / s.pulls)
+            if v > best_v + 1e-12:
+                best, best_v = s.arm, v
+        return best
+
+    def log(self, conn: sqlite3.Connection, retrieval_id: int, scope: str, arm: Arm, max_tokens: int) -> None:
+        conn.execute(
+            "INSERT OR REPLACE INTO retrieval_tuning (retrieval_id, scope, arm, max_tokens) VALUES (?, ?, ?, ?)",
+            (retrieval_id, scope, arm.key, int(max_tokens)),
+        )
+
+    def on_feedback(self, conn: sqlite3.Connection, retrieval_id: int, target: float, used: Sequence[int] | None,
+                    now: float) -> None:
+        row = conn.execute("SELECT scope, arm, max_tokens FROM retrieval_tuning WHERE retrieval_id = ?",
+                           (retrieval_id,)).fetchone()
+        if row is None:
+            return
+        scope, arm_key, max_tokens = row
+        pulled = next((a for a in self.arm_list if a.key == arm_key), None)
+        if pulled is None:  # the arms were reconfigured since
+            return
+        items = conn.execute(
+            "SELECT ri.memory_id, ri.rank, ri.score, m.tokens FROM retrieval_items ri JOIN memories m ON m.id = ri.memory_id "
+            "WHERE ri.retrieval_id = ? ORDER BY ri.rank", (retrieval_id,)).fetchall()
+        for arm in self.arm_list:
+            if arm != pulled and not arm.within(pulled):
+                continue
+            served = arm.serves(items)
+            ids = {i for i, *_ in served}
+            included = True if not used else all(u in ids for u in used)
+            tokens = sum(t for *_, t in served)
+            reward = (target if included else 0.0) - self.cfg.arm_token_cost * min(1.0, tokens / max(1, max_tokens))
+            conn.execute(
+                "INSERT INTO context_tuning (scope, arm, pulls, reward, updated_at) VALUES (?, ?, 1, ?, ?) "
+                "ON CONFLICT(scope, arm) DO UPDATE SET pulls = pulls * ? + 1, reward = reward * ? + excluded.reward, "
+                "updated_at = excluded.updated_at",
+                (scope, arm.key, reward, now, self.cfg.arm_decay, self.cfg.arm_decay),
+            )
+
+    def summary(self, conn: sqlite3.Connection, scopes: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        if scopes is None:
+            scopes = [r[0] for r in conn.execute("SELECT DISTINCT scope FROM context_tuning ORDER BY scope")]
+        out = {}
+        for sc in scopes:
+            st = self.stats(conn, sc)
+            if not any(s.pulls for s in st):
+                continue
+            cur = self.choose(conn, sc)
+            out[sc] = {
+                "limit": cur.limit,
+                "min_score_ratio": cur.min_score_ratio,
+                "arms": [{"limit": s.arm.limit, "min_score_ratio": s.arm.min_score_ratio, "pulls": round(s.pulls, 3),
+                          "mean_reward": round(s.mean, 4)} for s in st],
+            }
+        return out
+
+
+# -- the store side ------------------------------------------------------------------------------------
+
+
+class Learning:
+    """Outcome model + context tuner, wired to the store and the query-vector cache."""
+
+    def __init__(self, store, embedder, cfg: LearningConfig, gain: float, query_cache):
+        self.store = store
+        self.embedder = embedder
+        self.cfg = cfg
+        self.outcomes = OutcomeModel(embedder.dimensions, cfg, gain)
+        self.tuner = ContextTuner(cfg)
+        self.query_cache = query_cache
+
+    def query_vector(self, retrieval_id: int) -> np.ndarray | None:
+        """The query embedding of a retrieval (from the LRU when it was just served). Call outside a transaction."""
+        if not self.outcomes.enabled:
+            return None
+        with self.store.reading() as conn:
+            row = conn.execute(
+                "SELECT r.query, rv.retrieval_id FROM retrievals r LEFT JOIN retrieval_vectors rv ON rv.retrieval_id = r.id "
+                "WHERE r.id = ?", (retrieval_id,)).fetchone()
+        if row is None or row[1] is not None:
+            return None
+        return self.query_cache.get(self.embedder, row[0])
+
+    def on_feedback(self, conn: sqlite3.Connection, retrieval_id: int, qvec: np.ndarray | None, target: float,
+                    used: Sequence[int] | None, now: float) -> None:
+        if qvec is not None:
+            conn.execute("INSERT OR IGNORE INTO retrieval_vectors (retrieval_id, vector) VALUES (?, ?)",
+                         (retrieval_id, encode_vector(qvec, self.embedder.dimensions)))
+        self.tuner.on_feedback(conn, retrieval_id, target, used, now)
+
+    def backfill(self, rebuild: bool = False) -> int:
+        """Embed the queries of retrievals that have feedback but no stored vector (all of them
+        with ``rebuild``, e.g. after the embedder changed). Returns how many were embedded."""
+        with self.store.reading() as conn:
+            if rebuild:
+                rows = conn.execute(
+                    "SELECT DISTINCT r.id, r.query FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id").fetchall()
+            else:
+                rows = conn.execute(
+                    "SELECT DISTINCT r.id, r.query FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id "
+                    "WHERE r.id NOT IN (SELECT retrieval_id FROM retrieval_vectors)").fetchall()
+        if not rows and not rebuild:
+            return 0
+        vecs = []
+        for start in range(0, len(rows), 256):
+            chunk = rows[start : start + 256]
+            vecs.extend(np.asarray(self.embedder.embed([q for _, q in chunk]), dtype=np.float32))
+        with self.store.transaction() as conn:
+            if rebuild:
+                conn.execute("DELETE FROM retrieval_vectors")
+            conn.executemany("INSERT OR REPLACE INTO retrieval_vectors (retrieval_id, vector) VALUES (?, ?)",
+                             [(rid, encode_vector(v, self.embedder.dimensions)) for (rid, _), v in zip(rows, vecs)])
+            conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'learning_epoch'")
+        self.outcomes.invalidate()
+        return len(rows)
+
+
+__all__ = [
+    "LEARNING_MODES", "LearningConfig", "Assessment", "OutcomeModel", "ContextTuner", "Arm", "Learning",
+    "coverage", "recency_weights", "ridge_dual", "failure_run", "beta_mean_sd", "learned_factor", "outcome_reasons",
+]
