@@ -61,6 +61,8 @@ class HitOut(BaseModel):
     warnings: list[str]
     source: str
     level: str = Field(description="user: a user-level memory seen from every project; project: this project's.")
+    outcome_factor: float = Field(1.0, description="What task outcomes did to this hit's score for this query: 1 nothing, "
+                                                   "above 1 it helped on similar tasks, below 1 it misled (reasons say why).")
 
     @classmethod
     def of(cls, hit: RecallHit, user_scope: str = "user") -> "HitOut":
@@ -70,6 +72,7 @@ class HitOut(BaseModel):
             level="user" if m.scope == user_scope else "project",
             confidence=round(m.confidence, 4), usefulness=round(m.usefulness, 4), score=hit.score, rank=hit.rank,
             reasons=hit.reasons, warnings=hit.warnings, source=m.source.type,
+            outcome_factor=round(hit.breakdown.outcome_factor, 4),
         )
 
 

@@ -16,7 +16,6 @@ from .codec import encode_vector
 from .config import RecalliteConfig
 from .context import render
 from .embedder import Embedder, resolve_embedder
-from .learning import Learning
 from .errors import (
     ClosedError,
     EmbedderMismatchError,
@@ -26,6 +25,7 @@ from .errors import (
     RetrievalNotFoundError,
     TrustPolicyError,
 )
+from .learning import Learning
 from .models import (
     CONTEXT_FORMATS,
     MEMORY_TYPES,
