@@ -85,6 +85,8 @@ class HitOut(BaseModel):
     layer: str = Field("semantic", description="working (this session, RAM only), episodic, semantic or procedural.")
     turn: Optional[TurnOut] = Field(None, description="For a conversation turn: its role, session, position and time.")
     window: list[TurnOut] = Field(default_factory=list, description="With window > 0: the turn and its neighbours, in order.")
+    outcome_factor: float = Field(1.0, description="What task outcomes did to this hit's score for this query: 1 nothing, "
+                                                   "above 1 it helped on similar tasks, below 1 it misled (reasons say why).")
 
     @classmethod
     def of(cls, hit: RecallHit, user_scope: str = "user") -> "HitOut":
@@ -95,6 +97,7 @@ class HitOut(BaseModel):
             confidence=round(m.confidence, 4), usefulness=round(m.usefulness, 4), score=hit.score, rank=hit.rank,
             reasons=hit.reasons, warnings=hit.warnings, source=m.source.type, trust=hit.trust, layer=m.layer or "semantic",
             turn=TurnOut.of(m) if m.episode else None, window=[TurnOut.of(w) for w in hit.window],
+            outcome_factor=round(hit.breakdown.outcome_factor, 4),
         )
 
 

@@ -356,3 +356,36 @@ def test_a_cut_that_would_miss_the_used_memory_loses(mem):
         mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[ctx.memory_ids[-1]])  # always the last one shown
     arms = {(a["limit"], a["min_score_ratio"]): a for a in mem.stats().context_tuning["p"]["arms"]}
     assert arms[(3, 0.0)]["mean_reward"] < 0 < arms[(10, 0.0)]["mean_reward"]
+
+
+async def _mcp_flow():
+    from mcp import Client
+
+    from recallite_mcp.server import build_server
+    from recallite_mcp.settings import Settings
+
+    async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False, scope="p"))) as c:
+        async def call(name, **args):
+            res = await c.call_tool(name, args)
+            assert not res.is_error, res.content[0].text
+            return res.structured_content
+
+        good = await call("recallite_remember", content=RESTART, type="procedure")
+        await call("recallite_remember", content=ROLLBACK, type="procedure")
+        for q in CONFIG_TASKS[:3]:
+            ctx = await call("recallite_context", query=q)  # no limit: the tuned setting
+            await call("recallite_feedback", retrieval_id=ctx["retrieval_id"], outcome="success",
+                       used_memory_ids=[good["id"]])
+        hits = (await call("recallite_recall", query=CONFIG_TASKS[3], limit=2))["memories"]
+        stats = await call("recallite_stats")
+        return good["id"], hits, stats
+
+
+def test_mcp_hits_and_stats_show_what_feedback_did():
+    import anyio
+
+    good, hits, stats = anyio.run(_mcp_flow)
+    top = hits[0]
+    assert top["id"] == good and top["outcome_factor"] > 1 and "helped-on-similar-tasks" in top["reasons"]
+    tuning = stats["context_tuning"]["p"]
+    assert {"limit", "min_score_ratio", "arms"} <= set(tuning) and sum(a["pulls"] for a in tuning["arms"]) > 0

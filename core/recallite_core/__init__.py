@@ -3,6 +3,7 @@
 from .config import RecalliteConfig
 from .embedder import CallableEmbedder, Embedder, HashEmbedder, resolve_embedder
 from .engine import Recallite
+from .learning import LearningConfig
 from .errors import (
     ClosedError,
     ContentTooLargeError,
@@ -48,7 +49,7 @@ from .validation import Limits
 __version__ = "0.1.0"
 
 __all__ = [
-    "Recallite", "RecalliteConfig", "Limits", "Embedder", "HashEmbedder", "CallableEmbedder", "resolve_embedder",
+    "Recallite", "RecalliteConfig", "LearningConfig", "Limits", "Embedder", "HashEmbedder", "CallableEmbedder", "resolve_embedder",
     "Memory", "Source", "RecallHit", "RecallResult", "ScoreBreakdown", "ContextResult", "FeedbackResult",
     "Relation", "RelationCounts", "Stats", "RecalliteError", "InvalidInputError", "ContentTooLargeError",
     "NotFoundError", "MemoryNotFoundError", "RetrievalNotFoundError", "InvalidTransitionError", "TrustPolicyError",

@@ -1310,7 +1310,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         return stats
 
     def _context_tuning(self, scopes: tuple[str, ...] | None) -> dict[str, dict[str, Any]]:
-        with self.store.reading() as conn:
+        with self._reader().reading() as conn:
             return self.learning.tuner.summary(conn, scopes)
 
     # -- portability --------------------------------------------------------------------------------------------------------

@@ -589,7 +589,8 @@ class Learning:
             conn.executemany("INSERT OR REPLACE INTO retrieval_vectors (retrieval_id, vector) VALUES (?, ?)",
                              [(rid, encode_vector(v, self.embedder.dimensions)) for (rid, _), v in zip(rows, vecs)])
             conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'learning_epoch'")
-        self.outcomes.invalidate()
+        with self.store.lock:
+            self.outcomes.invalidate()
         return len(rows)
 
 

@@ -307,7 +307,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         -- Which memories were ever offered in a retrieval that got feedback (exploration: a memory
         -- never offered yet is new and gets its chance).
-        CREATE INDEX feedback_retrieval ON feedback(retrieval_id);
+        CREATE INDEX IF NOT EXISTS feedback_retrieval_id ON feedback(retrieval_id);
         -- Bumped when outcome rows disappear or query vectors are rebuilt: readers drop their caches.
         INSERT INTO counters (name, value) VALUES ('learning_epoch', 0);
         CREATE TRIGGER memory_outcomes_learning_ad AFTER DELETE ON memory_outcomes BEGIN

@@ -25,8 +25,7 @@ from .fts import fts_query, query_terms
 from .fusion import keyword_weight, reciprocal_rank_fusion, zscore_fusion
 from .learning import Assessment, OutcomeModel, outcome_reasons
 from .models import Memory, OutcomeEvidence, RecallHit, ScoreBreakdown
-from .rows import ts
-from .rows import load_memories
+from .rows import load_memories, ts
 from .store import Store
 from .trust import trust_scores
 from .vector_index import ScanFilter, VectorIndex, stats_moments
