@@ -173,10 +173,21 @@ class Store:
         header of the file, and a foreign or newer database must be left byte for byte as it was."""
         if self.path is None:
             return
-        try:
-            mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        except sqlite3.Error as exc:
-            raise _explain(exc, self.path) from exc
+        # The switch takes an exclusive lock and SQLite does not always wait for it through the
+        # busy handler: retry (bounded) while another process is creating or migrating the file.
+        delay, deadline = 0.02, time.monotonic() + max(10.0, self.busy_timeout_ms / 1000.0)
+        while True:
+            try:
+                mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                break
+            except sqlite3.OperationalError as exc:
+                busy = "locked" in str(exc).lower() or "busy" in str(exc).lower()
+                if not busy or time.monotonic() > deadline:
+                    raise _explain(exc, self.path) from exc
+                time.sleep(delay * (1 + random.random()))
+                delay = min(delay * 2, 0.5)
+            except sqlite3.Error as exc:
+                raise _explain(exc, self.path) from exc
         if str(mode).lower() != "wal":
             log.warning("Could not switch %s to WAL (got %s); concurrent readers will block.", self.path, mode)
         # Checkpoint every ~40 MB of WAL instead of 4 MB: small writes (feedback, retrieval
