@@ -5,8 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
-import stat
 import sys
 from typing import Any, Callable
 

@@ -20,7 +20,6 @@ import math
 import re
 import sqlite3
 import time
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
@@ -33,7 +32,7 @@ from .policy import DEFAULT_RECALL_STATUSES
 from .rows import load_memories, ts
 from .tokens import estimate_tokens, truncate_to_tokens
 from .episode_windows import write_windows
-from .validation import check_optional_name, clean_text, derive_title, parse_id
+from .validation import to_epoch, check_optional_name, clean_text, derive_title, parse_id
 from .vector_index import ScanFilter, VectorIndex
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -181,32 +180,8 @@ def check_names(values: Any, name: str, check) -> tuple[str, ...] | None:
 
 
 def check_timestamp(value: Any, default: float) -> float:
-    """Epoch seconds from None (``default``), a number, a datetime or an ISO 8601 string.
-    A naive datetime or string is taken as UTC."""
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        raise InvalidInputError(f"timestamp must be a datetime, an ISO 8601 string or epoch seconds, got {value!r}.")
-    if isinstance(value, (int, float)):
-        v = float(value)
-        if not math.isfinite(v):
-            raise InvalidInputError("timestamp must be finite.")
-        return v
-    if isinstance(value, str):
-        text = value.strip()
-        if text.endswith("Z"):
-            text = text[:-1] + "+00:00"
-        try:
-            value = datetime.fromisoformat(text)
-        except ValueError:
-            raise InvalidInputError(
-                f"timestamp {value!r} is not ISO 8601; use e.g. '2024-05-08T13:56:00Z' or epoch seconds."
-            ) from None
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
-        return value.timestamp()
-    raise InvalidInputError(f"timestamp must be a datetime, an ISO 8601 string or epoch seconds, got {type(value).__name__}.")
+    """Epoch seconds of a turn's event time; None means ``default`` (now)."""
+    return default if value is None else to_epoch(value, "timestamp")
 
 
 # -- the chunk projection -----------------------------------------------------------------------------------

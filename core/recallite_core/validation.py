@@ -226,19 +226,17 @@ def fmt_id(prefix: str, n: int) -> str:
     return f"{prefix}_{n}"
 
 
-def check_valid_until(value: Any) -> float | None:
-    """An expiry moment as epoch seconds: None, a number (epoch seconds), a datetime (naive = UTC)
-    or an ISO 8601 string ("2030-01-31", "2030-01-31T12:00:00Z")."""
+def to_epoch(value: Any, name: str, *, negative: bool = True) -> float:
+    """Epoch seconds from a number, a datetime or date, or an ISO 8601 string ("2030-01-31",
+    "2024-05-08T13:56:00Z"); a naive date/time is taken as UTC. The one parser of moments."""
     from datetime import date, datetime, timezone
 
-    if value is None or value == "":
-        return None
     if isinstance(value, bool):
-        raise InvalidInputError(f"valid_until must be a date/time or epoch seconds, got {value!r}.")
+        raise InvalidInputError(f"{name} must be a date/time or epoch seconds, got {value!r}.")
     if isinstance(value, (int, float)):
         v = float(value)
-        if not math.isfinite(v) or v < 0:
-            raise InvalidInputError(f"valid_until must be a finite, positive epoch time, got {value!r}.")
+        if not math.isfinite(v) or (v < 0 and not negative):
+            raise InvalidInputError(f"{name} must be a finite{'' if negative else ', positive'} epoch time, got {value!r}.")
         return v
     if isinstance(value, str):
         text = value.strip()
@@ -246,7 +244,7 @@ def check_valid_until(value: Any) -> float | None:
             value = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
         except ValueError:
             raise InvalidInputError(
-                f"valid_until {text!r} is not an ISO 8601 date/time; use e.g. 2030-01-31 or 2030-01-31T12:00:00Z."
+                f"{name} {text!r} is not ISO 8601; use e.g. 2030-01-31 or 2024-05-08T13:56:00Z, or epoch seconds."
             ) from None
     if isinstance(value, datetime):
         if value.tzinfo is None:
@@ -254,4 +252,11 @@ def check_valid_until(value: Any) -> float | None:
         return value.timestamp()
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day, tzinfo=timezone.utc).timestamp()
-    raise InvalidInputError(f"valid_until must be a date/time or epoch seconds, got {type(value).__name__}.")
+    raise InvalidInputError(f"{name} must be a date/time, an ISO 8601 string or epoch seconds, got {type(value).__name__}.")
+
+
+def check_valid_until(value: Any) -> float | None:
+    """An expiry moment as epoch seconds (see to_epoch); None or "" for no expiry."""
+    if value is None or value == "":
+        return None
+    return to_epoch(value, "valid_until", negative=False)
