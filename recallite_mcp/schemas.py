@@ -219,10 +219,6 @@ class StatsOut(Stats):
     isolate_scopes: bool
     embedder_loaded: bool
     working: dict[str, int] = Field(default_factory=dict, description="Working memory held by this server: sessions, entries, bytes.")
-    context_tuning: dict[str, dict[str, Any]] = Field(
-        default_factory=dict,
-        description="Auto-tuning of recallite_context per scope: the limit and min_score_ratio in use, and each "
-                    "setting's feedback (pulls, mean reward = outcome minus a token cost).")
 
 
 class BeliefNodeOut(BaseModel):

@@ -636,8 +636,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         (``valid_until`` passed) are left out unless ``include_expired`` or ``include_inactive``;
         ``expand_beliefs`` appends up to ``limit`` memories one relation away (reason
         ``belief-expansion``); ``working_session`` merges that session's working memory.
-
-        retrieval whose id feedback() refers to. ``explore`` adds the learner's optimism bonus
+        Learning: ``explore`` adds the learner's optimism bonus
         (memories with little evidence get their chance; build_context turns it on);
         ``min_score_ratio`` drops hits scoring below that fraction of the best hit.
         """

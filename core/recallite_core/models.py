@@ -231,7 +231,8 @@ class Stats(BaseModel):
     redactions_by_kind: dict[str, int] = Field(default_factory=dict)
     context_tuning: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
-        description="Per scope: the (limit, min_score_ratio) recallite_context uses now and each setting's feedback.")
+        description="Auto-tuning of recallite_context per scope: the limit and min_score_ratio in use, and each "
+                    "setting's feedback (pulls, mean reward = outcome minus a token cost).")
 
 
 # -- SLM-Lite ----------------------------------------------------------------------------------------------------------
