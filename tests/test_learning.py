@@ -65,7 +65,7 @@ def clusters():
 def _model(cfg: LearningConfig, vectors: np.ndarray, targets: list[float]) -> tuple[OutcomeModel, object]:
     """A fitted model from rows given newest first (as the store returns them)."""
     om = OutcomeModel(vectors.shape[1], cfg, 7.0)
-    rows = [(t, 1.0, 1000.0 - i, np.asarray(v, dtype="<f4").tobytes()) for i, (t, v) in enumerate(zip(targets, vectors))]
+    rows = [(t, 1.0, 1000.0 - i, 0, 0, np.asarray(v, dtype="<f4").tobytes()) for i, (t, v) in enumerate(zip(targets, vectors))]
     return om, om._fit(rows, 1000.0)
 
 
@@ -82,7 +82,8 @@ def test_context_aware_credit_separates_two_tasks(clusters):
     assert for_a.mean > 0.65 and for_b.mean < 0.4 and for_a.mean - for_b.mean > 0.3
     assert for_a.factor > 1 > for_b.factor
     glob = OutcomeModel(64, LearningConfig(mode="global"), 7.0)
-    g = glob._fit([(1.0 if x else 0.0, 1.0, 1000.0 - i, np.asarray(v, "<f4").tobytes()) for i, (x, v) in enumerate(zip(is_a, vecs))], 1000.0)
+    g = glob._fit([(1.0 if x else 0.0, 1.0, 1000.0 - i, 0, 0, np.asarray(v, "<f4").tobytes())
+                   for i, (x, v) in enumerate(zip(is_a, vecs))], 1000.0)
     ga, gb = glob.assess_model(g, qa.astype(np.float32), 0.5, False), glob.assess_model(g, qb.astype(np.float32), 0.5, False)
     assert ga.mean == pytest.approx(gb.mean)  # a global score cannot tell the tasks apart
 

@@ -31,6 +31,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from .codec import decode_many, encode_vector
+from .models import OutcomeEvidence
+from .rows import ts
 
 LEARNING_MODES = ("contextual", "global", "ema")
 
@@ -55,11 +57,21 @@ class LearningConfig:
     # change_discount ** run. Drift is seen within two failures; one noisy label is not drift.
     change_after: int = 2
     change_discount: float = 0.3
+    # A failure on a retrieval where another memory, there all along (not newer), succeeded is read
+    # as a different task (the agent needed that other memory), not as a change: it counts in the
+    # posterior like any failure, but not towards the run.
+    explained_failures: bool = True
     # Coverage: how much of a memory's evidence applies to a query is ramp(reach, *coverage),
     # reach = the regression's prediction of the constant 1 at the query (about 1 among the
     # queries it has outcomes for, falling towards 0 away from them); `uncovered_weight` at least.
     coverage: tuple[float, float] = (0.3, 0.7)
     uncovered_weight: float = 0.0
+    # Success locality: a memory's success evidence counts exp((s - s*) / success_locality), where s
+    # is how close its closest success comes to the query (cosine + success_locality * ln(weight of
+    # that outcome)) and s* the same for the closest success among all the candidates. A memory that
+    # worked on a task a little like this one does not outrank one that worked on this very task.
+    # Failures are not discounted this way. 0 turns it off.
+    success_locality: float = 0.05
     explore_bonus: float = 0.35  # optimism when exploring: u = mean + explore_bonus * sd
     # ... for a memory never tried although it was offered in retrievals that got feedback (the
     # agent was shown it and needed something else): its chance came and went.
@@ -99,6 +111,17 @@ class Assessment:
     failure_run: int = 0  # most recent consecutive surprising failures (change detection)
     newcomer: bool = False  # added after its rivals were judged, never offered in a judged retrieval since
     passed_over: bool = False  # never tried, but offered in a retrieval that got feedback
+    locality: float = 1.0  # share of its success evidence that applies here (success locality)
+
+    def evidence(self) -> OutcomeEvidence:
+        """What a hit's breakdown shows of this assessment (rounded)."""
+        return OutcomeEvidence(
+            outcomes=self.outcomes, successes=round(self.successes, 4), failures=round(self.failures, 4),
+            nearest_similarity=None if self.nearest is None else round(self.nearest, 4),
+            posterior_mean=round(self.mean, 4), exploration_bonus=round(self.bonus, 4),
+            usefulness=round(self.usefulness, 4), last_outcome_at=ts(self.last_outcome_at),
+            failure_run=self.failure_run, newcomer=self.newcomer, success_locality=round(self.locality, 4),
+        )
 
 
 def coverage(reach: float, ramp: tuple[float, float], floor: float) -> float:
@@ -128,7 +151,8 @@ def ridge_dual(vectors: np.ndarray, y: np.ndarray, weights: np.ndarray, lam: flo
 
 
 def failure_run(vectors: np.ndarray, targets: np.ndarray, weights: np.ndarray, has_vec: np.ndarray, lam: float,
-                limit: int = 4, min_reach: float = 0.5, confirmed: np.ndarray | None = None) -> tuple[int, int]:
+                limit: int = 4, min_reach: float = 0.5, confirmed: np.ndarray | None = None,
+                explained: np.ndarray | None = None) -> tuple[int, int]:
     """Most recent consecutive failures that look like a change of the world (newest first).
 
     A failure counts when the outcomes before it covered its query (the regression fitted on
@@ -136,12 +160,18 @@ def failure_run(vectors: np.ndarray, targets: np.ndarray, weights: np.ndarray, h
     judged, not on another task) and predicted success there. A success, or any other failure,
     ends the run. A failure confirmed by a newer memory's success on the same retrieval (the
     agent moved on to something added since, and that worked: not a noisy label, and the sign
-    of a replacement) counts twice.
+    of a replacement) counts twice. A failure ``explained`` by the success of a memory that was
+    there all along (not newer) on the same retrieval is skipped: it neither counts nor ends the
+    run (another task that needed another memory, as when a task that reads like this memory's
+    needs a different one).
     Returns (run length as counted, number of rows in the run)."""
     run = rows = 0
     for i in range(min(limit, len(targets))):
         if targets[i] >= 0.5 or not has_vec[i]:
             break
+        if explained is not None and explained[i] and not (confirmed is not None and confirmed[i]):
+            rows += 1
+            continue
         older = np.arange(i + 1, len(targets))
         older = older[has_vec[older]]
         if older.size == 0:
@@ -252,14 +282,18 @@ class OutcomeModel:
             for start in range(0, len(missing), 500):
                 chunk = missing[start : start + 500]
                 for row in conn.execute(
-                    "SELECT memory_id, target, weight, created_at, rival, vector FROM ("
+                    "SELECT memory_id, target, weight, created_at, rival, explained, vector FROM ("
                     " SELECT mo.memory_id, mo.target, mo.weight, mo.created_at,"
-                    "  (SELECT count(*) FROM feedback f2 JOIN memory_outcomes mo2 ON mo2.feedback_id = f2.id"
-                    "   JOIN memories m2 ON m2.id = mo2.memory_id"
-                    "   WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id != mo.memory_id AND mo2.target >= 0.5"
-                    "   AND m2.created_at > (SELECT created_at FROM memories WHERE id = mo.memory_id)) AS rival, rv.vector,"
+                    # other memories that succeeded on the same retrieval: newer (rival) or not (explained)
+                    "  (SELECT coalesce(sum(m2.created_at > me.created_at), 0) FROM feedback f2"
+                    "   JOIN memory_outcomes mo2 ON mo2.feedback_id = f2.id JOIN memories m2 ON m2.id = mo2.memory_id"
+                    "   WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id != mo.memory_id AND mo2.target >= 0.5) AS rival,"
+                    "  (SELECT coalesce(sum(m2.created_at <= me.created_at), 0) FROM feedback f2"
+                    "   JOIN memory_outcomes mo2 ON mo2.feedback_id = f2.id JOIN memories m2 ON m2.id = mo2.memory_id"
+                    "   WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id != mo.memory_id AND mo2.target >= 0.5) AS explained,"
+                    "  rv.vector,"
                     "  ROW_NUMBER() OVER (PARTITION BY mo.memory_id ORDER BY mo.rowid DESC) AS rn"
-                    " FROM memory_outcomes mo"
+                    " FROM memory_outcomes mo JOIN memories me ON me.id = mo.memory_id"
                     " LEFT JOIN feedback f ON f.id = mo.feedback_id"
                     " LEFT JOIN retrieval_vectors rv ON rv.retrieval_id = f.retrieval_id"
                     f" WHERE mo.memory_id IN ({','.join('?' * len(chunk))})"
@@ -276,12 +310,14 @@ class OutcomeModel:
         return out
 
     def _fit(self, rs: list, now: float) -> _Model:
+        """Rows newest first: (target, credit, time, newer rival succeeded, older rival succeeded, vector)."""
         cfg, d = self.cfg, self.dimensions
         n = len(rs)
         targets = np.array([r[0] for r in rs], dtype=np.float64)
         credit = np.array([r[1] for r in rs], dtype=np.float64)
         times = np.array([r[2] for r in rs], dtype=np.float64)
         rival = np.array([bool(r[3]) for r in rs], dtype=bool)
+        explained = np.array([bool(r[4]) for r in rs], dtype=bool) if cfg.explained_failures else None
         has = np.array([v is not None and len(v) == 4 * d for *_, v in rs], dtype=bool)
         if cfg.mode != "contextual":
             has[:] = False
@@ -291,7 +327,8 @@ class OutcomeModel:
         if has.any():
             allvecs[has] = vecs
         weights = credit * recency_weights(n, now - times, cfg.decay, cfg.half_life_days)
-        run, rows = failure_run(allvecs, targets, weights, has, cfg.ridge, confirmed=rival) if n else (0, 0)
+        run, rows = failure_run(allvecs, targets, weights, has, cfg.ridge, confirmed=rival,
+                                explained=explained) if n else (0, 0)
         if run >= cfg.change_after:
             weights = weights.copy()
             weights[rows:] *= cfg.change_discount ** run
@@ -307,16 +344,28 @@ class OutcomeModel:
                       support=support, dir_support=dir_support,
                       vec_weights=vw, vec_targets=targets[has], novec_weight=nw, novec_target=nt, run=run, built_at=now)
 
+    def success_closeness(self, m: _Model, sims: np.ndarray) -> float | None:
+        """How close the memory's closest success comes to the query: max over its successes of
+        cosine + success_locality * ln(weight) (a faded or discounted success counts as farther)."""
+        ok = m.vec_targets >= 0.5
+        if not ok.any():
+            return None
+        w = np.maximum(m.vec_weights[ok], 1e-12)
+        return float(np.max(sims[ok] + self.cfg.success_locality * np.log(w)))
+
     def assess_model(self, m: _Model, qvec: np.ndarray | None, prior_mean: float, explore: bool,
-                     untried: str | None = None) -> Assessment:
+                     untried: str | None = None, closest: float | None = None) -> Assessment:
         """The posterior of one memory for one query (pure given the fitted model).
 
         With the query's cosines s to the outcome queries: reach = s . support, raw = s . dual.
         Direction p = 0.5 + raw / reach (the outcomes' success rate as seen from this query),
         mass = total weight x coverage(reach); outcomes without a query vector count for every
-        query with their plain mean. alpha = prior + mass p, beta = prior + mass (1 - p)."""
+        query with their plain mean. alpha = prior + locality mass p, beta = prior + mass (1 - p),
+        where locality = exp((closeness - closest) / success_locality) and ``closest`` is the
+        best success closeness among the candidates of this recall (None: no discount)."""
         cfg = self.cfg
         nearest = None
+        locality = 1.0
         if m.n == 0:
             alpha, beta = 2 * cfg.prior * prior_mean, 2 * cfg.prior * (1 - prior_mean)
             succ = fail = 0.0
@@ -326,6 +375,10 @@ class OutcomeModel:
             if m.vectors.shape[0] and qvec is not None:
                 sims = (m.vectors @ qvec).astype(np.float64)
                 nearest = float(sims.max())
+                if closest is not None and cfg.success_locality > 0:
+                    mine = self.success_closeness(m, sims)
+                    if mine is not None:
+                        locality = math.exp(min(0.0, mine - closest) / cfg.success_locality)
                 raw = float(sims @ m.dual)
                 reach = float(sims @ m.support)
                 mass_v = float(m.vec_weights.sum()) * coverage(reach, cfg.coverage, cfg.uncovered_weight)
@@ -334,9 +387,8 @@ class OutcomeModel:
             elif m.vectors.shape[0]:  # no query vector: count them like the rest
                 mass_v = float(m.vec_weights.sum())
                 p_v = float(np.dot(m.vec_weights, m.vec_targets) / mass_v) if mass_v > 0 else 0.5
-            total = mass_v + m.novec_weight
-            p = (mass_v * p_v + m.novec_weight * m.novec_target) / total if total > 0 else 0.5
-            succ, fail = total * p, total * (1 - p)
+            succ = mass_v * p_v * locality + m.novec_weight * m.novec_target
+            fail = mass_v * (1 - p_v) + m.novec_weight * (1 - m.novec_target)
             alpha, beta = cfg.prior + succ, cfg.prior + fail
         mean, sd = beta_mean_sd(alpha, beta)
         scale = {"newcomer": cfg.newcomer_bonus, "passed-over": cfg.passed_over_bonus}.get(untried or "", cfg.explore_bonus)
@@ -346,7 +398,7 @@ class OutcomeModel:
             outcomes=m.n, successes=succ, failures=fail, nearest=nearest, mean=mean, sd=sd, bonus=bonus, usefulness=u,
             factor=learned_factor(u, self.gain), last_outcome_at=float(m.times.max()) if m.n else None,
             explored=explore and m.n == 0 and bonus > 0, failure_run=m.run, newcomer=untried == "newcomer",
-            passed_over=untried == "passed-over",
+            passed_over=untried == "passed-over", locality=locality,
         )
 
     def assess(
@@ -366,6 +418,13 @@ class OutcomeModel:
         since = min(judged) if judged else None
         untried = [mid for mid in candidates if models.get(mid, self._empty).n == 0]
         offered = self.offered(conn, untried) if explore and untried else set()
+        # The closest success among the candidates (memories flagged as stopped working excluded:
+        # their old successes are not evidence any more).
+        closest = None
+        if q is not None and self.cfg.success_locality > 0:
+            near = [c for m in models.values() if m.vectors.shape[0] and m.run < self.cfg.change_after
+                    and (c := self.success_closeness(m, (m.vectors @ q).astype(np.float64))) is not None]
+            closest = max(near) if near else None
         out = {}
         for mid, (u, created) in candidates.items():
             m = models.get(mid, self._empty)
@@ -375,7 +434,7 @@ class OutcomeModel:
                     status = "passed-over"
                 elif since is not None and created > since:
                     status = "newcomer"
-            out[mid] = self.assess_model(m, q, u if m.n == 0 else 0.5, explore, status)
+            out[mid] = self.assess_model(m, q, u if m.n == 0 else 0.5, explore, status, closest)
         return out
 
     def offered(self, conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:

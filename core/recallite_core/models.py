@@ -96,6 +96,8 @@ class OutcomeEvidence(BaseModel):
     last_outcome_at: Optional[datetime] = None
     failure_run: int = Field(0, description="Latest consecutive failures where it used to work: older successes count less.")
     newcomer: bool = Field(False, description="Never judged and newer than its judged rivals: explored first.")
+    success_locality: float = Field(1.0, description="Share of its success evidence that counts for this query: below 1 "
+                                                     "when another candidate succeeded on tasks closer to it.")
 
 
 class ScoreBreakdown(BaseModel):

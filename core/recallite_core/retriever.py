@@ -24,8 +24,8 @@ from .errors import ScanError, WorkerTimeoutError
 from .fts import fts_query, query_terms
 from .fusion import keyword_weight, reciprocal_rank_fusion, zscore_fusion
 from .learning import Assessment, OutcomeModel, outcome_reasons
-from .models import Memory, OutcomeEvidence, RecallHit, ScoreBreakdown
-from .rows import load_memories, ts
+from .models import Memory, RecallHit, ScoreBreakdown
+from .rows import load_memories
 from .store import Store
 from .trust import trust_scores
 from .vector_index import ScanFilter, VectorIndex, stats_moments
@@ -520,7 +520,7 @@ class Retriever:
                 quality=policy.quality(mem.confidence, judged.mean if judged else mem.usefulness, mem.importance),
                 outcome_factor=judged.factor if judged else policy.outcome_factor(mem.usefulness, cfg.outcome_gain),
                 contradiction_factor=policy.contradiction_factor(sum(1 for a in against if a[3])),
-                learning=evidence(judged),
+                learning=judged.evidence() if judged else None,
             )
             bd.final = (bd.fusion * bd.status_factor * bd.profile_factor * bd.quality * bd.outcome_factor
                         * bd.contradiction_factor)
@@ -610,13 +610,3 @@ def _drop(ids: np.ndarray, sims: np.ndarray, expired: set[int], depth: int) -> l
     """The scan's (id, cosine) pairs without expired memories, cut to depth."""
     return [(i, s) for i, s in zip(ids.tolist(), sims.tolist()) if i not in expired][:depth]
 
-
-def evidence(a: Assessment | None) -> OutcomeEvidence | None:
-    if a is None:
-        return None
-    return OutcomeEvidence(
-        outcomes=a.outcomes, successes=round(a.successes, 4), failures=round(a.failures, 4),
-        nearest_similarity=None if a.nearest is None else round(a.nearest, 4), posterior_mean=round(a.mean, 4),
-        exploration_bonus=round(a.bonus, 4), usefulness=round(a.usefulness, 4), last_outcome_at=ts(a.last_outcome_at),
-        failure_run=a.failure_run, newcomer=a.newcomer,
-    )
