@@ -295,6 +295,18 @@ MIGRATIONS: list[tuple[str, str]] = [
             FROM episodes e;
         """,
     ),
+    (
+        # The in-memory keyword and episode caches follow the change counter. No API edits a
+        # memory's text (new versions are new rows), but a hand-made UPDATE of title, content
+        # or tags must still reach every reader rather than leave a stale keyword index.
+        "0010_text_updates_bump_seq",
+        """
+        CREATE TRIGGER memories_seq_text_au AFTER UPDATE OF title, content, tags ON memories BEGIN
+            UPDATE counters SET value = value + 1 WHERE name = 'changes';
+            UPDATE memories SET seq = (SELECT value FROM counters WHERE name = 'changes') WHERE id = new.id;
+        END;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
