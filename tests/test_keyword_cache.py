@@ -6,13 +6,12 @@ import random
 import sqlite3
 
 import numpy as np
-import pytest
 
 from recallite_core import Recallite, RecalliteConfig
 from recallite_core.conversation_ranking import EpisodeMap, episode_structure
 from recallite_core.fts import fts_query, query_terms
 from recallite_core.retriever import RecallFilter
-from recallite_core.keyword_index import KeywordIndex, KeywordIndexes, top_order
+from recallite_core.keyword_index import KeywordIndex, top_order
 from recallite_mcp.benchmarks.dataset import memories, queries
 
 WORDS = ("deploy deploys deploying deployment cache caches caching café cafe naïve naive résumé build builds "
@@ -187,5 +186,33 @@ def test_episode_map_matches_the_sql_structure(tmp_path):
             em.sync(conn, m.store.change_counter())
             assert int(gone[4:]) not in em.pos
             assert len(em.pos) == conn.execute("SELECT count(*) FROM episodes").fetchone()[0]
+    finally:
+        m.close()
+
+
+def test_stats_from_the_covering_index_match_plain_counts(tmp_path):
+    m = Recallite.open(str(tmp_path / "m.db"), embedder="hash")
+    try:
+        m.remember_many(list(memories(120, seed=6)))
+        m.remember(type="lesson", title="t", content="scoped lesson here", scope="proj-x",
+                   source={"type": "llm", "id": "run-1"})
+        gone = m.list(limit=5)[0].id
+        m.deprecate(m.list(limit=5)[1].id, reason="old")
+        m.forget(gone)
+        for scope in (None, "proj-x", "default"):
+            s = m.stats(scope=scope)
+            with m.store.reading() as conn:
+                where = "" if scope is None else "WHERE scope = ?"
+                args = [] if scope is None else [scope]
+                rows = conn.execute(f"SELECT type, status, source_type, scope, tokens, id FROM memories {where}", args).fetchall()
+                vecs = conn.execute(f"SELECT count(*) FROM vectors v JOIN memories m ON m.id = v.memory_id {where.replace('scope', 'm.scope')}", args).fetchone()[0]
+            assert s.memories == len(rows)
+            for key, col in (("by_type", 0), ("by_status", 1), ("by_source", 2), ("by_scope", 3)):
+                expect: dict = {}
+                for r in rows:
+                    expect[r[col]] = expect.get(r[col], 0) + 1
+                assert getattr(s, key) == expect, key
+            assert s.tokens_stored == sum(r[4] for r in rows if r[1] in ("candidate", "validated", "active"))
+            assert s.vectors == vecs
     finally:
         m.close()

@@ -120,6 +120,8 @@ class _Postings:
     slots: np.ndarray  # int64 row slots holding the term
     freq: np.ndarray  # float64 weighted frequency (sum of column weights over instances)
     size: int
+    live: tuple | None = None  # (key, slots, freq) of the live rows, while the key holds
+    contribution: tuple | None = None  # (key, bm25 part per live row), see KeywordIndex.bm25
 
     def append(self, slot: int, f: float) -> None:
         if self.size == len(self.slots):
@@ -278,10 +280,14 @@ class KeywordIndex:
 
     def live_postings(self, conn: sqlite3.Connection, term: str) -> tuple[np.ndarray, np.ndarray]:
         post = self._postings(conn, term)
+        key = (post.size, self.dead)  # rows only ever die or are appended: this pins the answer
+        if post.live is not None and post.live[0] == key:
+            return post.live[1], post.live[2]
         slots, freq = post.slots[: post.size], post.freq[: post.size]
         keep = self.alive[slots]
         if not keep.all():
             slots, freq = slots[keep], freq[keep]
+        post.live = (key, slots, freq)
         return slots, freq
 
     def document_frequency(self, conn: sqlite3.Connection, word: str) -> int | None:
@@ -318,11 +324,18 @@ class KeywordIndex:
                 n_hit = len(slots)
                 if not n_hit:
                     continue
-                idf = np.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
-                if idf <= 0.0:
-                    idf = 1e-6
-                dl = self.length[slots]
-                score[slots] += idf * ((freq * (K1 + 1.0)) / (freq + K1 * ((1 - B) + (B * dl) / avgdl)))
+                post = self.postings[term]
+                key = (post.size, self.dead, self.rows, self.tokens_total)
+                if post.contribution is not None and post.contribution[0] == key:
+                    part = post.contribution[1]
+                else:  # agents repeat their words: a term's part stays valid until the table moves
+                    idf = np.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
+                    if idf <= 0.0:
+                        idf = 1e-6
+                    dl = self.length[slots]
+                    part = idf * ((freq * (K1 + 1.0)) / (freq + K1 * ((1 - B) + (B * dl) / avgdl)))
+                    post.contribution = (key, part)
+                score[slots] += part
                 hit[slots] = True
                 touched.append(slots)
             if not touched:

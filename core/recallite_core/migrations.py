@@ -307,6 +307,15 @@ MIGRATIONS: list[tuple[str, str]] = [
         END;
         """,
     ),
+    (
+        # stats() counts memories by scope, status, type and source and sums their tokens:
+        # from this covering index that is one pass over small entries, not a scan of the
+        # table and its texts (hundreds of ms at 100k memories).
+        "0011_stats_index",
+        """
+        CREATE INDEX memories_stats ON memories(scope, status, type, source_type, tokens);
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
