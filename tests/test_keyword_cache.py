@@ -216,3 +216,18 @@ def test_stats_from_the_covering_index_match_plain_counts(tmp_path):
             assert s.vectors == vecs
     finally:
         m.close()
+
+
+def test_postings_beyond_the_cap_are_evicted_and_read_again(monkeypatch):
+    import recallite_core.keyword_index as ki
+
+    rng = random.Random(3)
+    rows = [(i, _text(rng, 2), _text(rng, 20), _text(rng, 1)) for i in range(1, 300)]
+    conn = _fts_table(rows)
+    monkeypatch.setattr(ki, "MAX_CACHED_POSTINGS", 120)
+    index = KeywordIndex("t", ["title", "content", "tags"], [0.3, 1.0, 0.5])
+    index.load(conn)
+    for q in ("deploy cache", "timeouts retry", "kubernetes pods locks", "deploy cache", "the running"):
+        _same(_mine(index, conn, q), _reference(conn, q))
+        assert index.cached_postings <= 120 or len(index.postings) == 1
+        assert index.cached_postings == sum(p.size for p in index.postings.values())

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -34,6 +35,9 @@ B = 0.75
 
 #: Drop and rebuild once this share of row slots belongs to deleted or replaced rows.
 _DEAD_SHARE = 0.25
+#: Postings kept in memory, all terms together (~24 bytes each with their cached bm25 parts);
+#: the least recently used terms go first and are read again from FTS5 when next needed.
+MAX_CACHED_POSTINGS = 4_000_000
 
 
 def _fts5_varints(blob: bytes, count: int) -> list[int]:
@@ -165,7 +169,8 @@ class KeywordIndex:
         self.rows = 0  # live rows
         self.tokens_total = 0
         self.dead = 0
-        self.postings: dict[str, _Postings] = {}
+        self.postings: OrderedDict[str, _Postings] = OrderedDict()
+        self.cached_postings = 0
         self._vocab_ready = False
         self._score = np.zeros(0, dtype=np.float64)
         self._hit = np.zeros(0, dtype=bool)
@@ -232,6 +237,7 @@ class KeywordIndex:
                 post = self.postings.get(term)
                 if post is not None:  # terms never queried are read from FTS5 when first needed
                     post.append(slot, weighted_frequency([c.get(term, 0) for c in per_col], self.weights))
+                    self.cached_postings += 1
 
     def remove(self, ids: Iterable[int]) -> None:
         for rid in ids:
@@ -262,7 +268,9 @@ class KeywordIndex:
 
     def _postings(self, conn: sqlite3.Connection, term: str) -> _Postings:
         post = self.postings.get(term)
-        if post is None:
+        if post is not None:
+            self.postings.move_to_end(term)
+        else:
             names = {c: i for i, c in enumerate(self.columns)}
             per_doc: dict[int, list[int]] = {}
             for doc, col, n in conn.execute(
@@ -275,7 +283,11 @@ class KeywordIndex:
             freq = np.fromiter((weighted_frequency(c, self.weights) for c in per_doc.values()),
                                dtype=np.float64, count=len(per_doc))
             post = _Postings(slots, freq, len(per_doc))
+            while self.postings and self.cached_postings + post.size > MAX_CACHED_POSTINGS:
+                _, old = self.postings.popitem(last=False)
+                self.cached_postings -= old.size
             self.postings[term] = post
+            self.cached_postings += post.size
         return post
 
     def live_postings(self, conn: sqlite3.Connection, term: str) -> tuple[np.ndarray, np.ndarray]:
