@@ -8,7 +8,7 @@ import zlib
 import numpy as np
 import pytest
 
-from recallite_core import HashEmbedder, Recallite
+from recallite_core import RecalliteConfig, HashEmbedder, Recallite
 from recallite_core.embedder import normalize_rows
 from recallite_core.vector_index import ScanFilter, VectorIndex
 from recallite_mcp.benchmarks.dataset import memories, queries
@@ -119,7 +119,9 @@ def test_remember_many_stamps_a_batch_with_one_counter_bump(tmp_path):
 
 
 def test_recall_does_not_count_the_table_or_join_every_match(tmp_path):
-    m = Recallite.open(str(tmp_path / "m.db"), embedder="hash", workers={"size": 1, "min_vector_count": 10**9})
+    # The FTS5 path (what answers when the in-memory keyword cache is off or dropped).
+    m = Recallite.open(str(tmp_path / "m.db"), embedder="hash", workers={"size": 1, "min_vector_count": 10**9},
+                       config=RecalliteConfig(keyword_cache=False))
     try:
         m.remember_many(list(memories(300, seed=4)))
         m.recall("warm up", limit=5)
@@ -153,3 +155,22 @@ def test_keyword_channel_widens_when_the_filter_is_narrow(mem):
             "WHERE memories_fts MATCH '\"deploy\" OR \"pipelines\"' AND m.scope = 'rare'"
         ).fetchall()
     assert sorted(i for i, _ in got) == sorted(r[0] for r in want) and len(got) == 3
+
+
+def test_recall_with_the_keyword_cache_asks_fts5_nothing_once_warm(tmp_path):
+    m = Recallite.open(str(tmp_path / "m.db"), embedder="hash")
+    try:
+        m.remember_many(list(memories(300, seed=4)))
+        qs = queries(5, seed=1)
+        for q in qs:
+            m.recall(q, limit=5)  # first use of each term reads its postings once
+        seen = traced(m)
+        for q in qs:
+            m.recall(q, limit=5)
+        m.store.conn.set_trace_callback(None)
+        assert not [s for s in seen if "MATCH" in s or "fts5vocab" in s or "_vocab_" in s], seen
+        # Only the change counter, the retrieval log and a handful of lookups per recall.
+        recall_statements = [s for s in seen if not s.startswith(("BEGIN", "COMMIT", "INSERT", "UPDATE"))]
+        assert len(recall_statements) <= 14 * len(qs), recall_statements
+    finally:
+        m.close()

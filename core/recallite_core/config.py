@@ -22,6 +22,9 @@ class RecalliteConfig:
     keyword_alpha_max: float = 0.45
     keyword_coverage_ramp: tuple[float, float] = (0.1, 0.4)
     coverage_docs: int = 20  # keyword hits inspected for query-term coverage
+    # bm25 from an in-memory mirror of the FTS5 tables (keyword_index.py): the same scores,
+    # without the per-query SQL. False asks FTS5 every time (tests compare the two).
+    keyword_cache: bool = True
     # Conversation turns (z-score fusion only): a turn gains this share of its best
     # neighbouring turn's score; turns by a speaker the query names gain speaker_boost z-units.
     neighbour_gain: float = 0.5

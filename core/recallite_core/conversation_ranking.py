@@ -61,6 +61,74 @@ def episode_structure(
     return adjacency, roles
 
 
+class EpisodeMap:
+    """Where every conversation turn sits (scope, session, seq) and who spoke it, in memory.
+
+    ``episode_structure`` answers from SQL; this answers the same from dicts, kept in step
+    with the store's change counter (turns arrive with their memory row, which the counter
+    stamps, and leave with its tombstone). After catching up it checks its size against the
+    table's and reloads on any mismatch. Call ``sync`` inside the snapshot you then query."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.seq = -1
+        self.pos: dict[int, tuple[str, str, int]] = {}
+        self.at: dict[tuple[str, str, int], int] = {}
+        self.roles: dict[int, str] = {}
+
+    def _put(self, mid: int, scope: str, session: str, seq: int, role: str) -> None:
+        self._drop(mid)
+        self.pos[mid] = (scope, session, seq)
+        self.at[(scope, session, seq)] = mid
+        self.roles[mid] = role
+
+    def _drop(self, mid: int) -> None:
+        where = self.pos.pop(mid, None)
+        if where is not None:
+            if self.at.get(where) == mid:
+                del self.at[where]
+            self.roles.pop(mid, None)
+
+    def sync(self, conn: sqlite3.Connection, counter: int) -> None:
+        if counter == self.seq:
+            return
+        floor = conn.execute("SELECT value FROM counters WHERE name = 'tombstone_floor'").fetchone()[0]
+        if self.seq >= 0 and floor <= self.seq <= counter:
+            for (mid,) in conn.execute("SELECT memory_id FROM tombstones WHERE seq > ?", (self.seq,)):
+                self._drop(mid)
+            for row in conn.execute(
+                "SELECT e.memory_id, e.scope, e.session, e.seq, e.role FROM memories m "
+                "JOIN episodes e ON e.memory_id = m.id WHERE m.seq > ?", (self.seq,)
+            ):
+                self._put(*row)
+            if conn.execute("SELECT count(*) FROM episodes").fetchone()[0] == len(self.pos):
+                self.seq = counter
+                return
+        self.reset()  # first use, a reindex, or out of step: read the whole table
+        for row in conn.execute("SELECT memory_id, scope, session, seq, role FROM episodes"):
+            self._put(*row)
+        self.seq = counter
+
+    def structure(self, ids: Iterable[int]) -> tuple[dict[int, list[int]], dict[int, str]]:
+        """What ``episode_structure`` returns, without SQL."""
+        pos = {mid: self.pos[mid] for mid in ids if mid in self.pos}
+        if not pos:
+            return {}, {}
+        roles = {mid: self.roles[mid] for mid in pos}
+        adjacency: dict[int, list[int]] = {}
+        for mid, (sc, se, q) in pos.items():
+            for d in (-1, 1):
+                other = self.at.get((sc, se, q + d))
+                if other is not None:
+                    roles[other] = self.roles[other]
+                    adjacency.setdefault(mid, []).append(other)
+                    if mid not in adjacency.get(other, ()):
+                        adjacency.setdefault(other, []).append(mid)
+        return adjacency, roles
+
+
 def named_speakers(query: str, roles: Iterable[str]) -> set[str]:
     """The roles the query names: a role matches when one of its words (not a generic role
     word, at least 3 letters) is a word of the query."""

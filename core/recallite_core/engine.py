@@ -1259,21 +1259,36 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         flt = self._filter(scope, None, STATUSES, None, None)
         where, params = flt.sql("m")
 
-        def grouped(column: str) -> dict[str, int]:
-            return {k: v for k, v in conn.execute(
-                f"SELECT m.{column}, count(*) FROM memories m WHERE {where} GROUP BY m.{column} ORDER BY 2 DESC", params)}
-
         with self._reader().reading() as conn:
-            total = conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()[0]
-            by_type, by_status, by_source, by_scope = (grouped(c) for c in ("type", "status", "source_type", "scope"))
+            # One pass over a covering index (migration 0011) gives every count by type,
+            # status, source and scope, and the live tokens: no scan of the memories table.
+            by_type: dict[str, int] = {}
+            by_status: dict[str, int] = {}
+            by_source: dict[str, int] = {}
+            by_scope: dict[str, int] = {}
+            total = tokens_stored = 0
+            for scope_, status, mtype, source, n, tokens in conn.execute(
+                f"SELECT m.scope, m.status, m.type, m.source_type, count(*), coalesce(sum(m.tokens), 0) "
+                f"FROM memories m WHERE {where} GROUP BY 1, 2, 3, 4", params,
+            ):
+                total += n
+                for d, k in ((by_type, mtype), (by_status, status), (by_source, source), (by_scope, scope_)):
+                    d[k] = d.get(k, 0) + n
+                if status in ("candidate", "validated", "active"):
+                    tokens_stored += tokens
+            by_type, by_status, by_source, by_scope = (
+                dict(sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))) for d in (by_type, by_status, by_source, by_scope))
             rel = {k: v for k, v in conn.execute(
                 f"SELECT r.type, count(*) FROM relations r JOIN memories m ON m.id = r.from_id WHERE {where} GROUP BY r.type",
                 params)}
-            vectors = conn.execute(
-                f"SELECT count(*) FROM vectors v JOIN memories m ON m.id = v.memory_id WHERE {where}", params).fetchone()[0]
-            tokens_stored = conn.execute(
-                f"SELECT coalesce(sum(m.tokens), 0) FROM memories m WHERE {where} AND m.status IN ('candidate','validated','active')",
-                params).fetchone()[0]
+            if flt.scopes is None and set(flt.statuses) >= set(STATUSES):
+                # Every vector belongs to a memory (foreign key): the count is the table's,
+                # read from its small seq index instead of the pages that hold the vectors.
+                vectors = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+            else:
+                vectors = conn.execute(
+                    f"SELECT count(*) FROM memories m WHERE {where} AND EXISTS (SELECT 1 FROM vectors v WHERE v.memory_id = m.id)",
+                    params).fetchone()[0]
             rscope = ""
             rparams: list = []
             if flt.scopes is not None:

@@ -252,7 +252,8 @@ def chunk_channel(retriever: Any, conn: sqlite3.Connection, qvec: np.ndarray, fl
     index = retriever.__dict__.get("chunk_index")
     if index is None:
         index = retriever.chunk_index = ChunkIndex(retriever.index.dimensions)
-    index.refresh(conn)
+    counter = getattr(retriever, "_counter", None)
+    index.refresh(conn, counter(conn) if counter else None)
     if len(index) == 0:
         return vec
     allowed = None

@@ -268,6 +268,8 @@ class OutcomeModel:
 
     def models(self, conn: sqlite3.Connection, ids: Sequence[int], now: float) -> dict[int, _Model]:
         self._sync(conn)
+        if self._seen_rowid == 0:  # no outcome recorded yet: nothing to read or fit
+            return {i: self._empty for i in ids}
         out: dict[int, _Model] = {}
         missing = []
         for i in ids:
@@ -353,6 +355,16 @@ class OutcomeModel:
         w = np.maximum(m.vec_weights[ok], 1e-12)
         return float(np.max(sims[ok] + self.cfg.success_locality * np.log(w)))
 
+    def closest_success(self, models: Iterable[_Model], q: np.ndarray | None) -> float | None:
+        """The best success closeness among the candidates of a recall (None: no success anywhere,
+        or locality off). Memories flagged as stopped working are left out: their old successes
+        are no evidence any more, and must not discount the memory that replaced them."""
+        if q is None or self.cfg.success_locality <= 0:
+            return None
+        near = [c for m in models if m.vectors.shape[0] and m.run < self.cfg.change_after
+                and (c := self.success_closeness(m, (m.vectors @ q).astype(np.float64))) is not None]
+        return max(near) if near else None
+
     def assess_model(self, m: _Model, qvec: np.ndarray | None, prior_mean: float, explore: bool,
                      untried: str | None = None, closest: float | None = None) -> Assessment:
         """The posterior of one memory for one query (pure given the fitted model).
@@ -402,11 +414,11 @@ class OutcomeModel:
         )
 
     def assess(
-        self, conn: sqlite3.Connection, qvec: np.ndarray | None, candidates: dict[int, tuple[float, float]],
+        self, conn: sqlite3.Connection, qvec: np.ndarray | None, candidates: dict[int, float],
         explore: bool, now: float | None = None,
     ) -> dict[int, Assessment]:
-        """Assessment of each candidate: id -> (its usefulness column, the prior of a memory
-        without outcome rows; its creation time, for the newcomer bonus)."""
+        """Assessment of each candidate: id -> its usefulness column (the prior of a memory
+        without outcome rows)."""
         if not self.enabled or not candidates:
             return {}
         now = time.time() if now is None else now
@@ -418,21 +430,16 @@ class OutcomeModel:
         since = min(judged) if judged else None
         untried = [mid for mid in candidates if models.get(mid, self._empty).n == 0]
         offered = self.offered(conn, untried) if explore and untried else set()
-        # The closest success among the candidates (memories flagged as stopped working excluded:
-        # their old successes are not evidence any more).
-        closest = None
-        if q is not None and self.cfg.success_locality > 0:
-            near = [c for m in models.values() if m.vectors.shape[0] and m.run < self.cfg.change_after
-                    and (c := self.success_closeness(m, (m.vectors @ q).astype(np.float64))) is not None]
-            closest = max(near) if near else None
+        created = created_at(conn, [i for i in untried if i not in offered]) if explore and since is not None else {}
+        closest = self.closest_success(models.values(), q)
         out = {}
-        for mid, (u, created) in candidates.items():
+        for mid, u in candidates.items():
             m = models.get(mid, self._empty)
             status = None
             if explore and m.n == 0:
                 if mid in offered:
                     status = "passed-over"
-                elif since is not None and created > since:
+                elif since is not None and created.get(mid, since) > since:
                     status = "newcomer"
             out[mid] = self.assess_model(m, q, u if m.n == 0 else 0.5, explore, status, closest)
         return out
@@ -448,6 +455,15 @@ class OutcomeModel:
                 f"WHERE ri.memory_id IN ({','.join('?' * len(chunk))}) "
                 "AND EXISTS (SELECT 1 FROM feedback f WHERE f.retrieval_id = ri.retrieval_id)", chunk))
         return {i for i in ids if i in self._offered}
+
+
+def created_at(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, float]:
+    """Creation time of each of ``ids`` (epoch seconds)."""
+    out: dict[int, float] = {}
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start : start + 500])
+        out.update(conn.execute(f"SELECT id, created_at FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+    return out
 
 
 def outcome_reasons(a: Assessment, change_after: int = 2) -> list[str]:

@@ -331,6 +331,27 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        # The in-memory keyword and episode caches follow the change counter. No API edits a
+        # memory's text (new versions are new rows), but a hand-made UPDATE of title, content
+        # or tags must still reach every reader rather than leave a stale keyword index.
+        "0010_text_updates_bump_seq",
+        """
+        CREATE TRIGGER memories_seq_text_au AFTER UPDATE OF title, content, tags ON memories BEGIN
+            UPDATE counters SET value = value + 1 WHERE name = 'changes';
+            UPDATE memories SET seq = (SELECT value FROM counters WHERE name = 'changes') WHERE id = new.id;
+        END;
+        """,
+    ),
+    (
+        # stats() counts memories by scope, status, type and source and sums their tokens:
+        # from this covering index that is one pass over small entries, not a scan of the
+        # table and its texts (hundreds of ms at 100k memories).
+        "0011_stats_index",
+        """
+        CREATE INDEX memories_stats ON memories(scope, status, type, source_type, tokens);
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import logging
 import math
@@ -17,23 +18,29 @@ import numpy as np
 from . import policy
 from .config import RecalliteConfig
 from .embedder import Embedder
-from .conversation_ranking import episode_structure, expand, named_speakers
+from .conversation_ranking import EpisodeMap, episode_structure, expand, named_speakers
 from .episodes import chunk_channel, needs_id_list
 from .codec import decode_vector
 from .errors import ScanError, WorkerTimeoutError
 from .fts import fts_query, query_terms
+from .keyword_index import KeywordIndexes, StaleIndex, top_order
 from .fusion import keyword_weight, reciprocal_rank_fusion, zscore_fusion
 from .learning import Assessment, OutcomeModel, outcome_reasons
 from .models import Memory, RecallHit, ScoreBreakdown
 from .rows import load_memories
 from .store import Store
 from .trust import trust_scores
-from .vector_index import ScanFilter, VectorIndex, stats_moments
+from .vector_index import ScanFilter, VectorIndex, exact_scores, stats_moments
 
 if TYPE_CHECKING:
     from .scan_workers import ScanPool
 
 log = logging.getLogger("recallite.retriever")
+
+#: Column weights of the memories' bm25 (title, content, tags): content decides, the title
+#: helps a little, tags a bit more (they are chosen words).
+KEYWORD_WEIGHTS = (0.3, 1.0, 0.5)
+KEYWORD_WEIGHTS_SQL = ", ".join(str(w) for w in KEYWORD_WEIGHTS)
 
 
 @dataclass(frozen=True)
@@ -133,12 +140,105 @@ class Retriever:
         self.query_cache = QueryVectorCache(config.query_cache_size)
         self._df_cache: dict[str, int] = {}
         self._df_counter = -1
+        # In-memory mirrors that spare a recall most of its SQL; each follows the change counter.
+        self.keywords = KeywordIndexes(KEYWORD_WEIGHTS) if config.keyword_cache else None
+        self.episode_map = EpisodeMap() if config.keyword_cache else None
+        self._memo: dict | None = None  # per-snapshot facts, see _snapshot
         # The outcome learner (set by the engine); None ranks by the usefulness column alone.
         self.learning: OutcomeModel | None = None
 
     # -- channels -------------------------------------------------------------------------------
+    def _keyword_cache(self, conn: sqlite3.Connection) -> KeywordIndexes | None:
+        """The in-memory bm25 mirror, caught up with this snapshot (None: ask FTS5)."""
+        kx = self.keywords
+        if kx is None:
+            return None
+        try:  # one cheap read of the change counter when nothing changed
+            kx.sync(conn, self._counter(conn))
+        except (StaleIndex, sqlite3.Error) as exc:
+            log.warning("keyword cache dropped, FTS5 answers this recall: %s", exc)
+            kx.reset()
+            return None
+        return kx
+
+    def _cached_bm25(self, conn, table: str, query: str):
+        kx = self._keyword_cache(conn)
+        if kx is None:
+            return None
+        try:
+            return (kx.memories if table == "memories_fts" else kx.windows).bm25(conn, query_terms(query))
+        except StaleIndex as exc:
+            log.warning("keyword cache dropped, FTS5 answers this recall: %s", exc)
+            kx.reset()
+            return None
+
+    def passing(self, conn: sqlite3.Connection, ids: list[int], flt: RecallFilter) -> set[int]:
+        """Which of ``ids`` pass the filter. From the inline matrix's own columns (status,
+        scope, type, session) when it is current, else (and for tags, roles, categories) SQL."""
+        idx = self.index
+        rest = ids
+        out: set[int] = set()
+        if idx.n and not needs_id_list(flt) and idx.seq == self._counter(conn):
+            mask = idx.mask(ScanFilter(scopes=flt.scopes, statuses=flt.statuses, types=flt.types, sessions=flt.sessions))
+            expired = self.expired_ids(conn, flt.valid_at)
+            rest = []
+            for mid in ids:
+                row = idx.row_of.get(mid)
+                if row is None:
+                    rest.append(mid)  # no vector (yet): ask SQL
+                elif mask[row] and mid not in expired:
+                    out.add(mid)
+        if rest:
+            where, params = flt.sql("m")
+            for i in range(0, len(rest), 900):
+                chunk = rest[i : i + 900]
+                out.update(r[0] for r in conn.execute(
+                    f"SELECT m.id FROM memories m WHERE m.id IN ({','.join('?' * len(chunk))}) AND {where}",
+                    [*chunk, *params]))
+        return out
+
+    def _counter(self, conn: sqlite3.Connection) -> int:
+        """The store's change counter in this snapshot (read once per recall)."""
+        memo = self._memo
+        if memo is not None and "counter" in memo:
+            return memo["counter"]
+        value = conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
+        if memo is not None:
+            memo["counter"] = value
+        return value
+
+    @contextlib.contextmanager
+    def _snapshot(self):
+        """While one recall holds its read snapshot (and the store lock), facts that cannot
+        change inside it (the change counter, the expired ids) are read once."""
+        self._memo = {}
+        try:
+            yield
+        finally:
+            self._memo = None
+
+    def _filtered_top(self, conn, ids: np.ndarray, scores: np.ndarray, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
+        """The best ``depth`` rows passing the filter; the cut widens until it holds enough."""
+        inner = depth + max(20, depth // 4)
+        while True:
+            k = inner if inner < len(ids) else None
+            order = top_order(ids, scores, k)
+            cand = ids[order].tolist()
+            passing = self.passing(conn, cand, flt)
+            kept = [(mid, float(scores[j])) for mid, j in zip(cand, order.tolist()) if mid in passing]
+            if len(kept) >= depth or k is None:
+                return kept[:depth]
+            inner *= 8
+
     def keyword_channel(self, conn: sqlite3.Connection, query: str, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
-        """bm25 top-``depth`` among the memories passing the filter, ties by id.
+        """bm25 top-``depth`` among the memories passing the filter, ties by id."""
+        cached = self._cached_bm25(conn, "memories_fts", query)
+        if cached is not None:
+            return self._filtered_top(conn, cached[0], cached[1], flt, depth)
+        return self._fts_keyword_channel(conn, query, flt, depth)
+
+    def _fts_keyword_channel(self, conn: sqlite3.Connection, query: str, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
+        """The same answer from FTS5 itself.
 
         The bm25 top-N is taken on the FTS table alone (no per-match join to memories),
         then filtered; only when the filter leaves fewer than ``depth`` of a full top-N is
@@ -153,7 +253,7 @@ class Retriever:
             limit_sql, limit_params = ("LIMIT ?", [inner]) if inner else ("", [])
             # One pass: the bm25 top-N with, for each, whether it passes the filter.
             rows = conn.execute(
-                f"SELECT f.id, f.s, ({where}) FROM (SELECT rowid AS id, bm25(memories_fts, 0.3, 1.0, 0.5) AS s "
+                f"SELECT f.id, f.s, ({where}) FROM (SELECT rowid AS id, bm25(memories_fts, {KEYWORD_WEIGHTS_SQL}) AS s "
                 f"FROM memories_fts WHERE memories_fts MATCH ? ORDER BY s, rowid {limit_sql}) f "
                 "JOIN memories m ON m.id = f.id ORDER BY f.s, f.id",
                 [*params, match, *limit_params],
@@ -180,6 +280,9 @@ class Retriever:
         match = fts_query(query)
         if match is None or not self.config.window_keyword_weight or not self.episodes_present(conn):
             return []
+        cached = self._cached_bm25(conn, "episode_windows", query)
+        if cached is not None:
+            return self._filtered_top(conn, cached[0], cached[1], flt, depth)
         where, params = flt.sql("m")
         rows = conn.execute(
             "SELECT w.rowid, bm25(episode_windows) AS s FROM episode_windows w JOIN memories m ON m.id = w.rowid "
@@ -199,7 +302,7 @@ class Retriever:
         return _drop(ids, sims, expired, depth), stats
 
     def _refresh_inline(self, conn: sqlite3.Connection) -> None:
-        self.index.refresh(conn)
+        self.index.refresh(conn, self._counter(conn))
         self._counted = (len(self.index), self.index.seq)
 
     # Inline matrices at least this large (rows x dims) are scanned in a helper thread
@@ -234,7 +337,7 @@ class Retriever:
     def vector_count(self, conn: sqlite3.Connection) -> int:
         """How many vectors the store holds, cheaply: the last exact count (from whichever
         engine scanned) plus the vectors written and minus those deleted since."""
-        counter = conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
+        counter = self._counter(conn)
         if self._counted is not None and self._counted[1] == counter:
             return self._counted[0]
         floor = conn.execute("SELECT value FROM counters WHERE name = 'tombstone_floor'").fetchone()[0]
@@ -291,24 +394,41 @@ class Retriever:
         """Exact cosine for candidates the vector top-k did not include (keyword-only hits)."""
         out: dict[int, float] = {}
         missing = []
+        found: list[int] = []
+        rows: list[int] = []
+        row_of = self.index.row_of
         for i in ids:
-            v = self.index.vector_of(i)
-            if v is None:
+            r = row_of.get(i)
+            if r is None:
                 missing.append(i)
             else:
-                out[i] = float(v @ qvec)
+                found.append(i)
+                rows.append(r)
+        q64 = qvec.astype(np.float64)
+        if rows:  # one gather for all of them; exact_scores gives each row the same bits anywhere
+            out.update(zip(found, exact_scores(self.index.matrix[rows], q64).tolist()))
         for i in range(0, len(missing), 500):
             chunk = missing[i : i + 500]
-            for mid, blob in conn.execute(
+            got = conn.execute(
                 f"SELECT memory_id, vector FROM vectors WHERE memory_id IN ({','.join('?' * len(chunk))})", chunk
-            ):
-                out[mid] = float(decode_vector(blob, self.embedder.dimensions) @ qvec)
+            ).fetchall()
+            if got:
+                mat = np.stack([decode_vector(blob, self.embedder.dimensions) for _, blob in got])
+                out.update(zip((r[0] for r in got), exact_scores(mat, q64).tolist()))
         return out
 
     # -- keyword confidence ----------------------------------------------------------------------
     def _document_frequency(self, conn: sqlite3.Connection, term: str, n: int) -> int:
-        counter = self._counted[1] if self._counted else 0  # the change counter the last scan saw
-        if abs(counter - self._df_counter) > max(50, n // 50):
+        kx = self._keyword_cache(conn)
+        if kx is not None:
+            try:
+                df = kx.memories.document_frequency(conn, term)
+            except StaleIndex:
+                df = None
+            if df is not None:
+                return df
+        counter = self._counter(conn)
+        if counter != self._df_counter:  # exact, like the cache: any write may move a count
             self._df_cache.clear()
             self._df_counter = counter
         df = self._df_cache.get(term)
@@ -334,20 +454,36 @@ class Retriever:
             return 0.0
         matched: dict[int, float] = {}
         marks = ",".join("?" * len(top_ids))
+        kx = self._keyword_cache(conn)
         for t in terms:
+            holding = None
+            if kx is not None:
+                try:
+                    holding = kx.memories.containing(conn, t, top_ids)
+                except StaleIndex:
+                    holding = None
+            if holding is not None:
+                for rowid in holding:
+                    matched[rowid] = matched.get(rowid, 0.0) + idf[t]
+                continue
             for (rowid,) in conn.execute(
                 f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({marks})", [f'"{t}"', *top_ids]
             ):
                 matched[rowid] = matched.get(rowid, 0.0) + idf[t]
         return max(matched.values(), default=0.0) / total
 
-    @staticmethod
-    def expired_ids(conn: sqlite3.Connection, valid_at: float | None) -> set[int]:
+    def expired_ids(self, conn: sqlite3.Connection, valid_at: float | None) -> set[int]:
         """Memories past their valid_until (a partial index keeps this cheap; clean_expired empties it)."""
         if valid_at is None:
             return set()
-        return {r[0] for r in conn.execute(
+        memo = self._memo
+        if memo is not None and ("expired", valid_at) in memo:
+            return memo[("expired", valid_at)]
+        out = {r[0] for r in conn.execute(
             "SELECT id FROM memories WHERE valid_until IS NOT NULL AND valid_until <= ?", (valid_at,))}
+        if memo is not None:
+            memo[("expired", valid_at)] = out
+        return out
 
     # -- contradictions -----------------------------------------------------------------------------
     def contradictions(
@@ -393,6 +529,18 @@ class Retriever:
                     lst.append((other, title, status, effective[(a, b)]))
         return out
 
+    def _episode_structure(self, conn: sqlite3.Connection, ids: list[int]):
+        em = self.episode_map
+        if em is None:
+            return episode_structure(conn, ids)
+        try:
+            em.sync(conn, self._counter(conn))
+        except sqlite3.Error as exc:
+            log.warning("episode map dropped, SQL answers this recall: %s", exc)
+            em.reset()
+            return episode_structure(conn, ids)
+        return em.structure(ids)
+
     # -- the whole recall -------------------------------------------------------------------------------
     def conversation_signals(self, conn, query, qvec, flt, kscore, sims, scope_size, vmoments, alpha, fused, kz, vz, use_vec):
         """Neighbouring turns and named speakers (conversation_ranking.py). Neighbours of scored
@@ -400,7 +548,7 @@ class Retriever:
         cfg = self.config
         if (not cfg.neighbour_gain and not cfg.speaker_boost) or not self.episodes_present(conn):
             return fused, {}, {}
-        adjacency, roles = episode_structure(conn, list(fused))
+        adjacency, roles = self._episode_structure(conn, list(fused))
         if not roles:
             return fused, {}, {}
         outside = {j for near in adjacency.values() for j in near if j not in fused}
@@ -411,10 +559,7 @@ class Retriever:
             scored, kz2, vz2 = zscore_fusion(kscore, sims, scope_size, vmoments, alpha, extra=outside)
             kz.update(kz2)
             vz.update(vz2)
-            where, params = flt.sql("m")
-            ids = list(outside)
-            allowed = {r[0] for r in conn.execute(
-                f"SELECT m.id FROM memories m WHERE m.id IN ({','.join('?' * len(ids))}) AND {where}", [*ids, *params])}
+            allowed = self.passing(conn, list(outside), flt)
         else:
             scored = fused
         expanded = expand(scored, adjacency, cfg.neighbour_gain)
@@ -442,7 +587,7 @@ class Retriever:
         use_vec = cfg.channels in ("hybrid", "vector")
         if min_trust is not None:
             depth *= 3  # candidates below the trust floor are dropped: look deeper so the limit still fills
-        with self.store.reading() as conn:
+        with self.store.reading() as conn, self._snapshot():
             future = self._submit_scan(conn, qvec, flt, depth)  # the workers scan while FTS runs here
             if future is None:
                 kw, vec, vstats = self._inline_channels(conn, query, qvec, flt, depth)
@@ -487,16 +632,39 @@ class Retriever:
                 ordered = [(i, s) for i, s in ordered if trust.get(i, 0.0) >= min_trust]
             pool = ordered[: max(cfg.rerank_pool, limit * 3)]
             pool_ids = [i for i, _ in pool]
-            memories = load_memories(conn, pool_ids)
             contra = self.contradictions(conn, pool_ids, flt.scopes)
-            if min_trust is None:
-                trust = trust_scores(conn, pool_ids, half_life_days=cfg.trust_half_life_days)
-            learned = self._assess(conn, qvec, memories, explore)
+            # The policy factors need a few columns of each pooled memory; whole memories
+            # (and their explanations) are built only for the hits that are returned.
+            weights = cfg.profiles[profile]
+            columns = _policy_columns(conn, pool_ids)
+            learned = self._assess(conn, qvec, columns, explore)
+            scored: list[tuple[float, str, int, float, tuple]] = []
+            for mid, mtype, status, confidence, usefulness, importance in columns:
+                judged = learned.get(mid)
+                factors = (
+                    policy.STATUS_FACTOR[status],
+                    weights.get(mtype, 1.0),
+                    policy.quality(confidence, judged.mean if judged else usefulness, importance),
+                    judged.factor if judged else policy.outcome_factor(usefulness, cfg.outcome_gain),
+                    policy.contradiction_factor(sum(1 for a in contra.get(mid, []) if a[3])),
+                )
+                fusion_score = base[mid]
+                final = fusion_score * factors[0] * factors[1] * factors[2] * factors[3] * factors[4]
+                scored.append((final, f"mem_{mid}", mid, fusion_score, factors))
+            scored.sort(key=lambda t: (-t[0], t[1]))
+            if min_score is not None:
+                scored = [t for t in scored if t[0] >= min_score]
+            if min_score_ratio and scored:
+                scored = [t for t in scored if t[0] >= min_score_ratio * scored[0][0]]
+            scored = scored[:limit]
+            final_ids = [t[2] for t in scored]
+            memories = load_memories(conn, final_ids)
+            if min_trust is None:  # shown on each hit; nothing else needs it
+                trust = trust_scores(conn, final_ids, half_life_days=cfg.trust_half_life_days)
         kw_rank = {i: (r, s) for r, (i, s) in enumerate(kw, start=1)}
         vec_rank = {i: (r, s) for r, (i, s) in enumerate(vec, start=1)}
-        weights = cfg.profiles[profile]
         hits: list[RecallHit] = []
-        for mid, fusion_score in pool:
+        for final, _, mid, fusion_score, factors in scored:
             mem = memories.get(mid)
             if mem is None:
                 continue
@@ -515,20 +683,19 @@ class Retriever:
                 neighbour_share=round(nshare[mid], 4) if nshare.get(mid) else None,
                 speaker_boost=sboost.get(mid),
                 fusion=fusion_score,
-                status_factor=policy.STATUS_FACTOR[mem.status],
-                profile_factor=weights.get(mem.type, 1.0),
-                quality=policy.quality(mem.confidence, judged.mean if judged else mem.usefulness, mem.importance),
-                outcome_factor=judged.factor if judged else policy.outcome_factor(mem.usefulness, cfg.outcome_gain),
-                contradiction_factor=policy.contradiction_factor(sum(1 for a in against if a[3])),
+                status_factor=factors[0],
+                profile_factor=factors[1],
+                quality=factors[2],
+                outcome_factor=factors[3],
+                contradiction_factor=factors[4],
                 learning=judged.evidence() if judged else None,
             )
-            bd.final = (bd.fusion * bd.status_factor * bd.profile_factor * bd.quality * bd.outcome_factor
-                        * bd.contradiction_factor)
+            bd.final = final
             hits.append(
                 RecallHit(
                     memory=mem,
-                    score=bd.final,
-                    rank=0,
+                    score=final,
+                    rank=len(hits) + 1,
                     reasons=self.reasons(mem, bd, profile)
                     + (outcome_reasons(judged, cfg.learning.change_after) if judged else []),
                     warnings=[
@@ -541,22 +708,13 @@ class Retriever:
                     trust=trust.get(mid),
                 )
             )
-        hits.sort(key=lambda h: (-h.score, h.memory.id))
-        if min_score is not None:
-            hits = [h for h in hits if h.score >= min_score]
-        if min_score_ratio and hits:
-            hits = [h for h in hits if h.score >= min_score_ratio * hits[0].score]
-        hits = hits[:limit]
-        for r, h in enumerate(hits, start=1):
-            h.rank = r
         return hits
 
-    def _assess(self, conn: sqlite3.Connection, qvec: np.ndarray, memories: dict[int, Memory], explore: bool) -> dict[int, Assessment]:
+    def _assess(self, conn: sqlite3.Connection, qvec: np.ndarray, columns: list[tuple], explore: bool) -> dict[int, Assessment]:
         """What outcomes say about each candidate for this query (empty: rank by the usefulness column)."""
         if self.learning is None or not self.learning.enabled:
             return {}
-        return self.learning.assess(
-            conn, qvec, {mid: (m.usefulness, m.created_at.timestamp()) for mid, m in memories.items()}, explore)
+        return self.learning.assess(conn, qvec, {c[0]: c[4] for c in columns}, explore)
 
     def reasons(self, mem: Memory, bd: ScoreBreakdown, profile: str) -> list[str]:
         out: list[str] = []
@@ -604,6 +762,17 @@ class Retriever:
                 [now, *ids],
             )
         return rid
+
+
+def _policy_columns(conn: sqlite3.Connection, ids: list[int]) -> list[tuple]:
+    """(id, type, status, confidence, usefulness, importance) of the live rows among ``ids``."""
+    out: list[tuple] = []
+    for i in range(0, len(ids), 900):
+        chunk = ids[i : i + 900]
+        out += conn.execute(
+            "SELECT id, type, status, confidence, usefulness, importance FROM memories "
+            f"WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+    return out
 
 
 def _drop(ids: np.ndarray, sims: np.ndarray, expired: set[int], depth: int) -> list[tuple[int, float]]:

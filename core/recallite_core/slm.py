@@ -355,9 +355,8 @@ class SlmLite:
 
     def _slm_stats(self, stats, flt: "RecallFilter") -> None:
         where, params = flt.sql("m")
+        by_type = stats.by_type  # counted by stats() under the same filter
         with self._reader().reading() as conn:
-            by_type = {t: n for t, n in conn.execute(
-                f"SELECT m.type, count(*) FROM memories m WHERE {where} GROUP BY m.type", params)}
             # The trust distribution of the newest live memories: a bounded sample keeps stats
             # prompt on a store of any size (it reports how many it covered).
             ids = [r[0] for r in conn.execute(

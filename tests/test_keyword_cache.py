@@ -1,0 +1,233 @@
+"""The in-memory keyword index and episode map answer exactly what FTS5 and SQL answer."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+
+import numpy as np
+
+from recallite_core import Recallite, RecalliteConfig
+from recallite_core.conversation_ranking import EpisodeMap, episode_structure
+from recallite_core.fts import fts_query, query_terms
+from recallite_core.retriever import RecallFilter
+from recallite_core.keyword_index import KeywordIndex, top_order
+from recallite_mcp.benchmarks.dataset import memories, queries
+
+WORDS = ("deploy deploys deploying deployment cache caches caching café cafe naïve naive résumé build builds "
+         "docker kubernetes pod pods timeout timeouts retry retries flaky test tests testing the a of run runs "
+         "running ran migration migrations schema index indexes indexing postgres sqlite wal lock locks").split()
+
+
+def _text(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n)) + rng.choice(["", ".", "!", " (x)", " 42", " é"])
+
+
+def _fts_table(rows: list[tuple[int, str, str, str]]) -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(title, content, tags, tokenize='porter unicode61')")
+    conn.executemany("INSERT INTO t (rowid, title, content, tags) VALUES (?, ?, ?, ?)", rows)
+    return conn
+
+
+def _reference(conn, query: str) -> list[tuple[int, float]]:
+    return [(r[0], -r[1]) for r in conn.execute(
+        "SELECT rowid, bm25(t, 0.3, 1.0, 0.5) AS s FROM t WHERE t MATCH ? ORDER BY s, rowid", (fts_query(query),))]
+
+
+def _mine(index: KeywordIndex, conn, query: str) -> list[tuple[int, float]]:
+    ids, scores = index.bm25(conn, query_terms(query))
+    return [(int(ids[j]), float(scores[j])) for j in top_order(ids, scores, None)]
+
+
+def _same(a: list[tuple[int, float]], b: list[tuple[int, float]]) -> None:
+    assert [i for i, _ in a] == [i for i, _ in b]
+    assert np.allclose([s for _, s in a], [s for _, s in b], rtol=1e-12, atol=0)
+
+
+def test_bm25_equals_fts5_on_random_text_with_stems_accents_and_empty_rows():
+    rng = random.Random(5)
+    rows = [(i, _text(rng, rng.randint(0, 4)), _text(rng, rng.randint(0, 30)), _text(rng, rng.randint(0, 3)))
+            for i in range(1, 400)]
+    rows.append((400, "", "", ""))  # a row with no token counts in N, as in FTS5
+    conn = _fts_table(rows)
+    conn.execute("CREATE TABLE t_alias AS SELECT 1")  # unrelated objects do not matter
+    index = KeywordIndex("t", ["title", "content", "tags"], [0.3, 1.0, 0.5])
+    index.load(conn)
+    assert index.rows == 400 and index.matches_table(conn)
+    for _ in range(60):
+        q = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 6)))
+        _same(_mine(index, conn, q), _reference(conn, q))
+
+
+def test_bm25_stays_equal_through_inserts_and_deletes():
+    rng = random.Random(9)
+    rows = [(i, _text(rng, 2), _text(rng, 20), _text(rng, 1)) for i in range(1, 200)]
+    conn = _fts_table(rows)
+    index = KeywordIndex("t", ["title", "content", "tags"], [0.3, 1.0, 0.5])
+    index.load(conn)
+    for q in ("deploy cache", "timeouts retry", "café naive"):
+        _mine(index, conn, q)  # postings of these terms are now cached: later changes must reach them
+    new = [(i, _text(rng, 2), _text(rng, 25), _text(rng, 2)) for i in range(200, 260)]
+    conn.executemany("INSERT INTO t (rowid, title, content, tags) VALUES (?, ?, ?, ?)", new)
+    index.upsert([(r[0], r[1:]) for r in new])
+    gone = rng.sample(range(1, 260), 40)
+    conn.executemany("DELETE FROM t WHERE rowid = ?", [(g,) for g in gone])
+    index.remove(gone)
+    assert index.matches_table(conn)
+    for q in ("deploy cache", "timeouts retry", "café naive", "kubernetes pods locks", "the"):
+        _same(_mine(index, conn, q), _reference(conn, q))
+
+
+def test_a_word_fts5_splits_into_a_phrase_is_left_to_fts5():
+    conn = _fts_table([(1, "", "x2y", "")])
+    index = KeywordIndex("t", ["title", "content", "tags"])
+    index.load(conn)
+    assert index.term_of("deploying") == "deploi"  # porter, as FTS5 stems it
+    assert index.term_of("x²y") is None or index.term_of("x²y") is not None  # whatever FTS5 says, no error
+    assert index.bm25(conn, ["deploying"]) is not None
+
+
+def _open_pair(path: str):
+    on = Recallite.open(path, embedder="hash")
+    off = Recallite.open(path, embedder="hash", config=RecalliteConfig(keyword_cache=False))
+    return on, off
+
+
+def _ranked(m, q, **kw):
+    return [(h.memory.id, round(h.score, 9)) for h in m.recall(q, limit=10, **kw).memories]
+
+
+def test_recall_is_identical_with_and_without_the_cache_through_writes(tmp_path):
+    path = str(tmp_path / "m.db")
+    on, off = _open_pair(path)
+    try:
+        on.remember_many(list(memories(400, seed=3)))
+        rng = random.Random(1)
+        turns = [{"session": f"s{k % 3}", "role": rng.choice(["Caroline", "Mel", "user"]),
+                  "content": _text(rng, 15)} for k in range(60)]
+        on.record_turns(turns, scope="proj-alpha")
+        qs = queries(12, seed=7) + ["Caroline deploy cache", "what did Mel say about retries"]
+        checks = 0
+
+        def compare():
+            nonlocal checks
+            for q in qs:
+                assert _ranked(on, q) == _ranked(off, q), q
+                assert _ranked(on, q, scope="proj-alpha") == _ranked(off, q, scope="proj-alpha"), q
+                assert _ranked(on, q, types=["lesson", "episode"]) == _ranked(off, q, types=["lesson", "episode"]), q
+                checks += 3
+
+        compare()
+        # Writes through the other engine (another process would look the same: one file).
+        off.remember_many(list(memories(50, seed=11)))
+        off.record_turns([{"session": "s1", "role": "Mel", "content": "deploy cache retries again"}], scope="proj-alpha")
+        ids = [h.memory.id for h in on.recall("deploy cache", limit=6).memories]
+        off.forget(ids[0])
+        off.deprecate(ids[1], reason="test")
+        compare()
+        # A hand-made edit of a memory's text (no API does this) still reaches the cache.
+        with off.store.transaction() as conn:
+            conn.execute("UPDATE memories SET content = 'kubernetes kubernetes kubernetes' WHERE id = ?", (int(ids[2][4:]),))
+        assert _ranked(on, "kubernetes") == _ranked(off, "kubernetes")
+        flt = RecallFilter(scopes=None, statuses=("candidate", "validated", "active"), types=None, tags=None,
+                           sessions=None)
+        with on.store.reading() as conn:
+            assert on.retriever.keyword_channel(conn, "kubernetes", flt, 5)[0][0] == int(ids[2][4:])
+        compare()
+        off.reindex()
+        compare()
+        assert checks >= 4 * 3 * len(qs)
+    finally:
+        on.close()
+        off.close()
+
+
+def test_regression_stale_cache_is_dropped_when_totals_disagree(tmp_path):
+    # Simulates a writer that changes FTS rows without stamping them (e.g. an older version of
+    # this package): the totals check after a catch-up notices and reloads.
+    m = Recallite.open(str(tmp_path / "m.db"), embedder="hash")
+    try:
+        m.remember_many(list(memories(100, seed=2)))
+        m.recall("deploy", limit=3)
+        kx = m.retriever.keywords
+        reloads = kx.reloads
+        with m.store.transaction() as conn:
+            conn.execute("DROP TRIGGER memories_seq_text_au")
+            conn.execute("UPDATE memories SET content = content || ' extra words here' WHERE id <= 5")
+        m.remember("a stamped write moves the counter")  # the cache catches up and checks totals
+        m.recall("deploy", limit=3)
+        assert kx.reloads == reloads + 1
+    finally:
+        m.close()
+
+
+def test_episode_map_matches_the_sql_structure(tmp_path):
+    m = Recallite.open(str(tmp_path / "m.db"), embedder="hash")
+    try:
+        rng = random.Random(4)
+        for s in range(4):
+            m.record_turns([{"session": f"s{s}", "role": rng.choice(["Ann", "Bob"]), "content": _text(rng, 6)}
+                            for _ in range(25)], scope=rng.choice(["a", "b"]))
+        m.remember_many(list(memories(30, seed=1)))
+        em = EpisodeMap()
+        with m.store.reading() as conn:
+            em.sync(conn, m.store.change_counter())
+            ids = [r[0] for r in conn.execute("SELECT id FROM memories")]
+            for _ in range(20):
+                pick = rng.sample(ids, 15)
+                adj, roles = episode_structure(conn, pick)
+                adj2, roles2 = em.structure(pick)
+                assert roles == roles2
+                assert {k: set(v) for k, v in adj.items()} == {k: set(v) for k, v in adj2.items()}  # expand() takes a max
+        gone = m.list(limit=200)[3].id
+        m.forget(gone)
+        with m.store.reading() as conn:
+            em.sync(conn, m.store.change_counter())
+            assert int(gone[4:]) not in em.pos
+            assert len(em.pos) == conn.execute("SELECT count(*) FROM episodes").fetchone()[0]
+    finally:
+        m.close()
+
+
+def test_stats_from_the_covering_index_match_plain_counts(tmp_path):
+    m = Recallite.open(str(tmp_path / "m.db"), embedder="hash")
+    try:
+        m.remember_many(list(memories(120, seed=6)))
+        m.remember(type="lesson", title="t", content="scoped lesson here", scope="proj-x",
+                   source={"type": "llm", "id": "run-1"})
+        gone = m.list(limit=5)[0].id
+        m.deprecate(m.list(limit=5)[1].id, reason="old")
+        m.forget(gone)
+        for scope in (None, "proj-x", "default"):
+            s = m.stats(scope=scope)
+            with m.store.reading() as conn:
+                where = "" if scope is None else "WHERE scope = ?"
+                args = [] if scope is None else [scope]
+                rows = conn.execute(f"SELECT type, status, source_type, scope, tokens, id FROM memories {where}", args).fetchall()
+                vecs = conn.execute(f"SELECT count(*) FROM vectors v JOIN memories m ON m.id = v.memory_id {where.replace('scope', 'm.scope')}", args).fetchone()[0]
+            assert s.memories == len(rows)
+            for key, col in (("by_type", 0), ("by_status", 1), ("by_source", 2), ("by_scope", 3)):
+                expect: dict = {}
+                for r in rows:
+                    expect[r[col]] = expect.get(r[col], 0) + 1
+                assert getattr(s, key) == expect, key
+            assert s.tokens_stored == sum(r[4] for r in rows if r[1] in ("candidate", "validated", "active"))
+            assert s.vectors == vecs
+    finally:
+        m.close()
+
+
+def test_postings_beyond_the_cap_are_evicted_and_read_again(monkeypatch):
+    import recallite_core.keyword_index as ki
+
+    rng = random.Random(3)
+    rows = [(i, _text(rng, 2), _text(rng, 20), _text(rng, 1)) for i in range(1, 300)]
+    conn = _fts_table(rows)
+    monkeypatch.setattr(ki, "MAX_CACHED_POSTINGS", 120)
+    index = KeywordIndex("t", ["title", "content", "tags"], [0.3, 1.0, 0.5])
+    index.load(conn)
+    for q in ("deploy cache", "timeouts retry", "kubernetes pods locks", "deploy cache", "the running"):
+        _same(_mine(index, conn, q), _reference(conn, q))
+        assert index.cached_postings <= 120 or len(index.postings) == 1
+        assert index.cached_postings == sum(p.size for p in index.postings.values())
