@@ -620,6 +620,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         min_score_ratio: float | None = None,
         _kind: str = "recall",
         _exclude: set[int] | None = None,
+        _tuning: tuple[str, Any, int] | None = None,
     ) -> RecallResult:
         """Hybrid recall: keyword + vector channels fused by RRF, then policy multipliers.
 
@@ -678,6 +679,8 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             with self.store.transaction() as conn:
                 rid = self.retriever.log(conn, q, profile, flt.scopes, [h for h in hits if h.memory.layer != "working"], _kind)
                 _count_redactions(conn, q_redacted)
+                if _tuning is not None:  # build_context: which auto-tuned setting served this retrieval
+                    self.learning.tuner.log(conn, rid, *_tuning)
         result = RecallResult(retrieval_id=fmt_id("ret", rid), query=q, profile=profile, memories=hits)
         self._after_recall(result.retrieval_id, hits)
         return result
@@ -720,7 +723,6 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         if format not in CONTEXT_FORMATS:
             raise InvalidInputError(f"Unknown context format {format!r}. Use one of: {', '.join(CONTEXT_FORMATS)}.")
         recall_kwargs.setdefault("explore", True)
-        arm = tuning_scope = None
         if limit is None:
             limit = 20 if format == "compact" else 10
             if self.config.learning.tune_context and recall_kwargs.get("min_score") is None \
@@ -730,12 +732,10 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
                     arm = self.learning.tuner.choose(conn, tuning_scope)
                 limit = arm.limit * (2 if format == "compact" else 1)
                 recall_kwargs["min_score_ratio"] = arm.min_score_ratio or None
+                recall_kwargs["_tuning"] = (tuning_scope, arm, max_tokens)  # logged with the retrieval
         if conversation is not None:
             return self._conversation_context(query, max_tokens, format, limit, conversation, recent_turns, recall_kwargs)
         result = self.recall(query, limit=limit, _kind="context", **recall_kwargs)
-        if arm is not None:
-            with self.store.transaction() as conn:
-                self.learning.tuner.log(conn, parse_id(result.retrieval_id, "ret"), tuning_scope, arm, max_tokens)
         return self._render(result, max_tokens, format)
 
     def _tuning_scope(self, scope: Any) -> str:
