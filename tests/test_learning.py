@@ -106,6 +106,39 @@ def test_failure_run_sees_drift_not_other_tasks(clusters):
     # one failure that a rival's success on the same retrieval confirms counts twice
     confirmed = np.array([True, False, False, False, False, False])
     assert failure_run(va, np.array([0, 1, 1, 1, 1, 1.0]), w, has, cfg.ridge, confirmed=confirmed) == (2, 1)
+    # failures that a memory there all along fixed (another task that needed it) are no change...
+    explained = np.array([True, True, False, False, False, False])
+    assert failure_run(va, np.array([0, 0, 1, 1, 1, 1.0]), w, has, cfg.ridge, explained=explained) == (0, 2)
+    # ... but one that a newer memory fixed still is
+    assert failure_run(va, np.array([0, 0, 1, 1, 1, 1.0]), w, has, cfg.ridge, confirmed=confirmed,
+                       explained=np.array([False, True, False, False, False, False])) == (2, 2)
+
+
+def test_success_locality_prefers_the_memory_proven_on_this_task(clusters):
+    """Two memories proven on two neighbouring tasks: for a query of task A, B's successes count
+    little (A's are closer), while a memory that failed near B keeps all its failures."""
+    rng, a, b = clusters
+    assert 0.3 < float(a @ b) < 0.9  # neighbouring tasks, not the same one
+    om, mx = _model(LearningConfig(), _cluster(rng, a, 4), [1.0] * 4)
+    _, my = _model(LearningConfig(), _cluster(rng, b, 4), [1.0] * 4)
+    _, mz = _model(LearningConfig(), _cluster(rng, b, 4), [0.0] * 4)
+    q = _cluster(rng, a, 1)[0].astype(np.float32)
+    closest = om.closest_success([mx, my, mz], q)
+    ax = om.assess_model(mx, q, 0.5, False, closest=closest)
+    ay = om.assess_model(my, q, 0.5, False, closest=closest)
+    ay_alone = om.assess_model(my, q, 0.5, False)  # without a closer rival nothing is discounted
+    assert ax.locality == pytest.approx(1.0) and ay.locality < 0.1 and ay_alone.locality == 1.0
+    assert ay.successes < 0.1 * ay_alone.successes and ay.mean < ay_alone.mean
+    assert ax.mean - ay.mean > 0.2 and ax.evidence().success_locality == pytest.approx(1.0)
+    az, az_alone = om.assess_model(mz, q, 0.5, False, closest=closest), om.assess_model(mz, q, 0.5, False)
+    assert az.failures == pytest.approx(az_alone.failures) and az.mean == pytest.approx(az_alone.mean)
+    # a memory flagged as stopped working does not set the bar: its old successes are no evidence now
+    _, flagged = _model(LearningConfig(), _cluster(rng, a, 6), [0.0, 0.0, 1.0, 1.0, 1.0, 1.0])
+    assert flagged.run >= LearningConfig().change_after
+    assert om.closest_success([flagged, my], q) == pytest.approx(om.closest_success([my], q))
+    assert om.closest_success([mz], q) is None  # no success anywhere: nothing to compare with
+    off = OutcomeModel(a.size, LearningConfig(success_locality=0.0), 7.0)
+    assert off.closest_success([mx, my], q) is None
 
 
 def test_ridge_dual_fits_weighted_rows():
@@ -216,6 +249,33 @@ def test_a_new_memory_gets_tried_first_when_the_old_one_stops_working(mem):
     assert after.memories[0].memory.id == new.id
     fell = next(h for h in after.memories if h.memory.id == old.id)
     assert fell.breakdown.learning.failure_run >= 2 and "stopped-working-recently" in fell.reasons
+
+
+def test_a_failure_an_older_memory_fixes_is_another_task_not_a_change():
+    """The proven memory fails twice where a memory that was there all along then works: the
+    agent needed the other memory (another task), the world did not change. The failures count
+    against it, but they do not flag it as stopped working; with a newer memory they would."""
+    runs = {}
+    for explained in (True, False):
+        cfg = RecalliteConfig(learning=LearningConfig(explained_failures=explained))
+        mem = Recallite.open(None, embedder="hash", config=cfg)
+        try:
+            rollback = mem.remember(ROLLBACK, type="procedure")  # older than restart
+            restart = mem.remember(RESTART, type="procedure")
+            for q in CONFIG_TASKS[:3] * 2:
+                r = mem.recall(q, limit=2)
+                mem.feedback(r.retrieval_id, "success", used_memory_ids=[restart.id])
+            for q in CONFIG_TASKS[:2]:
+                r = mem.recall(q, limit=2)
+                mem.feedback(r.retrieval_id, "failure", used_memory_ids=[restart.id])
+                mem.feedback(r.retrieval_id, "success", used_memory_ids=[rollback.id])
+            hit = next(h for h in mem.recall(CONFIG_TASKS[3], limit=2).memories if h.memory.id == restart.id)
+            runs[explained] = hit.breakdown.learning
+        finally:
+            mem.close()
+    assert runs[True].failure_run == 0 and runs[False].failure_run >= 2
+    assert runs[True].failures > 0.5  # still counted in its posterior
+    assert runs[True].posterior_mean > runs[False].posterior_mean  # older successes keep their weight
 
 
 def test_reads_never_move_the_ranking(mem):
@@ -347,6 +407,20 @@ def test_context_size_is_tuned_per_scope_from_feedback(mem):
     assert mem.store.conn.execute("SELECT count(*) FROM retrieval_tuning WHERE retrieval_id = ?",
                                   (int(exact.retrieval_id[4:]),)).fetchone()[0] == 0
     assert json.dumps(mem.stats().model_dump(mode="json"))  # serialisable for the MCP stats tool
+
+
+def test_a_context_with_the_conversation_is_tuned_too(mem):
+    """build_context(conversation=...) serves through the same bandit: the setting is logged with
+    the retrieval (one transaction) and feedback on it is credited."""
+    for i in range(8):
+        mem.remember(f"Deploy note {i}: run the deploy with step {i} of the checklist.", type="procedure", scope="proj")
+    mem.record_turn("s1", "user", "We deploy with the checklist today.", scope="proj")
+    ctx = mem.build_context("deploy with the checklist", scope="proj", conversation="s1")
+    rid = int(ctx.retrieval_id[4:])
+    row = mem.store.conn.execute("SELECT scope, arm FROM retrieval_tuning WHERE retrieval_id = ?", (rid,)).fetchone()
+    assert row == ("proj", "10:0")
+    mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[ctx.memory_ids[-1]])
+    assert mem.stats().context_tuning["proj"]["arms"][0]["pulls"] == pytest.approx(1.0)
 
 
 def test_a_cut_that_would_miss_the_used_memory_loses(mem):
