@@ -195,10 +195,8 @@ def run_scenario(
             for task in tasks_for_round(families, scenario, r, seed, drifted, pairs, interference_from):
                 ctx = mem.build_context(task.query, limit=limit, max_tokens=2000)
                 shown = ctx.memory_ids
-                send = None
-                if scenario != "none":
-                    def send(mid: str, outcome: str, _rid=ctx.retrieval_id) -> None:
-                        mem.feedback(_rid, outcome, used_memory_ids=[mid])
+                send = None if scenario == "none" else (
+                    lambda mid, outcome, _rid=ctx.retrieval_id: mem.feedback(_rid, outcome, used_memory_ids=[mid]))
                 ok, rr, sent = agent_turn(shown, key_of, task, rng, noise_rate, attempts, send, noise_mode)
                 feedback_calls += sent
                 results.setdefault(task.group, []).append((ok, rr))
