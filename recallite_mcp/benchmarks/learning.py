@@ -338,6 +338,8 @@ def learner_name(config) -> str:
     lc = config.learning
     if lc.mode == "contextual" and lc.explore_bonus == 0 and lc.newcomer_bonus == 0:
         return "no-explore"
+    if lc.mode == "contextual" and lc.success_locality == 0 and not lc.explained_failures:
+        return "no-locality"
     return lc.mode
 
 
@@ -518,9 +520,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--interference-from", type=int, default=4, metavar="ROUND",
                    help="round (1-based) from which family B plays the queries that pull A's working memory; "
                         "before it, B plays its own (default 4: A's memory works first, then it is tempted away)")
-    p.add_argument("--learner", choices=["contextual", "no-explore", "global", "ema"], default="contextual",
-                   help="ablation: contextual (default); no-explore (no optimism or newcomer bonus); global (one "
-                        "posterior per memory, whatever the query); ema (the usefulness column, the ranking before)")
+    p.add_argument("--learner", choices=["contextual", "no-explore", "no-locality", "global", "ema"], default="contextual",
+                   help="ablation: contextual (default); no-explore (no optimism or newcomer bonus); no-locality (no "
+                        "success locality, every failure may count as a change); global (one posterior per memory, "
+                        "whatever the query); ema (the usefulness column, the ranking before)")
     p.add_argument("--no-mcp", action="store_true", help="skip the short run through the MCP tools")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.add_argument("--plot", metavar="PATH", help="write a PNG of success per round (needs matplotlib)")
@@ -531,8 +534,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from recallite_core import RecalliteConfig
         from recallite_core.learning import LearningConfig
 
-        config = RecalliteConfig(learning=LearningConfig(explore_bonus=0.0, newcomer_bonus=0.0)
-                                 if args.learner == "no-explore" else LearningConfig(mode=args.learner))
+        lc = {"no-explore": dict(explore_bonus=0.0, newcomer_bonus=0.0),
+              "no-locality": dict(success_locality=0.0, explained_failures=False)}.get(args.learner, dict(mode=args.learner))
+        config = RecalliteConfig(learning=LearningConfig(**lc))
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     say = None if args.json else (lambda text: print(text, flush=True))
     res = run_learning_benchmark(args.families, args.rounds, args.seed, args.embedder, scenarios, noise=args.noise,
