@@ -1,6 +1,7 @@
 """Conversation memory through the public API: episodes, chunks, windows, citations, session
 memory, filters before the scan, reconcile/repair, export/import, the rerank stage."""
 
+import importlib.util
 import json
 from datetime import datetime, timezone
 
@@ -360,9 +361,7 @@ def test_rerank_is_off_by_default_and_a_callable_reorders(mem, tmp_path):
     with pytest.raises(RerankerUnavailableError, match="local model directory"):
         ce.recall("x")
     ce.close()
-    try:
-        import sentence_transformers  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("sentence_transformers") is None:
         ce = Recallite.open(None, embedder="hash", config=RecalliteConfig(rerank="cross-encoder", rerank_model=str(tmp_path)))
         ce.add("x")
         with pytest.raises(RerankerUnavailableError, match="pip install sentence-transformers"):

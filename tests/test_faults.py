@@ -2,7 +2,6 @@
 projection drift, forget's traces, scope isolation, idempotent retries. The slow parts (4
 processes over stdio, 50 SIGKILLs) are in tests/stress/."""
 
-import json
 import os
 import random
 import shutil
@@ -18,9 +17,8 @@ import pytest
 from mcp import Client
 
 from recallite_core.migrations import MIGRATIONS
-from recallite_core import InvalidInputError, Recallite, SchemaVersionError, StoreError
+from recallite_core import InvalidInputError, Recallite, StoreError
 from recallite_core.health import check_projections
-from recallite_core.store import Store
 from recallite_mcp.server import build_server
 from recallite_mcp.settings import Settings
 

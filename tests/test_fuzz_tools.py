@@ -9,7 +9,6 @@ RECALLITE_FUZZ_EXAMPLES=5000 (and RECALLITE_FUZZ_RANDOM=1 for a fresh random run
 import os
 import sqlite3
 
-import pytest
 from anyio.from_thread import start_blocking_portal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from recallite_core import Recallite, TrustPolicyError
+from recallite_core import TrustPolicyError
 from recallite_core.context import render
 from recallite_core.injection import HIDDEN, detect, escape_hidden, flags_for
 from recallite_core.models import Memory, RecallHit, Source

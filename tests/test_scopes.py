@@ -1,6 +1,5 @@
 """Automatic project scope from client roots, user-level memories, isolation, compact context."""
 
-import subprocess
 import warnings
 from pathlib import Path
 
