@@ -429,7 +429,8 @@ class OutcomeModel:
         judged = [float(m.times.min()) for m in models.values() if m.n]
         since = min(judged) if judged else None
         untried = [mid for mid in candidates if models.get(mid, self._empty).n == 0]
-        offered = self.offered(conn, untried) if explore and untried else set()
+        # (no outcome row in the store: no feedback credited anything, nothing was passed over)
+        offered = self.offered(conn, untried) if explore and untried and self._seen_rowid > 0 else set()
         created = created_at(conn, [i for i in untried if i not in offered]) if explore and since is not None else {}
         closest = self.closest_success(models.values(), q)
         out = {}
