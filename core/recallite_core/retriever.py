@@ -778,4 +778,3 @@ def _policy_columns(conn: sqlite3.Connection, ids: list[int]) -> list[tuple]:
 def _drop(ids: np.ndarray, sims: np.ndarray, expired: set[int], depth: int) -> list[tuple[int, float]]:
     """The scan's (id, cosine) pairs without expired memories, cut to depth."""
     return [(i, s) for i, s in zip(ids.tolist(), sims.tolist()) if i not in expired][:depth]
-
