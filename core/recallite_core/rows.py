@@ -55,6 +55,40 @@ def memory_from_row(row: sqlite3.Row | tuple) -> Memory:
     )
 
 
+def new_memory(mid: int, p, at: datetime, episode: EpisodeInfo | None = None, category: str | None = None) -> Memory:
+    """The Memory a fresh insert of ``p`` (engine._Prepared, no extras) at ``at`` (ts of the
+    insert's time) reads back as, built without reading it back: what memory_from_row and
+    attach_extras give for that row."""
+    return Memory.model_construct(
+        id=f"mem_{mid}",
+        type=p.type,
+        title=p.title,
+        content=p.content,
+        status=p.status,
+        source=Source.model_construct(type=p.source.type, id=p.source.id),
+        scope=p.scope,
+        session=p.session,
+        tags=list(p.tags),
+        metadata=json.loads(json.dumps(p.metadata, ensure_ascii=False)) if p.metadata else {},
+        confidence=p.confidence,
+        usefulness=0.5,
+        importance=p.importance,
+        success_count=0,
+        failure_count=0,
+        access_count=0,
+        last_accessed_at=None,
+        created_at=at,
+        updated_at=at,
+        superseded_by=None,
+        content_hash=p.hash,
+        tokens=p.tokens,
+        valid_until=ts(p.valid_until),
+        layer=TYPE_LAYER.get(p.type),
+        **({"episode": episode} if episode is not None else {}),
+        **({"category": category} if category is not None else {}),
+    )
+
+
 def load_memories(conn: sqlite3.Connection, ids: list[int]) -> dict[int, Memory]:
     out: dict[int, Memory] = {}
     for i in range(0, len(ids), 500):
