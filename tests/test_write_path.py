@@ -165,6 +165,33 @@ def _merge_pool_before(pool, new, size):
     return out[:size]
 
 
+def _sentence_score_before(sentence):
+    import math
+
+    from recallite_core.episodes import _CUES, _WORD, STOPWORDS
+
+    words = _WORD.findall(sentence)
+    content = {w.lower() for w in words if len(w) > 2 and w.lower() not in STOPWORDS}
+    if len(content) < 3:
+        return 0.0
+    names = sum(1 for i, w in enumerate(words) if i > 0 and w[:1].isupper() and w.lower() not in STOPWORDS)
+    numbers = sum(1 for w in words if any(ch.isdigit() for ch in w))
+    score = math.sqrt(len(content)) + 0.6 * min(names, 4) + 0.8 * min(numbers, 3) + 1.5 * min(len(_CUES.findall(sentence)), 2)
+    if sentence.rstrip().endswith("?"):
+        score *= 0.6
+    return round(score, 4)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["I", "we", "like", "my", "Alice", "the", "build", "42", "x²", "İstanbul", "never",
+                                 "deadline", "?", ".", " ", "ab_1", "don't"]) | st.text(max_size=5), max_size=20))
+def test_sentence_score_is_unchanged(parts):
+    from recallite_core.episodes import sentence_score
+
+    text = " ".join(parts)
+    assert sentence_score(text) == _sentence_score_before(text)
+
+
 def test_summary_pool_merge_is_unchanged():
     rng = random.Random(11)
     words = "the cache build broke again when alice ran deploy on friday staging pinned legacy".split()
@@ -406,3 +433,23 @@ def test_migration_0009_on_a_store_from_before(db_path):
         assert c.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'wombat'").fetchone()[0] == 5
     finally:
         m.close()
+
+
+def test_the_fast_constructor_builds_what_model_construct_builds():
+    from recallite_core.models import EpisodeInfo, Memory, Source
+    from recallite_core.rows import _constructor, ts
+
+    base = dict(id="mem_1", type="fact", title="t", content="c", status="active", source=Source(type="user"),
+                scope="default", session=None, tags=["a"], metadata={"k": [1]}, confidence=0.9, usefulness=0.5,
+                importance=0.5, success_count=0, failure_count=0, access_count=0, last_accessed_at=None,
+                created_at=ts(1.0), updated_at=ts(1.0), superseded_by=None, content_hash="x", tokens=3,
+                valid_until=None, layer="semantic")
+    fast = _constructor(Memory)
+    for extra in ({}, {"episode": EpisodeInfo(role="event", seq=1, timestamp=ts(2.0))}, {"category": "ops"},
+                  {"duplicate_of": "mem_1", "category": None}):
+        want, got = Memory.model_construct(**base, **extra), fast({**base, **extra})
+        assert got == want and repr(got) == repr(want) and got.model_dump_json() == want.model_dump_json()
+        assert list(got.__dict__) == list(want.__dict__) and got.model_fields_set == want.model_fields_set
+        assert got.__pydantic_extra__ == want.__pydantic_extra__ and got.__pydantic_private__ == want.__pydantic_private__
+    src = _constructor(Source)({"type": "tool", "id": None})
+    assert src == Source.model_construct(type="tool", id=None) and src.model_fields_set == {"type", "id"}

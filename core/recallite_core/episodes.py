@@ -116,11 +116,12 @@ def sentence_score(sentence: str) -> float:
     """How much a sentence is worth keeping in a summary, without a model: distinct content
     words, names and numbers, and cues of facts about people (I like, my ..., always)."""
     words = _WORD.findall(sentence)
-    content = {w.lower() for w in words if len(w) > 2 and w.lower() not in STOPWORDS}
+    lows = [w.lower() for w in words]
+    content = {lw for w, lw in zip(words, lows) if len(w) > 2 and lw not in STOPWORDS}
     if len(content) < 3:
         return 0.0
-    names = sum(1 for i, w in enumerate(words) if i > 0 and w[:1].isupper() and w.lower() not in STOPWORDS)
-    numbers = sum(1 for w in words if any(ch.isdigit() for ch in w))
+    names = sum(1 for i in range(1, len(words)) if words[i][:1].isupper() and lows[i] not in STOPWORDS)
+    numbers = sum(1 for w in words if any(map(str.isdigit, w)))
     score = math.sqrt(len(content)) + 0.6 * min(names, 4) + 0.8 * min(numbers, 3) + 1.5 * min(len(_CUES.findall(sentence)), 2)
     if sentence.rstrip().endswith("?"):
         score *= 0.6  # a question asks; the answer holds the fact
@@ -159,8 +160,10 @@ def merge_pool(pool: list[dict], new: list[dict], size: int, words: dict[str, se
             continue
         we = _word_set(entry["t"], cache)
         if we:  # _similar_sets, inlined: this loop runs for every sentence of every turn
-            n = len(we)
-            if any(wo and (i := len(we & wo)) and i / (n + len(wo) - i) >= 0.6 for wo in kept):
+            n, n3, n5 = len(we), 3 * len(we), 5 * len(we)
+            # The overlap is at most the smaller set over the larger: below 3/5, no need to count.
+            if any(wo and n5 >= 3 * len(wo) and 5 * len(wo) >= n3 and (i := len(we & wo)) and i / (n + len(wo) - i) >= 0.6
+                   for wo in kept):
                 continue
         out.append(entry)
         kept.append(we)

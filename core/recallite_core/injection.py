@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .redaction import Screen
+from .redaction import Literals, Screen, literal_pattern
 
 STRONG = "strong"
 WEAK = "weak"
@@ -150,8 +150,8 @@ _NEEDS: dict["re.Pattern[str]", tuple[tuple[str, ...], bool]] = {
     p: _NEEDS_OF[p.pattern] for _, _, ps in _CATEGORIES for p in ps if p.pattern in _NEEDS_OF
 }
 _ALL_SCREENED = all(p in _NEEDS for _, _, ps in _CATEGORIES for p in ps)
-_ANY_CS = re.compile("|".join(re.escape(lit) for lits, ci in _NEEDS.values() if not ci for lit in lits))
-_ANY_CI = tuple(dict.fromkeys(lit for lits, ci in _NEEDS.values() if ci for lit in lits))
+_ANY_CS = literal_pattern(lit for lits, ci in _NEEDS.values() if not ci for lit in lits)
+_ANY_CI = Literals(lit for lits, ci in _NEEDS.values() if ci for lit in lits)
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ def _screen(text: str) -> tuple[frozenset | None, bool]:
     hidden = not screen.ascii and HIDDEN.search(text) is not None  # every hidden code point is > U+007F
     if not _ALL_SCREENED:
         return None, hidden
-    if _ANY_CS.search(text) is None and not screen.has(_ANY_CI, True):
+    if _ANY_CS.search(text) is None and not screen.has_any(_ANY_CI):
         return frozenset(), hidden
     return frozenset(p for p, needs in _NEEDS.items() if screen.has(*needs)), hidden
 

@@ -211,6 +211,42 @@ class Screen:
         return _ci_pattern(literals).search(self.text) is not None
 
 
+    def has_any(self, literals: "Literals") -> bool:
+        """has() for many literals at once (one regex pass instead of one search each)."""
+        if self.plain:
+            return literals.lower_pattern.search(self.low) is not None
+        return literals.ci_pattern.search(self.text) is not None
+
+
+def literal_pattern(literals, flags: int = 0) -> "re.Pattern[str]":
+    """A regex matching any of ``literals``, as a trie (a(?:bc|x)) so that the regex engine
+    tries each position once instead of once per literal."""
+    trie: dict = {}
+    for lit in literals:
+        node = trie
+        for ch in lit:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict) -> str:
+        alts = [re.escape(ch) + build(node[ch]) for ch in sorted(k for k in node if k)]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return re.compile(build(trie) or "(?!)", flags)
+
+
+class Literals:
+    """A set of case-insensitive literals for Screen.has_any."""
+
+    def __init__(self, literals):
+        self.literals = tuple(dict.fromkeys(literals))
+        self.lower_pattern = literal_pattern(self.literals)
+        self.ci_pattern = literal_pattern(self.literals, re.IGNORECASE)
+
+
 _CI_PATTERNS: dict[tuple[str, ...], "re.Pattern[str]"] = {}
 
 
@@ -221,14 +257,22 @@ def _ci_pattern(literals: tuple[str, ...]) -> "re.Pattern[str]":
     return pat
 
 
-_ANY_CS = re.compile("|".join(re.escape(lit) for lits, ci in _NEEDS.values() if not ci for lit in lits))
-_ANY_CI = tuple(lit for lits, ci in _NEEDS.values() if ci for lit in lits)
+_ANY_CS = literal_pattern(lit for lits, ci in _NEEDS.values() if not ci for lit in lits)
+_ANY_CI = Literals(lit for lits, ci in _NEEDS.values() if ci for lit in lits)
 _ALL_SCREENED = all(kind in _NEEDS for kind, *_ in RULES)  # a rule added without literals disables the shortcut
 
 
 def _may_assign(screen: Screen) -> bool:
     text = screen.text
     return ("=" in text or ":" in text) and any(part in screen.low for part in _KEY_PARTS)
+
+
+def may_hold_secrets(text: str) -> bool:
+    """False when no rule can match ``text`` (nor any part of it, if it joins several)."""
+    if not _ALL_SCREENED:
+        return True
+    screen = Screen(text)
+    return _ANY_CS.search(text) is not None or screen.has_any(_ANY_CI) or _may_assign(screen)
 
 
 def find_secrets(text: str) -> list[Finding]:
@@ -240,7 +284,7 @@ def _find(text: str, screened: bool) -> list[Finding]:
     if not text:
         return []
     screen = Screen(text) if screened else None
-    if (screen is not None and _ALL_SCREENED and _ANY_CS.search(text) is None and not screen.has(_ANY_CI, True)
+    if (screen is not None and _ALL_SCREENED and _ANY_CS.search(text) is None and not screen.has_any(_ANY_CI)
             and not _may_assign(screen)):
         return []  # the common case: no rule can match
     found: list[Finding] = []
@@ -294,8 +338,10 @@ def redact_value(value: Any, kinds: list[str], key: str | None = None) -> Any:
     if isinstance(value, dict):
         return {k: redact_value(v, kinds, k if isinstance(k, str) else None) for k, v in value.items()}
     if isinstance(value, list):
+        if all(isinstance(v, str) for v in value) and not may_hold_secrets("\n".join(value)):
+            return list(value)  # (tags, mostly) one screen for the list: a literal of an item is one of the join
         return [redact_value(v, kinds) for v in value]
     return value
 
 
-__all__ = ["Finding", "Screen", "RULES", "find_secrets", "redact_text", "redact_value", "looks_placeholder", "key_names_secret", "MARK"]
+__all__ = ["Finding", "Screen", "Literals", "literal_pattern", "may_hold_secrets", "RULES", "find_secrets", "redact_text", "redact_value", "looks_placeholder", "key_names_secret", "MARK"]
