@@ -150,6 +150,7 @@ _NEEDS: dict["re.Pattern[str]", tuple[tuple[str, ...], bool]] = {
     p: _NEEDS_OF[p.pattern] for _, _, ps in _CATEGORIES for p in ps if p.pattern in _NEEDS_OF
 }
 _ALL_SCREENED = all(p in _NEEDS for _, _, ps in _CATEGORIES for p in ps)
+_WEAK_PATTERNS = frozenset(p for _, severity, ps in _CATEGORIES if severity == WEAK for p in ps)
 _ANY_CS = literal_pattern(lit for lits, ci in _NEEDS.values() if not ci for lit in lits)
 _ANY_CI = Literals(lit for lits, ci in _NEEDS.values() if ci for lit in lits)
 
@@ -207,10 +208,18 @@ def flags_for(texts: list[str], trust: str) -> list[str]:
     cats: list[str] = []
     # One screen for all: a literal (or hidden character) of any text is one of the join.
     candidates, hidden = _screen("\n".join(texts))
+    if candidates and trust != "untrusted":
+        # Weak findings count only against untrusted sources, and weak patterns come after
+        # the strong ones of their category: not trying them changes no strong finding.
+        candidates -= _WEAK_PATTERNS
     if candidates is not None and not candidates and not hidden:
         return cats
     for t in texts:
-        for f in _detect(t, candidates, hidden):
+        mine = candidates
+        if candidates:  # only the patterns whose literals this text holds
+            screen = Screen(t)
+            mine = frozenset(p for p in candidates if screen.has(*_NEEDS[p]))
+        for f in _detect(t, mine, hidden and not t.isascii()):
             if f.severity == WEAK and trust != "untrusted":
                 continue
             if f.category not in cats:
