@@ -347,6 +347,37 @@ def test_a_batch_of_turns_equals_the_same_turns_one_by_one():
         for it in items:
             single.remember(**it)
         assert _conversation_state(batched) == _conversation_state(single)
+        _assert_windows_as_migration_0007_defines_them(batched)
+    finally:
+        batched.close()
+        single.close()
+
+
+def _assert_windows_as_migration_0007_defines_them(m):
+    from recallite_core.episode_windows import _WINDOW_SQL
+
+    conn = m.store.conn
+    rows = conn.execute("SELECT memory_id, scope, session, seq FROM episodes").fetchall()
+    assert rows
+    want = {mid: conn.execute(_WINDOW_SQL, (scope, session, seq - 1, seq + 1)).fetchone()[0] for mid, scope, session, seq in rows}
+    assert dict(conn.execute("SELECT rowid, text FROM episode_windows").fetchall()) == want
+
+
+def test_record_turns_equals_turns_one_by_one():
+    turns = [{"role": "user" if i % 2 else "assistant", "content": f"Turn {i}: we moved the cache to disk {i}. It works.",
+              "session": f"s{i % 3}", "timestamp": 1_700_000_000 + i, "category": "ops" if i % 4 == 0 else None}
+             for i in range(60)]
+    turns[7]["content"] = " ".join(f"Sentence {k} of a long turn about build {k} and the deploy." for k in range(10))
+    batched, single = Recallite.open(None, embedder="hash"), Recallite.open(None, embedder="hash")
+    try:
+        out = batched.record_turns(turns[:4]) + batched.record_turns(turns[4:])
+        singles = [single.record_turn(**t) for t in turns]
+        assert [m.model_dump(exclude={"created_at", "updated_at"}) for m in out] == \
+               [m.model_dump(exclude={"created_at", "updated_at"}) for m in singles]
+        assert _conversation_state(batched) == _conversation_state(single)
+        assert batched.store.conn.execute("SELECT count(*) FROM chunks").fetchone()[0] > 0
+        _assert_windows_as_migration_0007_defines_them(batched)
+        assert check_projections(batched.store.conn, 384).ok
     finally:
         batched.close()
         single.close()

@@ -452,16 +452,17 @@ class ConversationMemory:
             return []
         plans = self._chunk_plans([p for p, *_ in prepared], [r for _, r, *_ in prepared])
         vecs = self._embed([p.embed_text for p, *_ in prepared])
-        ids: list[int] = []
         with self.store.transaction() as conn:
-            for k, ((p, role, event_at, category), vec) in enumerate(zip(prepared, vecs)):
-                mid = self._insert(conn, p, vec, now)
-                self._register_episode(conn, mid, p, role, event_at)
-                self._write_chunks(conn, mid, plans[k])
-                if category:
-                    self._set_category(conn, mid, category)
-                ids.append(mid)
-                if progress:
+            ids = self._insert_many(conn, [(p, vec, None) for (p, *_), vec in zip(prepared, vecs)], now)
+            self._register_episodes(conn, [(mid, p, role, event_at) for mid, (p, role, event_at, _) in zip(ids, prepared)])
+            self._write_chunks_many(conn, list(zip(ids, plans)))
+            categories = [(mid, category) for mid, (*_, category) in zip(ids, prepared) if category]
+            if categories:
+                conn.executemany(
+                    "INSERT INTO memory_categories (memory_id, category) VALUES (?, ?) "
+                    "ON CONFLICT(memory_id) DO UPDATE SET category = excluded.category", categories)
+            if progress:
+                for k in range(len(prepared)):
                     progress(k + 1, len(prepared))
             loaded = load_memories(conn, ids)
         return [loaded[i] for i in ids]
