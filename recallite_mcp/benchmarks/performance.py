@@ -496,8 +496,9 @@ def format_report(result: dict) -> str:
         lines.append(f"load average at start: {mach['loadavg_at_start']}")
     lines.append(
         f"data: {st['memories']:,} synthetic memories, {st['dims']} dims, embedder {st['embedder']}; "
-        f"recall sizes {', '.join(_size_label(s) for s in st['sizes'])}; worker pool: "
-        + (f"{st['pool_size']} process(es)" if st["workers"] is not None else "off")
+        + ("writes only (--writes-only)" if st.get("writes_only") else
+           f"recall sizes {', '.join(_size_label(s) for s in st['sizes'])}; worker pool: "
+           + (f"{st['pool_size']} process(es)" if st["workers"] is not None else "off"))
     )
     lines.append("")
     head = ("operation", "count", "total s", "throughput", "avg ms", "p50 ms", "p95 ms", "x floor")
