@@ -37,3 +37,13 @@ def test_run_benchmark_small():
     json.dumps(result)
     text = format_report(result)
     assert "p50 ms" in text and "x floor" in text and "peak RSS" in text
+
+
+def test_run_benchmark_writes_only():
+    result = run_benchmark(memories=400, dims=32, sizes=[200], single_writes=5, feedback_ops=5, queries=5,
+                           workers=None, writes_only=True, log=lambda m: None)
+    ops = [r["operation"] for r in result["rows"]]
+    assert ops == ["remember (single)", "feedback @400", "reinforce @400", "remember_many (100/batch)"]
+    assert result["rows"][-1]["count"] == 400
+    text = format_report(result)
+    assert "writes only" in text and "remember_many" in text and "peak RSS" in text

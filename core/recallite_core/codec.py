@@ -20,6 +20,20 @@ def encode_vector(vector: np.ndarray, dimensions: int | None = None) -> bytes:
     return arr.tobytes()
 
 
+def encode_many(matrix: np.ndarray, dimensions: int | None = None) -> list[bytes]:
+    """encode_vector for each row of an (n, dimensions) matrix, checked once for the whole batch."""
+    arr = np.ascontiguousarray(matrix, dtype=_DTYPE)
+    if arr.ndim != 2:
+        raise InvalidInputError(f"Vectors must form a two-dimensional array, got shape {arr.shape}.")
+    if dimensions is not None and arr.shape[1] != dimensions:
+        raise InvalidInputError(f"Vector has {arr.shape[1]} dimensions; this store uses {dimensions}.")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidInputError("A vector must not contain NaN or infinite values.")
+    raw = arr.tobytes()
+    step = arr.shape[1] * 4
+    return [raw[i : i + step] for i in range(0, len(raw), step)] if step else [b""] * arr.shape[0]
+
+
 def decode_vector(blob: bytes, dimensions: int | None = None) -> np.ndarray:
     if len(blob) % 4:
         raise InvalidInputError(f"A vector BLOB must be a multiple of 4 bytes, got {len(blob)}.")

@@ -53,11 +53,30 @@ class HashEmbedder:
     salted built-in ``hash``).
     """
 
+    # Words seen before keep their hashes: (crc32 of the word, b" " + the word for the bigram
+    # that ends in it, crc32 of the word and of each of its trigrams). Bounded; cleared when full.
+    CACHE_WORDS = 50_000
+
     def __init__(self, dimensions: int = 384):
         if dimensions < 8:
             raise InvalidInputError("HashEmbedder needs at least 8 dimensions.")
         self.dimensions = int(dimensions)
         self.name = f"hash-v1-{self.dimensions}"
+        self._words: dict[str, tuple[int, bytes, tuple[int, ...]]] = {}
+
+    def _word(self, w: str) -> tuple[int, bytes, tuple[int, ...]]:
+        raw = w.encode()
+        h = zlib.crc32(raw)
+        own = [h]
+        if len(w) > 4:
+            padded = f"#{w}#"
+            own.extend(zlib.crc32(padded[i : i + 3].encode()) for i in range(len(padded) - 2))
+        entry = (h, b" " + raw, tuple(own))
+        words = self._words
+        if len(words) >= self.CACHE_WORDS:
+            words.clear()
+        words[w] = entry
+        return entry
 
     def _features(self, text: str) -> list[str]:
         words = _HASH_TOKEN.findall(text.lower())
@@ -70,18 +89,29 @@ class HashEmbedder:
         return feats
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        # One pass over every feature of every text (C-level map for the hashing), then a
-        # single bincount; sums of +-1 are exact, so the vectors equal a per-feature loop.
+        # The crc32 of every feature of _features (words, bigrams, trigrams), then a single
+        # bincount; sums of +-1 are exact, so the order of features does not matter and the
+        # vectors equal a per-feature loop. A word's own hashes come from the cache, and a
+        # bigram's crc32 continues the first word's: crc32(b" " + b, crc32(a)) == crc32(a + b" " + b).
         dims = self.dimensions
-        feats: list[str] = []
+        hashes: list[int] = []
         counts = np.empty(len(texts), dtype=np.int64)
+        cache = self._words
+        crc = zlib.crc32
+        findall = _HASH_TOKEN.findall
         for row, text in enumerate(texts):
-            f = self._features(text)
-            counts[row] = len(f)
-            feats.extend(f)
+            start = len(hashes)
+            prev = None
+            for w in findall(text.lower()):
+                entry = cache.get(w) or self._word(w)
+                hashes.extend(entry[2])
+                if prev is not None:
+                    hashes.append(crc(entry[1], prev))
+                prev = entry[0]
+            counts[row] = len(hashes) - start
         out = np.zeros((len(texts), dims), dtype=np.float32)
-        if feats:
-            h = np.fromiter(map(zlib.crc32, map(str.encode, feats)), dtype=np.uint32, count=len(feats))
+        if hashes:
+            h = np.fromiter(hashes, dtype=np.uint32, count=len(hashes))
             slot = np.repeat(np.arange(len(texts), dtype=np.int64) * dims, counts) + (h % dims).astype(np.int64)
             sign = np.where((h >> 31) & 1, 1.0, -1.0)
             out = np.bincount(slot, weights=sign, minlength=len(texts) * dims).astype(np.float32).reshape(len(texts), dims)

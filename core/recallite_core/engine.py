@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from . import policy
-from .codec import encode_vector
+from .codec import encode_many, encode_vector
 from .config import RecalliteConfig
 from .context import render
 from .embedder import Embedder, resolve_embedder
@@ -40,6 +40,7 @@ from .models import (
     STATUSES,
     ConsolidationGroup,
     ContextResult,
+    EpisodeInfo,
     FeedbackResult,
     ForgetResult,
     Memory,
@@ -52,7 +53,7 @@ from .models import (
 from .reconcile import Reconciler
 from .retriever import RecallFilter, Retriever
 from .slm import SlmLite
-from .rows import MEMORY_COLUMNS, attach_extras, load_memories, memory_from_row, ts
+from .rows import MEMORY_COLUMNS, attach_extras, load_memories, memory_from_row, new_memory, ts
 from .episode_windows import rebuild_windows
 from .store import Store, _explain
 from .tokens import estimate_tokens
@@ -81,15 +82,24 @@ log = logging.getLogger("recallite")
 Progress = Callable[[int, int], None]
 
 
+_ITEM_FIELDS = frozenset({
+    "content", "type", "title", "source", "tags", "metadata", "importance", "scope", "session", "status",
+    "allow_unsafe_status_override", "confidence", "valid_until", "redact_secrets", "category", "cites",
+})
+
+
 class _Prepared:
     """A validated memory ready to insert."""
 
     __slots__ = ("type", "title", "content", "status", "source", "scope", "session", "tags", "metadata",
                  "confidence", "importance", "hash", "tokens", "embed_text", "valid_until", "redactions")
 
-    def __init__(self, **kw):
-        for k, v in kw.items():
-            setattr(self, k, v)
+    def __init__(self, *, type, title, content, status, source, scope, session, tags, metadata, confidence,
+                 importance, hash, tokens, embed_text, valid_until, redactions):
+        self.type, self.title, self.content, self.status, self.source = type, title, content, status, source
+        self.scope, self.session, self.tags, self.metadata, self.confidence = scope, session, tags, metadata, confidence
+        self.importance, self.hash, self.tokens, self.embed_text = importance, hash, tokens, embed_text
+        self.valid_until, self.redactions = valid_until, redactions
 
 
 def embedding_text(title: str, content: str) -> str:
@@ -239,23 +249,29 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         ttl, tag_list, meta = check_title(title, lim), check_tags(tags, lim), check_metadata(metadata, lim)
         if self.config.redact_secrets if redact_secrets is None else bool(redact_secrets):
             text, redactions = redact_text(text)
-            ttl = redact_value(ttl, redactions)
+            if ttl:
+                ttl = redact_value(ttl, redactions)
             if tag_list:  # redact the tags as given (before lower-casing hides an AKIA... key)
-                tag_list = check_tags(redact_value(tags, redactions), lim)
-            meta = redact_value(meta, redactions)
+                found = len(redactions)
+                redacted_tags = redact_value(tags, redactions)
+                if len(redactions) > found:  # else the same tags as checked above
+                    tag_list = check_tags(redacted_tags, lim)
+            if meta:
+                meta = redact_value(meta, redactions)
         ttl = ttl or derive_title(text)
         if status is not None and not isinstance(status, str):
             raise InvalidInputError(f"status must be one of {', '.join(STATUSES)}.")
         st = policy.initial_status(type, src.type, status, allow_unsafe_status_override)
         # Instruction-like text is flagged (metadata "flagged", reserved) and waits as a candidate.
         meta.pop("flagged", None)
-        flags = flags_for([text, ttl, *tag_list], policy.trust_of(src.type))
+        trust = policy.trust_of(src.type)
+        flags = flags_for([text, ttl, *tag_list], trust)
         if flags:
             meta["flagged"] = flags
-            if policy.trust_of(src.type) != policy.TRUSTED and not allow_unsafe_status_override:
+            if trust != policy.TRUSTED and not allow_unsafe_status_override:
                 st = "candidate"
         conf = check_unit("confidence", confidence, policy.SOURCE_CONFIDENCE[src.type])
-        if confidence is not None and policy.trust_of(src.type) != policy.TRUSTED and not allow_unsafe_status_override:
+        if confidence is not None and trust != policy.TRUSTED and not allow_unsafe_status_override:
             conf = min(conf, policy.SOURCE_CONFIDENCE[src.type])  # untrusted text cannot vouch for itself
         return _Prepared(
             type=type,
@@ -296,9 +312,10 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
     def _insert_many(self, conn, rows: Sequence[tuple[_Prepared, np.ndarray, dict | None]], now: float) -> list[int]:
         """Insert memories with their vectors (caller holds the write transaction).
 
-        Two executemany statements: ids are taken after the largest ever used (AUTOINCREMENT
-        semantics, we hold the write lock) and every row is stamped with one bump of the
-        change counter, so the per-row seq triggers skip them (migration 0006)."""
+        A few statements for the whole batch: ids are taken after the largest ever used
+        (AUTOINCREMENT semantics, we hold the write lock) and every row is stamped with one
+        bump of the change counter, so the per-row seq triggers skip them (migration 0006)
+        and so does the FTS trigger: one INSERT ... SELECT indexes the batch (migration 0009)."""
         if not rows:
             return []
         conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
@@ -309,18 +326,30 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         ).fetchone()[0]
         ids = list(range(top + 1, top + 1 + len(rows)))
         dims = self.embedder.dimensions
+        vectors = [v for _, v, _ in rows]
+        try:
+            matrix = np.stack(vectors)
+        except ValueError:  # ragged: let the per-vector check name the problem
+            blobs = [encode_vector(v, dims) for v in vectors]
+        else:
+            blobs = encode_many(matrix, dims) if matrix.ndim == 2 else [encode_vector(v, dims) for v in vectors]
+        dumps = json.dumps
         mem_rows = []
-        vec_rows = []
-        for mid, (p, vector, extra) in zip(ids, rows):
-            extra = extra or {}
+        redacted: dict[str, int] = {}
+        for mid, (p, _, extra) in zip(ids, rows):
+            if extra:
+                counts = (extra.get("usefulness", 0.5), extra.get("success_count", 0), extra.get("failure_count", 0),
+                          extra.get("access_count", 0), extra.get("last_accessed_at"), extra.get("created_at", now),
+                          extra.get("updated_at", now))
+            else:
+                counts = (0.5, 0, 0, 0, None, now, now)
             mem_rows.append((
                 mid, p.type, p.title, p.content, p.status, p.source.type, p.source.id, p.scope, p.session,
-                json.dumps(p.tags, ensure_ascii=False), json.dumps(p.metadata, ensure_ascii=False),
-                p.confidence, extra.get("usefulness", 0.5), p.importance, extra.get("success_count", 0),
-                extra.get("failure_count", 0), extra.get("access_count", 0), extra.get("last_accessed_at"),
-                extra.get("created_at", now), extra.get("updated_at", now), p.hash, p.tokens, p.valid_until, seq,
+                dumps(p.tags, ensure_ascii=False), dumps(p.metadata, ensure_ascii=False) if p.metadata else "{}",
+                p.confidence, counts[0], p.importance, *counts[1:], p.hash, p.tokens, p.valid_until, seq,
             ))
-            vec_rows.append((mid, encode_vector(vector, dims), seq))
+            for kind in p.redactions:
+                redacted[kind] = redacted.get(kind, 0) + 1
         conn.executemany(
             "INSERT INTO memories (id, type, title, content, status, source_type, source_id, scope, session, tags, "
             "metadata, confidence, usefulness, importance, success_count, failure_count, access_count, "
@@ -328,9 +357,14 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             mem_rows,
         )
-        conn.executemany("INSERT INTO vectors (memory_id, vector, seq) VALUES (?, ?, ?)", vec_rows)
-        for p, _, _ in rows:
-            _count_redactions(conn, p.redactions)
+        conn.execute("INSERT INTO memories_fts(rowid, title, content, tags) "
+                     "SELECT id, title, content, tags FROM memories WHERE id BETWEEN ? AND ?", (ids[0], ids[-1]))
+        conn.executemany("INSERT INTO vectors (memory_id, vector, seq) VALUES (?, ?, ?)",
+                         [(mid, blob, seq) for mid, blob in zip(ids, blobs)])
+        if redacted:
+            conn.executemany(
+                "INSERT INTO redactions (kind, count) VALUES (?, ?) "
+                "ON CONFLICT(kind) DO UPDATE SET count = count + excluded.count", list(redacted.items()))
         return ids
 
     def _find_duplicate(self, conn, p: _Prepared, any_status: bool = False) -> int | None:
@@ -417,12 +451,28 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
 
     def _after_insert(self, conn, mid: int, p: _Prepared, plan: list, category: str | None, cites: list[int] | None) -> None:
         """Conversation memory of a new memory: episode position, chunks, category, citations."""
-        if p.type == "episode":
-            self._register_episode(conn, mid, p, "event", time.time())
-        self._write_chunks(conn, mid, plan)
-        self._set_category(conn, mid, category)
-        if cites:
-            self._cite(conn, mid, cites)
+        self._after_insert_many(conn, [(mid, p, plan, category, cites)], time.time())
+
+    def _after_insert_many(self, conn, new: Sequence[tuple[int, _Prepared, list, str | None, list[int] | None]],
+                           now: float) -> dict[int, EpisodeInfo]:
+        """_after_insert for a batch of new memories (id, prepared, chunk plan, category, cites),
+        in statements per batch rather than per memory. Returns the position of each episode."""
+        events = [(mid, p, "event", now) for mid, p, *_ in new if p.type == "episode"]
+        positions = self._register_episodes(conn, events) if events else {}
+        chunks = [(mid, plan) for mid, _, plan, *_ in new if plan]
+        if chunks:
+            self._write_chunks_many(conn, chunks)
+        categories = [(mid, category) for mid, _, _, category, _ in new if category]
+        if categories:
+            conn.executemany(
+                "INSERT INTO memory_categories (memory_id, category) VALUES (?, ?) "
+                "ON CONFLICT(memory_id) DO UPDATE SET category = excluded.category", categories)
+        for mid, _, _, _, cites in new:
+            if cites:
+                self._cite(conn, mid, cites)
+        at = ts(now)
+        return {mid: EpisodeInfo(session=p.session or None, role="event", seq=positions[mid], timestamp=at)
+                for mid, p, *_ in new if mid in positions}
 
     def _remembered_again(self, dup: int, category: str | None, cites: list[int] | None) -> Memory:
         if cites or category:
@@ -447,22 +497,23 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         for n, item in enumerate(items):
             if not isinstance(item, dict):
                 raise InvalidInputError(f"Item {n} is not a dict of remember() arguments.")
-            unknown = set(item) - {
-                "content", "type", "title", "source", "tags", "metadata", "importance", "scope", "session",
-                "status", "allow_unsafe_status_override", "confidence", "valid_until", "redact_secrets", "category", "cites",
-            }
-            if unknown:
-                raise InvalidInputError(f"Item {n} has unknown fields: {', '.join(sorted(unknown))}.")
+            if not _ITEM_FIELDS.issuperset(item):
+                raise InvalidInputError(f"Item {n} has unknown fields: {', '.join(sorted(set(item) - _ITEM_FIELDS))}.")
             try:
-                extras.append((check_category(item.get("category")),
-                               None if item.get("cites") is None else [parse_id(c) for c in item["cites"]]))
-                prepared.append(self._prepare(**{k: v for k, v in item.items() if k not in ("category", "cites")}))
+                category, cites = item.get("category"), item.get("cites")
+                extras.append((None if category is None else check_category(category),
+                               None if cites is None else [parse_id(c) for c in cites]))
+                if "category" not in item and "cites" not in item:
+                    prepared.append(self._prepare(**item))
+                else:
+                    prepared.append(self._prepare(**{k: v for k, v in item.items() if k not in ("category", "cites")}))
             except InvalidInputError as exc:
                 raise type(exc)(f"Item {n}: {exc}") from None
         if not prepared:
             return []
         with self.store.reading() as conn:
             existing = dict(enumerate(self._find_duplicates(conn, prepared)))
+            mark = self.store.write_mark()
         first_of: dict[tuple[str, str], int] = {}
         to_embed: list[int] = []
         for i, p in enumerate(prepared):
@@ -477,13 +528,18 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         now = time.time()
         with self.store.transaction() as conn:
             # Another thread or process may have stored some of them since: check again, in
-            # one query (the batch itself holds no two first occurrences of one key).
-            late = dict(zip(to_embed, self._find_duplicates(conn, [prepared[i] for i in to_embed])))
+            # one query (the batch itself holds no two first occurrences of one key), unless
+            # nothing at all was written to the file since the first check.
+            if self.store.write_mark() == mark:
+                late = dict.fromkeys(to_embed)
+            else:
+                late = dict(zip(to_embed, self._find_duplicates(conn, [prepared[i] for i in to_embed])))
             fresh = [i for i in to_embed if late[i] is None]
             new_ids = dict(zip(fresh, self._insert_many(conn, [(prepared[i], vec_of[i], None) for i in fresh], now)))
+            episodes = self._after_insert_many(
+                conn, [(new_ids[i], prepared[i], plan_of[i], *extras[i]) for i in fresh], now)
             for i, p in enumerate(prepared):
                 if i in new_ids:
-                    self._after_insert(conn, new_ids[i], p, plan_of[i], *extras[i])
                     ids.append((new_ids[i], False))
                 elif i in vec_of:
                     ids.append((late[i], True))
@@ -494,12 +550,20 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
                     ids.append((dup, True))
                 if progress:
                     progress(i + 1, len(prepared))
-            loaded = load_memories(conn, sorted({i for i, _ in ids}))
+            # New memories are built from what was written; only duplicates are read back.
+            loaded = load_memories(conn, sorted({mid for mid, is_dup in ids if is_dup}))
+        at = ts(now)
+        for i, mid in new_ids.items():
+            loaded[mid] = new_memory(mid, prepared[i], at, episodes.get(mid), extras[i][0])
         out = []
+        handed: set[int] = set()
         for mid, is_dup in ids:
-            m = loaded[mid].model_copy()
             if is_dup:
+                m = loaded[mid].model_copy()
                 m.duplicate_of = m.id
+            else:  # a new memory comes back once as itself; a duplicate of it gets a copy
+                m = loaded[mid] if mid not in handed else loaded[mid].model_copy()
+                handed.add(mid)
             out.append(m)
         return out
 

@@ -12,16 +12,34 @@ _WINDOW_SQL = (
 
 
 def write_windows(conn: sqlite3.Connection, scope: str, session: str, seqs: Iterable[int]) -> None:
-    """(Re)write the window rows of the turns at these positions of one session."""
-    for seq in sorted(set(seqs)):
-        row = conn.execute(
-            "SELECT memory_id FROM episodes WHERE scope = ? AND session = ? AND seq = ?", (scope, session, seq)
-        ).fetchone()
-        if row is None:
-            continue
-        text = conn.execute(_WINDOW_SQL, (scope, session, seq - 1, seq + 1)).fetchone()[0] or ""
-        conn.execute("DELETE FROM episode_windows WHERE rowid = ?", (row[0],))
-        conn.execute("INSERT INTO episode_windows (rowid, text) VALUES (?, ?)", (row[0], text))
+    """(Re)write the window rows of the turns at these positions of one session.
+
+    The same rows as _WINDOW_SQL per position, read with one query per run of nearby
+    positions; the old rows are deleted before any new one is written (FTS5 flushes its
+    pending terms whenever a delete follows an insert, so interleaving them costs segments)."""
+    wanted = sorted(set(seqs))
+    if not wanted:
+        return
+    runs: list[list[int]] = [[wanted[0]]]
+    for seq in wanted[1:]:
+        if seq - runs[-1][-1] <= 3:
+            runs[-1].append(seq)
+        else:
+            runs.append([seq])
+    rows: list[tuple[int, str]] = []
+    for run in runs:
+        turns = {seq: (mid, f"{role}: {content}") for seq, mid, role, content in conn.execute(
+            "SELECT n.seq, n.memory_id, n.role, m.content FROM episodes n JOIN memories m ON m.id = n.memory_id "
+            "WHERE n.scope = ? AND n.session = ? AND n.seq BETWEEN ? AND ?", (scope, session, run[0] - 1, run[-1] + 1))}
+        for seq in run:
+            if seq in turns:
+                rows.append((turns[seq][0], " ".join(turns[s][1] for s in (seq - 1, seq, seq + 1) if s in turns)))
+    if not rows:
+        return
+    for i in range(0, len(rows), 500):
+        part = [mid for mid, _ in rows[i : i + 500]]
+        conn.execute(f"DELETE FROM episode_windows WHERE rowid IN ({','.join('?' * len(part))})", part)
+    conn.executemany("INSERT INTO episode_windows (rowid, text) VALUES (?, ?)", rows)
 
 
 def rebuild_windows(conn: sqlite3.Connection) -> int:

@@ -48,6 +48,7 @@ TURN_FIELDS = {"session", "role", "content", "timestamp", "scope", "metadata", "
 # A sentence ends at . ! ? … (plus closing quotes/brackets) followed by space, or at a line break.
 _SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)|\n")
 _WORD = re.compile(r"\w+", re.UNICODE)
+_SPACES = re.compile(r"\s+")
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -115,32 +116,57 @@ def sentence_score(sentence: str) -> float:
     """How much a sentence is worth keeping in a summary, without a model: distinct content
     words, names and numbers, and cues of facts about people (I like, my ..., always)."""
     words = _WORD.findall(sentence)
-    content = {w.lower() for w in words if len(w) > 2 and w.lower() not in STOPWORDS}
+    lows = [w.lower() for w in words]
+    content = {lw for w, lw in zip(words, lows) if len(w) > 2 and lw not in STOPWORDS}
     if len(content) < 3:
         return 0.0
-    names = sum(1 for i, w in enumerate(words) if i > 0 and w[:1].isupper() and w.lower() not in STOPWORDS)
-    numbers = sum(1 for w in words if any(ch.isdigit() for ch in w))
+    names = sum(1 for i in range(1, len(words)) if words[i][:1].isupper() and lows[i] not in STOPWORDS)
+    numbers = sum(1 for w in words if any(map(str.isdigit, w)))
     score = math.sqrt(len(content)) + 0.6 * min(names, 4) + 0.8 * min(numbers, 3) + 1.5 * min(len(_CUES.findall(sentence)), 2)
     if sentence.rstrip().endswith("?"):
         score *= 0.6  # a question asks; the answer holds the fact
     return round(score, 4)
 
 
-def _similar(a: str, b: str) -> bool:
-    wa = {w.lower() for w in _WORD.findall(a)}
-    wb = {w.lower() for w in _WORD.findall(b)}
+def _word_set(text: str, cache: dict[str, set[str]] | None = None) -> set[str]:
+    if cache is not None:
+        found = cache.get(text)
+        if found is not None:
+            return found
+    words = {w.lower() for w in _WORD.findall(text)}
+    if cache is not None:
+        cache[text] = words
+    return words
+
+
+def _similar_sets(wa: set[str], wb: set[str]) -> bool:
     if not wa or not wb:
         return False
     return len(wa & wb) / len(wa | wb) >= 0.6
 
 
-def merge_pool(pool: list[dict], new: list[dict], size: int) -> list[dict]:
-    """Keep the ``size`` best sentences (ties: older first), skipping near-duplicates."""
+def _similar(a: str, b: str) -> bool:
+    return _similar_sets(_word_set(a), _word_set(b))
+
+
+def merge_pool(pool: list[dict], new: list[dict], size: int, words: dict[str, set[str]] | None = None) -> list[dict]:
+    """Keep the ``size`` best sentences (ties: older first), skipping near-duplicates.
+    ``words``: a cache of each sentence's word set, kept across calls on one session."""
+    cache = {} if words is None else words
     out = list(pool)
+    kept = [_word_set(e["t"], cache) for e in out]
     for entry in new:
-        if entry["w"] <= 0 or any(_similar(entry["t"], e["t"]) for e in out):
+        if entry["w"] <= 0:
             continue
+        we = _word_set(entry["t"], cache)
+        if we:  # _similar_sets, inlined: this loop runs for every sentence of every turn
+            n, n3, n5 = len(we), 3 * len(we), 5 * len(we)
+            # The overlap is at most the smaller set over the larger: below 3/5, no need to count.
+            if any(wo and n5 >= 3 * len(wo) and 5 * len(wo) >= n3 and (i := len(we & wo)) and i / (n + len(wo) - i) >= 0.6
+                   for wo in kept):
+                continue
         out.append(entry)
+        kept.append(we)
     out.sort(key=lambda e: (-e["w"], e["s"], e["o"]))
     return out[:size]
 
@@ -427,16 +453,17 @@ class ConversationMemory:
             return []
         plans = self._chunk_plans([p for p, *_ in prepared], [r for _, r, *_ in prepared])
         vecs = self._embed([p.embed_text for p, *_ in prepared])
-        ids: list[int] = []
         with self.store.transaction() as conn:
-            for k, ((p, role, event_at, category), vec) in enumerate(zip(prepared, vecs)):
-                mid = self._insert(conn, p, vec, now)
-                self._register_episode(conn, mid, p, role, event_at)
-                self._write_chunks(conn, mid, plans[k])
-                if category:
-                    self._set_category(conn, mid, category)
-                ids.append(mid)
-                if progress:
+            ids = self._insert_many(conn, [(p, vec, None) for (p, *_), vec in zip(prepared, vecs)], now)
+            self._register_episodes(conn, [(mid, p, role, event_at) for mid, (p, role, event_at, _) in zip(ids, prepared)])
+            self._write_chunks_many(conn, list(zip(ids, plans)))
+            categories = [(mid, category) for mid, (*_, category) in zip(ids, prepared) if category]
+            if categories:
+                conn.executemany(
+                    "INSERT INTO memory_categories (memory_id, category) VALUES (?, ?) "
+                    "ON CONFLICT(memory_id) DO UPDATE SET category = excluded.category", categories)
+            if progress:
+                for k in range(len(prepared)):
                     progress(k + 1, len(prepared))
             loaded = load_memories(conn, ids)
         return [loaded[i] for i in ids]
@@ -451,17 +478,32 @@ class ConversationMemory:
 
     def _register_episode(self: "Recallite", conn, mid: int, p: Any, role: str, event_at: float) -> int:
         """The episodes row (next seq in scope + session) and the session summary update."""
-        session = p.session or ""
-        seq = conn.execute(
-            "SELECT coalesce(max(seq), 0) + 1 FROM episodes WHERE scope = ? AND session = ?", (p.scope, session)
-        ).fetchone()[0]
-        conn.execute(
-            "INSERT INTO episodes (memory_id, scope, session, role, seq, event_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (mid, p.scope, session, role, seq, event_at),
-        )
-        self._summarise(conn, p.scope, session, [(mid, seq, role, p.content)])
-        write_windows(conn, p.scope, session, (seq - 1, seq))  # the previous turn's window now has a next
-        return seq
+        return self._register_episodes(conn, [(mid, p, role, event_at)])[mid]
+
+    def _register_episodes(self: "Recallite", conn, turns: Sequence[tuple[int, Any, str, float]]) -> dict[int, int]:
+        """_register_episode for many new turns (memory id, prepared, role, event time), in
+        order: the same rows as one call per turn, with a few statements per session."""
+        sessions: dict[tuple[str, str], list[tuple[int, Any, str, float]]] = {}
+        for turn in turns:
+            sessions.setdefault((turn[1].scope, turn[1].session or ""), []).append(turn)
+        seqs: dict[int, int] = {}
+        rows = []
+        for (scope, session), group in sessions.items():
+            last = conn.execute(
+                "SELECT coalesce(max(seq), 0) FROM episodes WHERE scope = ? AND session = ?", (scope, session)
+            ).fetchone()[0]
+            for k, (mid, p, role, event_at) in enumerate(group, start=1):
+                seqs[mid] = last + k
+                rows.append((mid, scope, session, role, last + k, event_at))
+        conn.executemany(
+            "INSERT INTO episodes (memory_id, scope, session, role, seq, event_at) VALUES (?, ?, ?, ?, ?, ?)", rows)
+        for (scope, session), group in sessions.items():
+            first = seqs[group[0][0]]
+            # One fold per turn, as when turns arrive one by one.
+            self._summarise(conn, scope, session, [(mid, seqs[mid], role, p.content) for mid, p, role, _ in group],
+                            each=True)
+            write_windows(conn, scope, session, range(first - 1, first + len(group)))  # the previous turn's too
+        return seqs
 
     def _set_category(self, conn, mid: int, category: str | None) -> None:
         if category:
@@ -498,13 +540,15 @@ class ConversationMemory:
         return plans
 
     def _write_chunks(self: "Recallite", conn, mid: int, plan: list) -> int:
-        if not plan:
-            return 0
-        conn.executemany(
-            "INSERT INTO chunks (memory_id, ord, start, stop, text, vector) VALUES (?, ?, ?, ?, ?, ?)",
-            [(mid, o, a, b, text, encode_vector(v, self.embedder.dimensions)) for o, a, b, text, v in plan],
-        )
-        return len(plan)
+        return self._write_chunks_many(conn, [(mid, plan)])
+
+    def _write_chunks_many(self: "Recallite", conn, plans: Sequence[tuple[int, list]]) -> int:
+        """The chunk rows of several memories (id, plan), in order, in one statement."""
+        dims = self.embedder.dimensions
+        rows = [(mid, o, a, b, text, encode_vector(v, dims)) for mid, plan in plans for o, a, b, text, v in plan]
+        if rows:
+            conn.executemany("INSERT INTO chunks (memory_id, ord, start, stop, text, vector) VALUES (?, ?, ?, ?, ?, ?)", rows)
+        return len(rows)
 
     def _rechunk(self: "Recallite", ids: Sequence[int] | None = None) -> int:
         """(Re)build the chunks of the given memories (all chunkable ones if None). Returns chunks written."""
@@ -606,20 +650,24 @@ class ConversationMemory:
         return f"AND {alias}.scope IN ({','.join('?' * len(flt.scopes))})", list(flt.scopes)
 
     # -- session memory ---------------------------------------------------------------------------------------------
-    def _summarise(self, conn, scope: str, session: str, turns: list[tuple[int, int, str, str]]) -> None:
-        """Fold new turns (id, seq, role, text) into the session's running summary pool."""
+    def _summarise(self, conn, scope: str, session: str, turns: list[tuple[int, int, str, str]], *,
+                   each: bool = False) -> None:
+        """Fold new turns (id, seq, role, text) into the session's running summary pool: all
+        in one merge, or (``each``) one merge per turn, as if they had come one at a time."""
         row = conn.execute("SELECT pool, turns FROM session_summaries WHERE scope = ? AND session = ?",
                            (scope, session)).fetchone()
         pool = json.loads(row[0]) if row else []
         count = row[1] if row else 0
-        new = []
-        for mid, seq, role, text in turns:
-            for o, (a, b) in enumerate(sentence_spans(text)):
-                sentence = re.sub(r"\s+", " ", text[a:b])
-                if len(sentence) > 400:
-                    sentence = sentence[:400].rsplit(" ", 1)[0] + "…"
-                new.append({"m": mid, "s": seq, "o": o, "r": role, "w": sentence_score(sentence), "t": sentence})
-        pool = merge_pool(pool, new, self.config.summary_pool)
+        words: dict[str, set[str]] = {}
+        for part in ([[t] for t in turns] if each else [turns]):
+            new = []
+            for mid, seq, role, text in part:
+                for o, (a, b) in enumerate(sentence_spans(text)):
+                    sentence = _SPACES.sub(" ", text[a:b])
+                    if len(sentence) > 400:
+                        sentence = sentence[:400].rsplit(" ", 1)[0] + "…"
+                    new.append({"m": mid, "s": seq, "o": o, "r": role, "w": sentence_score(sentence), "t": sentence})
+            pool = merge_pool(pool, new, self.config.summary_pool, words)
         conn.execute(
             "INSERT INTO session_summaries (scope, session, pool, turns, updated_at) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT(scope, session) DO UPDATE SET pool = excluded.pool, turns = excluded.turns, updated_at = excluded.updated_at",

@@ -27,6 +27,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .redaction import Literals, Screen, literal_pattern
+
 STRONG = "strong"
 WEAK = "weak"
 
@@ -112,6 +114,46 @@ _CATEGORIES: list[tuple[str, str, list[re.Pattern[str]]]] = [
     ("imperative", WEAK, [re.compile(p, re.I) for p in _IMPERATIVE]),
 ]
 
+# Prescreens (as in redaction.py): for each pattern, literals one of which any match must
+# contain, and whether they compare case-insensitively. Every memory, title and tag is
+# checked on every write, and almost none matches; a pattern whose literals are all absent is
+# not run. tests/test_write_path.py checks that the screened detector equals the plain one.
+_NEEDS_OF: dict[str, tuple[tuple[str, ...], bool]] = {
+    _OVERRIDE[0]: (("ignore", "disregard", "forget", "override", "bypass", "skip"), True),
+    _OVERRIDE[1]: (("new ",), True),
+    _OVERRIDE[2]: (("you are now ",), True),
+    _OVERRIDE[3]: (("from now on",), True),
+    _OVERRIDE[4]: ((" the user",), True),
+    _OVERRIDE[5]: ((" the user",), True),
+    _OVERRIDE[6]: (("system prompt", "hidden instructions", "instructions above"), True),
+    _OVERRIDE[7]: ((" mode",), True),
+    _ROLE[0]: (("<|",), False),
+    _ROLE[1]: (("INST]",), False),
+    _ROLE[2]: (("SYS>>",), False),
+    _ROLE[3]: (("<",), False),
+    _TOOL[0]: (("<",), False),
+    _TOOL[1]: (('"',), False),
+    _TOOL[2]: (("{",), False),
+    _TOOL[3]: (("recallite_", "mcp_"), True),
+    _ROLE_WEAK[0]: (("system", "developer", "assistant"), True),
+    _ROLE_WEAK[1]: (("system", "instruction"), True),
+    _IMPERATIVE[0]: (("always ",), True),
+    _IMPERATIVE[1]: (("never ",), True),
+    _IMPERATIVE[2]: (("you ",), True),
+    _IMPERATIVE[3]: (("immediately ",), True),
+    _IMPERATIVE[4]: (("rm -rf", "curl ", "sudo "), True),
+    _IMPERATIVE[5]: (("jailbr",), True),
+    _IMPERATIVE[6]: (("pretend ",), True),
+    _IMPERATIVE[7]: (("exfiltrat",), True),
+}
+_NEEDS: dict["re.Pattern[str]", tuple[tuple[str, ...], bool]] = {
+    p: _NEEDS_OF[p.pattern] for _, _, ps in _CATEGORIES for p in ps if p.pattern in _NEEDS_OF
+}
+_ALL_SCREENED = all(p in _NEEDS for _, _, ps in _CATEGORIES for p in ps)
+_WEAK_PATTERNS = frozenset(p for _, severity, ps in _CATEGORIES if severity == WEAK for p in ps)
+_ANY_CS = literal_pattern(lit for lits, ci in _NEEDS.values() if not ci for lit in lits)
+_ANY_CI = Literals(lit for lits, ci in _NEEDS.values() if ci for lit in lits)
+
 
 @dataclass(frozen=True)
 class InjectionFinding:
@@ -120,20 +162,41 @@ class InjectionFinding:
     excerpt: str
 
 
+def _screen(text: str) -> tuple[frozenset | None, bool]:
+    """The patterns that may match ``text`` (None: all of them) and whether it may hold a
+    hidden character. For text joined from several, what may match any of the parts."""
+    screen = Screen(text)
+    hidden = not screen.ascii and HIDDEN.search(text) is not None  # every hidden code point is > U+007F
+    if not _ALL_SCREENED:
+        return None, hidden
+    if _ANY_CS.search(text) is None and not screen.has_any(_ANY_CI):
+        return frozenset(), hidden
+    return frozenset(p for p, needs in _NEEDS.items() if screen.has(*needs)), hidden
+
+
 def detect(text: str) -> list[InjectionFinding]:
     """Findings, one per category at most, strongest categories first."""
     if not text:
         return []
+    return _detect(text, *_screen(text))
+
+
+def _detect(text: str, candidates: frozenset | None = None, hidden: bool = True) -> list[InjectionFinding]:
+    """detect() trying only ``candidates`` (None: every pattern), and HIDDEN only if ``hidden``."""
     out: list[InjectionFinding] = []
+    if not text or candidates is not None and not candidates and not hidden:
+        return out
     for category, severity, patterns in _CATEGORIES:
         if any(f.category == category for f in out):
             continue
         for p in patterns:
+            if candidates is not None and p not in candidates:
+                continue
             m = p.search(text)
             if m:
                 out.append(InjectionFinding(category, severity, m.group()[:80]))
                 break
-    m = HIDDEN.search(text)
+    m = HIDDEN.search(text) if hidden else None
     if m:
         out.insert(0, InjectionFinding("hidden-unicode", STRONG, f"U+{ord(m.group()):04X}"))
     return out
@@ -143,8 +206,20 @@ def flags_for(texts: list[str], trust: str) -> list[str]:
     """The categories that flag a memory written by a source of ``trust`` (trusted, medium,
     untrusted): untrusted sources are flagged on any finding, others on strong ones only."""
     cats: list[str] = []
+    # One screen for all: a literal (or hidden character) of any text is one of the join.
+    candidates, hidden = _screen("\n".join(texts))
+    if candidates and trust != "untrusted":
+        # Weak findings count only against untrusted sources, and weak patterns come after
+        # the strong ones of their category: not trying them changes no strong finding.
+        candidates -= _WEAK_PATTERNS
+    if candidates is not None and not candidates and not hidden:
+        return cats
     for t in texts:
-        for f in detect(t):
+        mine = candidates
+        if candidates:  # only the patterns whose literals this text holds
+            screen = Screen(t)
+            mine = frozenset(p for p in candidates if screen.has(*_NEEDS[p]))
+        for f in _detect(t, mine, hidden and not t.isascii()):
             if f.severity == WEAK and trust != "untrusted":
                 continue
             if f.category not in cats:

@@ -332,6 +332,19 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
+        # A bulk insert (rows stamped with the batch's seq, migration 0006) fills the keyword
+        # index itself with one INSERT ... SELECT over its id range: FTS5 fed row by row from
+        # this trigger costs about twice as much (100 rows: ~4.5 ms instead of ~2 ms).
+        # Any other insert (seq left at 0) is indexed by the trigger as before.
+        "0009_bulk_fts_insert",
+        """
+        DROP TRIGGER memories_fts_ai;
+        CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories WHEN new.seq = 0 BEGIN
+            INSERT INTO memories_fts(rowid, title, content, tags) VALUES (new.id, new.title, new.content, new.tags);
+        END;
+        """,
+    ),
+    (
         # The in-memory keyword and episode caches follow the change counter. No API edits a
         # memory's text (new versions are new rows), but a hand-made UPDATE of title, content
         # or tags must still reach every reader rather than leave a stale keyword index.

@@ -151,18 +151,155 @@ def _assignment_findings(text: str) -> list[Finding]:
     return out
 
 
+# -- prescreens ------------------------------------------------------------------------------------------
+# Every write runs every rule over its text, so each rule first asks for a literal that any
+# match of its pattern must contain (a plain substring test, far cheaper than a regex scan).
+# A rule whose literals are all absent cannot match: skipping it changes no finding
+# (tests/test_write_path.py compares with the unscreened scan). (literals, case-insensitive)
+_NEEDS: dict[str, tuple[tuple[str, ...], bool]] = {
+    "anthropic_key": (("sk-ant-",), False),
+    "openai_key": (("sk-",), False),
+    "github_token": (("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), False),
+    "aws_access_key_id": (("AKIA", "ASIA", "ABIA", "ACCA"), False),
+    "aws_secret_access_key": (("aws",), True),
+    "slack_token": (("xox",), False),
+    "slack_webhook": (("https://hooks.slack.com/services/",), False),
+    "stripe_key": (("_live_", "_test_"), False),
+    "google_api_key": (("AIza",), False),
+    "jwt": (("eyJ",), False),
+    "private_key": (("-----BEGIN ",), False),
+    "bearer_token": (("bearer",), True),
+    "basic_auth": (("authorization",), True),
+    "url_password": (("://",), False),
+}
+# An assignment counts only when its (ASCII) key names a secret, and every such key contains
+# one of these (see _SECRET_WORDS and _SECRET_PAIRS).
+_KEY_PARTS = ("pass", "pwd", "secret", "token", "key", "credential")
+
+
+# The only characters above U+007F that re.IGNORECASE matches to an ASCII character, or whose
+# lower case holds one: İ ı ſ K (tests/test_write_path.py recomputes this on the running Python).
+FOLDS_TO_ASCII = "\u0130\u0131\u017f\u212a"
+
+
+class Screen:
+    """Literal tests on one text. Case-insensitive ones look in the lower-cased text, which
+    is exact unless the text holds one of FOLDS_TO_ASCII (re.IGNORECASE matches ſ to s and K
+    to k); such text is searched with re.IGNORECASE itself."""
+
+    __slots__ = ("text", "ascii", "plain", "_low")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.ascii = text.isascii()
+        self.plain = self.ascii or not any(c in text for c in FOLDS_TO_ASCII)
+        self._low: str | None = None
+
+    @property
+    def low(self) -> str:
+        if self._low is None:
+            self._low = self.text.lower()
+        return self._low
+
+    def has(self, literals: tuple[str, ...], ignore_case: bool = False) -> bool:
+        if not ignore_case:
+            text = self.text
+            return any(lit in text for lit in literals)
+        if self.plain:
+            low = self.low
+            return any(lit in low for lit in literals)
+        return _ci_pattern(literals).search(self.text) is not None
+
+
+    def has_any(self, literals: "Literals") -> bool:
+        """has() for many literals at once (one regex pass instead of one search each)."""
+        if self.plain:
+            return literals.lower_pattern.search(self.low) is not None
+        return literals.ci_pattern.search(self.text) is not None
+
+
+def literal_pattern(literals, flags: int = 0) -> "re.Pattern[str]":
+    """A regex matching any of ``literals``, as a trie (a(?:bc|x)) so that the regex engine
+    tries each position once instead of once per literal."""
+    trie: dict = {}
+    for lit in literals:
+        node = trie
+        for ch in lit:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict) -> str:
+        alts = [re.escape(ch) + build(node[ch]) for ch in sorted(k for k in node if k)]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return re.compile(build(trie) or "(?!)", flags)
+
+
+class Literals:
+    """A set of case-insensitive literals for Screen.has_any."""
+
+    def __init__(self, literals):
+        self.literals = tuple(dict.fromkeys(literals))
+        self.lower_pattern = literal_pattern(self.literals)
+        self.ci_pattern = literal_pattern(self.literals, re.IGNORECASE)
+
+
+_CI_PATTERNS: dict[tuple[str, ...], "re.Pattern[str]"] = {}
+
+
+def _ci_pattern(literals: tuple[str, ...]) -> "re.Pattern[str]":
+    pat = _CI_PATTERNS.get(literals)
+    if pat is None:
+        pat = _CI_PATTERNS[literals] = re.compile("|".join(map(re.escape, literals)), re.IGNORECASE)
+    return pat
+
+
+_ANY_CS = literal_pattern(lit for lits, ci in _NEEDS.values() if not ci for lit in lits)
+_ANY_CI = Literals(lit for lits, ci in _NEEDS.values() if ci for lit in lits)
+_ALL_SCREENED = all(kind in _NEEDS for kind, *_ in RULES)  # a rule added without literals disables the shortcut
+
+
+def _may_assign(screen: Screen) -> bool:
+    text = screen.text
+    return ("=" in text or ":" in text) and any(part in screen.low for part in _KEY_PARTS)
+
+
+def may_hold_secrets(text: str) -> bool:
+    """False when no rule can match ``text`` (nor any part of it, if it joins several)."""
+    if not _ALL_SCREENED:
+        return True
+    screen = Screen(text)
+    return _ANY_CS.search(text) is not None or screen.has_any(_ANY_CI) or _may_assign(screen)
+
+
 def find_secrets(text: str) -> list[Finding]:
     """Non-overlapping findings, in text order."""
+    return _find(text, screened=True)
+
+
+def _find(text: str, screened: bool) -> list[Finding]:
     if not text:
         return []
+    screen = Screen(text) if screened else None
+    if (screen is not None and _ALL_SCREENED and _ANY_CS.search(text) is None and not screen.has_any(_ANY_CI)
+            and not _may_assign(screen)):
+        return []  # the common case: no rule can match
     found: list[Finding] = []
     for kind, pattern, group, check in RULES:
+        if screen is not None:
+            needs = _NEEDS.get(kind)
+            if needs is not None and not screen.has(*needs):
+                continue
         for m in pattern.finditer(text):
             secret = m.group(group)
             if not secret or looks_placeholder(secret) or not check(secret):
                 continue
             found.append(Finding(kind, m.start(group), m.end(group)))
-    found.extend(_assignment_findings(text))
+    if screen is None or _may_assign(screen):
+        found.extend(_assignment_findings(text))
     # Keep the earliest, then the longest; drop anything overlapping a kept span.
     found.sort(key=lambda f: (f.start, -(f.end - f.start)))
     kept: list[Finding] = []
@@ -201,8 +338,10 @@ def redact_value(value: Any, kinds: list[str], key: str | None = None) -> Any:
     if isinstance(value, dict):
         return {k: redact_value(v, kinds, k if isinstance(k, str) else None) for k, v in value.items()}
     if isinstance(value, list):
+        if all(isinstance(v, str) for v in value) and not may_hold_secrets("\n".join(value)):
+            return list(value)  # (tags, mostly) one screen for the list: a literal of an item is one of the join
         return [redact_value(v, kinds) for v in value]
     return value
 
 
-__all__ = ["Finding", "RULES", "find_secrets", "redact_text", "redact_value", "looks_placeholder", "key_names_secret", "MARK"]
+__all__ = ["Finding", "Screen", "Literals", "literal_pattern", "may_hold_secrets", "RULES", "find_secrets", "redact_text", "redact_value", "looks_placeholder", "key_names_secret", "MARK"]

@@ -300,6 +300,12 @@ class Store:
             (key, value),
         )
 
+    def write_mark(self) -> tuple[int, int]:
+        """Changes to the file so far: by other connections (PRAGMA data_version, as of this
+        connection's current snapshot) and by this one (total_changes). Call it inside a
+        reading() or transaction(); two equal marks mean no row was written in between."""
+        return self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes
+
     def change_counter(self) -> int:
         with self.reading() as conn:
             return conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]

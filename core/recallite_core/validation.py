@@ -59,10 +59,18 @@ def check_title(title: Any, limits: Limits) -> str:
     return text
 
 
+# Where the first sentence or line ends: the first position that follows .!? and is white
+# space, or is a line break (re.split(r"(?<=[.!?])\s|\n", ..., maxsplit=1) cuts there).
+# Searched as "[.!?]\s" (cut one later) or "\n", without a look-behind at every position.
+_FIRST_END = re.compile(r"[.!?]\s|\n")
+
+
 def derive_title(content: str, max_chars: int = 80) -> str:
     """A short title from the content: its first sentence or line, cut at a word boundary."""
-    first = re.split(r"(?<=[.!?])\s|\n", content.strip(), maxsplit=1)[0]
-    first = _SPACE.sub(" ", first).strip().rstrip(".")
+    text = content.strip()
+    m = _FIRST_END.search(text)
+    first = text if m is None else text[: m.end() - 1 if m.group() != "\n" else m.start()]
+    first = " ".join(first.split()).rstrip(".")  # str.split() and \s know the same white space
     if len(first) <= max_chars:
         return first
     cut = first[:max_chars]
@@ -203,7 +211,7 @@ def check_query(query: Any, limits: Limits) -> str:
 
 
 def content_hash(content: str) -> str:
-    normal = _SPACE.sub(" ", content).strip().lower()
+    normal = " ".join(content.split()).lower()  # == _SPACE.sub(" ", content).strip().lower()
     return hashlib.sha256(normal.encode("utf-8")).hexdigest()
 
 

@@ -146,6 +146,23 @@ def _bench_remember_single(tmp: str, embedder: str, dims: int, n: int) -> dict:
     return _row("remember (single)", samples, unit="ops")
 
 
+def _bench_feedback(path: str, embedder: str, dims: int, qs: list[str], label: str, recalls: int, ops: int) -> list[dict]:
+    """The feedback and reinforce rows alone (``--writes-only``), on the grown store."""
+    m = _open(path, embedder, dims, workers=False)
+    try:
+        done = [m.recall(q, limit=10) for q in qs[:recalls]]
+        fb = [done[i % len(done)].retrieval_id for i in range(ops)]
+        outcomes = ("success", "failure", "partial")
+        out = [_row(f"feedback @{label}", _time_each(lambda it: m.feedback(it[1], outcomes[it[0] % 3]), list(enumerate(fb))))]
+        ids = [h.memory.id for r in done for h in r.memories] or [m.list(limit=1)[0].id]
+        targets = [ids[i % len(ids)] for i in range(ops)]
+        out.append(_row(f"reinforce @{label}", _time_each(
+            lambda it: m.reinforce(it[1], 0.05 if it[0] % 2 else -0.05), list(enumerate(targets)))))
+        return out
+    finally:
+        m.close()
+
+
 def _grow(m, items: list[dict], batch_samples: list[float]) -> None:
     for i in range(0, len(items), BATCH):
         chunk = items[i : i + BATCH]
@@ -299,6 +316,7 @@ def run_benchmark(
     feedback_ops: int = 1000,
     log: Callable[[str], None] | None = None,
     keep_dir: str | None = None,
+    writes_only: bool = False,
 ) -> dict:
     """Run every measurement and return the results as a dict (``format_report`` prints it).
 
@@ -319,7 +337,8 @@ def run_benchmark(
     result: dict = {
         "machine": machine_info(),
         "settings": {"memories": memories, "dims": dims, "embedder": embedder, "sizes": sizes,
-                     "workers": wopts, "pool_size": pool_size if wopts is not None else 0, "queries": queries},
+                     "workers": wopts, "pool_size": pool_size if wopts is not None else 0, "queries": queries,
+                     "writes_only": writes_only},
         "rows": [],
         "memory": [],
         "notes": [],
@@ -347,6 +366,10 @@ def run_benchmark(
             finally:
                 writer.close()
             have = size
+            if writes_only:
+                if size == sizes[-1]:
+                    rows.extend(_bench_feedback(path, embedder, dims, qs, label, min(queries, 100), feedback_ops))
+                continue
 
             # inline ---------------------------------------------------------------------
             say(f"[bench] recall @{label} inline")
@@ -422,29 +445,30 @@ def run_benchmark(
                              unit="starts", note="fresh interpreter: import, open, load matrix, FTS, answer"))
 
         rows.append(_row(f"remember_many ({BATCH}/batch)", batch_samples, items_per_sample=BATCH, count=have, unit="items",
-                         note="p50/p95 per batch of 100"))
+                         note=f"p50/p95 per batch of 100, growing the store to {_size_label(have)}"))
 
-        say(f"[bench] reindex @{_size_label(sizes[0])}")
-        ridx = os.path.join(tmp, "reindex.db")
-        m = _open(ridx, embedder, dims)
-        try:
-            _grow(m, items[: sizes[0]], [])
-            t = time.perf_counter()
-            n = m.reindex()
-            rows.append(_row(f"reindex @{_size_label(sizes[0])}", [time.perf_counter() - t], count=n, unit="memories"))
-        finally:
-            m.close()
-
-        say("[bench] cold start: import recallite_core")
-        rows.append(_row("cold start: python -c 'import recallite_core'", [_import_start() for _ in range(3)], unit="starts"))
-        for emb in dict.fromkeys([embedder, "default"]):
-            say(f"[bench] server start to tools/list ({emb} embedder)")
+        if not writes_only:
+            say(f"[bench] reindex @{_size_label(sizes[0])}")
+            ridx = os.path.join(tmp, "reindex.db")
+            m = _open(ridx, embedder, dims)
             try:
-                starts = [_server_start(os.path.join(tmp, f"start-{emb}-{i}.db"), emb) for i in range(3)]
-                rows.append(_row(f"server start to tools/list answered ({emb} embedder)", starts, unit="starts",
-                                 note="spawn `recallite-mcp` over stdio; the model loads after the answer"))
-            except Exception as exc:  # the benchmark reports, never dies on one row
-                result["notes"].append(f"server start not measured: {exc!r}")
+                _grow(m, items[: sizes[0]], [])
+                t = time.perf_counter()
+                n = m.reindex()
+                rows.append(_row(f"reindex @{_size_label(sizes[0])}", [time.perf_counter() - t], count=n, unit="memories"))
+            finally:
+                m.close()
+
+            say("[bench] cold start: import recallite_core")
+            rows.append(_row("cold start: python -c 'import recallite_core'", [_import_start() for _ in range(3)], unit="starts"))
+            for emb in dict.fromkeys([embedder, "default"]):
+                say(f"[bench] server start to tools/list ({emb} embedder)")
+                try:
+                    starts = [_server_start(os.path.join(tmp, f"start-{emb}-{i}.db"), emb) for i in range(3)]
+                    rows.append(_row(f"server start to tools/list answered ({emb} embedder)", starts, unit="starts",
+                                     note="spawn `recallite-mcp` over stdio; the model loads after the answer"))
+                except Exception as exc:  # the benchmark reports, never dies on one row
+                    result["notes"].append(f"server start not measured: {exc!r}")
     finally:
         if keep_dir is None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -472,8 +496,9 @@ def format_report(result: dict) -> str:
         lines.append(f"load average at start: {mach['loadavg_at_start']}")
     lines.append(
         f"data: {st['memories']:,} synthetic memories, {st['dims']} dims, embedder {st['embedder']}; "
-        f"recall sizes {', '.join(_size_label(s) for s in st['sizes'])}; worker pool: "
-        + (f"{st['pool_size']} process(es)" if st["workers"] is not None else "off")
+        + ("writes only (--writes-only)" if st.get("writes_only") else
+           f"recall sizes {', '.join(_size_label(s) for s in st['sizes'])}; worker pool: "
+           + (f"{st['pool_size']} process(es)" if st["workers"] is not None else "off"))
     )
     lines.append("")
     head = ("operation", "count", "total s", "throughput", "avg ms", "p50 ms", "p95 ms", "x floor")
@@ -522,6 +547,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--workers", default="auto", help="'auto', 'off', or a worker count")
     ap.add_argument("--queries", type=int, default=200, help="recalls timed per size")
     ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    ap.add_argument("--writes-only", action="store_true",
+                    help="only remember, remember_many (growing to --memories), feedback and reinforce")
     args = ap.parse_args(argv)
     workers: Any = "auto"
     if args.workers in ("off", "false", "0"):
@@ -529,7 +556,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.workers.isdigit():
         workers = {"size": int(args.workers)}
     result = run_benchmark(memories=args.memories, dims=args.dims, embedder=args.embedder, workers=workers,
-                           sizes=args.sizes, json_output=args.json, queries=args.queries)
+                           sizes=args.sizes, json_output=args.json, queries=args.queries, writes_only=args.writes_only)
     print(json.dumps(result, indent=2) if args.json else format_report(result))
     return 0
 
