@@ -167,6 +167,8 @@ async def test_disk_full_over_mcp_is_a_tool_error(tmp_path):
     db = str(tmp_path / "full-mcp.db")
     mem = Recallite.open(db, embedder="hash")
     with mem.store.lock:
+        # No free pages left to reuse (a migration that drops an index leaves some), then no growth.
+        mem.store.conn.execute("VACUUM")
         pages = mem.store.conn.execute("PRAGMA page_count").fetchone()[0]
         mem.store.conn.execute(f"PRAGMA max_page_count = {pages}")
     async with Client(build_server(mcp_settings(db), memory=mem)) as c:
