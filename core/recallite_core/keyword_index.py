@@ -271,24 +271,42 @@ class KeywordIndex:
         if post is not None:
             self.postings.move_to_end(term)
         else:
-            names = {c: i for i, c in enumerate(self.columns)}
-            per_doc: dict[int, list[int]] = {}
-            for doc, col, n in conn.execute(
-                f"SELECT doc, col, count(*) FROM {self._vocab(conn)} WHERE term = ? GROUP BY doc, col", (term,)
-            ):
-                per_doc.setdefault(doc, [0] * len(self.columns))[names[col]] = n
-            if any(d not in self.slot_of for d in per_doc):
+            # Raw instances (doc, column), in the index's order: about twice as fast as letting
+            # SQLite group them, and numpy counts them.
+            case = " ".join(f"WHEN '{c}' THEN {i}" for i, c in enumerate(self.columns))
+            inst = conn.execute(
+                f"SELECT doc, CASE col {case} END FROM {self._vocab(conn)} WHERE term = ?", (term,)
+            ).fetchall()
+            docs, freq = self._count_instances(np.array(inst, dtype=np.int64).reshape(-1, 2))
+            slot_of = self.slot_of
+            if any(d not in slot_of for d in docs.tolist()):
                 raise StaleIndex(f"{self.table} holds rows this cache has not seen")
-            slots = np.fromiter((self.slot_of[d] for d in per_doc), dtype=np.int64, count=len(per_doc))
-            freq = np.fromiter((weighted_frequency(c, self.weights) for c in per_doc.values()),
-                               dtype=np.float64, count=len(per_doc))
-            post = _Postings(slots, freq, len(per_doc))
+            slots = np.fromiter((slot_of[d] for d in docs.tolist()), dtype=np.int64, count=len(docs))
+            post = _Postings(slots, freq, len(slots))
             while self.postings and self.cached_postings + post.size > MAX_CACHED_POSTINGS:
                 _, old = self.postings.popitem(last=False)
                 self.cached_postings -= old.size
             self.postings[term] = post
             self.cached_postings += post.size
         return post
+
+    def _count_instances(self, inst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(docs, weighted frequency) from (doc, column) instance rows. The weight of a column is
+        added once per instance, columns in order, as FTS5's bm25 adds them: same rounding."""
+        if not len(inst):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        ncols = len(self.columns)
+        keys, counts = np.unique(inst[:, 0] * ncols + inst[:, 1], return_counts=True)
+        docs_all = keys // ncols
+        docs, where = np.unique(docs_all, return_inverse=True)
+        per_col = np.zeros((len(docs), ncols), dtype=np.int64)
+        per_col[where, keys % ncols] = counts
+        freq = np.zeros(len(docs), dtype=np.float64)
+        for col, w in enumerate(self.weights):
+            c = per_col[:, col]
+            for k in range(int(c.max()) if len(c) else 0):
+                freq[c > k] += w
+        return docs, freq
 
     def live_postings(self, conn: sqlite3.Connection, term: str) -> tuple[np.ndarray, np.ndarray]:
         post = self._postings(conn, term)
