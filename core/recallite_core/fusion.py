@@ -76,10 +76,26 @@ def zscore_fusion(
     the whole scope. The spreads have floors: in a store of a handful of memories the
     measured spread is tiny and would blow a hair's difference up to a whole z-unit.
     Returns (fused, keyword z, vector z)."""
+    candidates = set(keyword) | set(vector) | set(extra or ())
+    return zscores_for(candidates, keyword, vector, scope_size, vector_moments, alpha,
+                       keyword_std_floor, vector_std_floor)
+
+
+def zscores_for(
+    candidates: "set | list",
+    keyword: dict,
+    vector: dict,
+    scope_size: int,
+    vector_moments: tuple[float, float],
+    alpha: float,
+    keyword_std_floor: float = 0.5,
+    vector_std_floor: float = 0.05,
+) -> tuple[dict, dict, dict]:
+    """zscore_fusion for these candidates only; a candidate's values do not depend on which
+    others are computed with it (the moments come from ``keyword`` and the scope)."""
     n = max(scope_size, len(keyword), 1)
     kvals = list(keyword.values())
     k_mean, k_std = moments(n, sum(kvals), sum(v * v for v in kvals))
-    candidates = set(keyword) | set(vector) | set(extra or ())
     kz = zscores({c: keyword.get(c, 0.0) for c in candidates}, k_mean, max(k_std, keyword_std_floor))
     v_mean, v_std = vector_moments
     vz = zscores({c: vector.get(c, v_mean) for c in candidates}, v_mean, max(v_std, vector_std_floor))

@@ -24,7 +24,7 @@ from .codec import decode_vector
 from .errors import ScanError, WorkerTimeoutError
 from .fts import fts_query, query_terms
 from .keyword_index import KeywordIndexes, StaleIndex, top_order
-from .fusion import keyword_weight, reciprocal_rank_fusion, zscore_fusion
+from .fusion import keyword_weight, reciprocal_rank_fusion, zscore_fusion, zscores_for
 from .learning import Assessment, OutcomeModel, outcome_reasons
 from .models import Memory, RecallHit, ScoreBreakdown
 from .rows import load_memories
@@ -556,7 +556,9 @@ class Retriever:
         if outside:
             if use_vec:
                 sims.update(self.similarities(conn, qvec, list(outside)))
-            scored, kz2, vz2 = zscore_fusion(kscore, sims, scope_size, vmoments, alpha, extra=outside)
+            # Only the new candidates: the others' values would come out the same.
+            fresh, kz2, vz2 = zscores_for(outside, kscore, sims, scope_size, vmoments, alpha)
+            scored = {**fused, **fresh}
             kz.update(kz2)
             vz.update(vz2)
             allowed = self.passing(conn, list(outside), flt)
