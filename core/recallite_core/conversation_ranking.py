@@ -113,19 +113,22 @@ class EpisodeMap:
 
     def structure(self, ids: Iterable[int]) -> tuple[dict[int, list[int]], dict[int, str]]:
         """What ``episode_structure`` returns, without SQL."""
-        pos = {mid: self.pos[mid] for mid in ids if mid in self.pos}
-        if not pos:
-            return {}, {}
-        roles = {mid: self.roles[mid] for mid in pos}
+        pos_of, at, role_of = self.pos, self.at, self.roles
         adjacency: dict[int, list[int]] = {}
-        for mid, (sc, se, q) in pos.items():
-            for d in (-1, 1):
-                other = self.at.get((sc, se, q + d))
+        roles: dict[int, str] = {}
+        for mid in ids:
+            p = pos_of.get(mid)
+            if p is None:
+                continue
+            roles[mid] = role_of[mid]
+            sc, se, q = p
+            for other in (at.get((sc, se, q - 1)), at.get((sc, se, q + 1))):
                 if other is not None:
-                    roles[other] = self.roles[other]
+                    roles[other] = role_of[other]
                     adjacency.setdefault(mid, []).append(other)
-                    if mid not in adjacency.get(other, ()):
-                        adjacency.setdefault(other, []).append(mid)
+                    back = adjacency.setdefault(other, [])
+                    if mid not in back:
+                        back.append(mid)
         return adjacency, roles
 
 
@@ -147,8 +150,12 @@ def expand(
     """s'_i = s_i + gain * max(s of its neighbouring turns that were scored)."""
     if gain == 0 or not adjacency:
         return dict(fused)
-    out = {}
-    for mid, s in fused.items():
-        near = [fused[j] for j in adjacency.get(mid, ()) if j in fused]
-        out[mid] = s + gain * max(near) if near else s
+    out = dict(fused)
+    for mid, near in adjacency.items():  # only turns have neighbours: the rest stay as they are
+        s = fused.get(mid)
+        if s is None:
+            continue
+        vals = [fused[j] for j in near if j in fused]
+        if vals:
+            out[mid] = s + gain * max(vals)
     return out
