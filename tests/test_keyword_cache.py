@@ -231,3 +231,28 @@ def test_postings_beyond_the_cap_are_evicted_and_read_again(monkeypatch):
         _same(_mine(index, conn, q), _reference(conn, q))
         assert index.cached_postings <= 120 or len(index.postings) == 1
         assert index.cached_postings == sum(p.size for p in index.postings.values())
+
+
+def test_regression_fts_repair_reloads_the_keyword_cache(tmp_path):
+    # A drifted FTS index mirrored in memory, then repaired by reconcile: the rebuild stamps no
+    # row, so without moving the counter the mirror would keep answering from the drifted copy.
+    m = Recallite.open(str(tmp_path / "m.db"), embedder="hash")
+    off = Recallite.open(str(tmp_path / "m.db"), embedder="hash", config=RecalliteConfig(keyword_cache=False))
+    try:
+        m.remember_many(list(memories(80, seed=12)))
+        target = m.remember("zebrafish aquarium heater notes", type="fact")
+        with m.store.transaction() as conn:  # drift: the FTS row of one memory disappears
+            conn.execute("INSERT INTO memories_fts(memories_fts, rowid, title, content, tags) "
+                         "SELECT 'delete', id, title, content, tags FROM memories WHERE id = ?", (int(target.id[4:]),))
+        assert target.id not in [h.memory.id for h in m.recall("zebrafish aquarium", limit=5).memories
+                                 if h.breakdown.keyword_rank is not None]
+        report = m.reconcile(repair=True)
+        assert report.repaired and [d for d in report.drift if d.kind == "fts_drift" and d.repaired >= 1]
+        flt = RecallFilter(scopes=None, statuses=("candidate", "validated", "active"), types=None, tags=None,
+                           sessions=None)
+        with m.store.reading() as conn:
+            assert m.retriever.keyword_channel(conn, "zebrafish aquarium", flt, 5)[0][0] == int(target.id[4:])
+        assert _ranked(m, "zebrafish aquarium") == _ranked(off, "zebrafish aquarium")
+    finally:
+        m.close()
+        off.close()
