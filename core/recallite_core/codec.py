@@ -13,11 +13,7 @@ def encode_vector(vector: np.ndarray, dimensions: int | None = None) -> bytes:
     arr = np.asarray(vector, dtype=_DTYPE)
     if arr.ndim != 1:
         raise InvalidInputError(f"A vector must be one-dimensional, got shape {arr.shape}.")
-    if dimensions is not None and arr.shape[0] != dimensions:
-        raise InvalidInputError(f"Vector has {arr.shape[0]} dimensions; this store uses {dimensions}.")
-    if not np.all(np.isfinite(arr)):
-        raise InvalidInputError("A vector must not contain NaN or infinite values.")
-    return arr.tobytes()
+    return encode_many(arr[None, :], dimensions)[0]
 
 
 def encode_many(matrix: np.ndarray, dimensions: int | None = None) -> list[bytes]:

@@ -66,8 +66,8 @@ class EpisodeMap:
 
     ``episode_structure`` answers from SQL; this answers the same from dicts, kept in step
     with the store's change counter (turns arrive with their memory row, which the counter
-    stamps, and leave with its tombstone). After catching up it checks its size against the
-    table's and reloads on any mismatch. Call ``sync`` inside the snapshot you then query."""
+    stamps, and leave with its tombstone; reconcile, the one other writer of positions, makes
+    every reader reload). Call ``sync`` inside the snapshot you then query."""
 
     def __init__(self) -> None:
         self.reset()
@@ -103,9 +103,8 @@ class EpisodeMap:
                 "JOIN episodes e ON e.memory_id = m.id WHERE m.seq > ?", (self.seq,)
             ):
                 self._put(*row)
-            if conn.execute("SELECT count(*) FROM episodes").fetchone()[0] == len(self.pos):
-                self.seq = counter
-                return
+            self.seq = counter
+            return
         self.reset()  # first use, a reindex, or out of step: read the whole table
         for row in conn.execute("SELECT memory_id, scope, session, seq, role FROM episodes"):
             self._put(*row)

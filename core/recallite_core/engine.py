@@ -1214,9 +1214,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
             rebuild_windows(conn)
             # Every reader reloads from scratch: cheaper than replaying a tombstone per row.
-            top = conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
-            conn.execute("DELETE FROM tombstones")
-            conn.execute("UPDATE counters SET value = ? WHERE name = 'tombstone_floor'", (top,))
+            self.store.reload_readers(conn)
             self.store.set_meta(conn, "embedder", self.embedder.name)
             self.store.set_meta(conn, "dimensions", str(self.embedder.dimensions))
         with self.store.lock:

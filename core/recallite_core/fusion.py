@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Hashable, Sequence
+from typing import Hashable, Iterable, Sequence
 
 RRF_K = 60
 
@@ -67,7 +67,7 @@ def zscore_fusion(
     alpha: float,
     keyword_std_floor: float = 0.5,
     vector_std_floor: float = 0.05,
-    extra: "set | None" = None,
+    only: "Iterable | None" = None,
 ) -> tuple[dict, dict, dict]:
     """s = alpha * z(keyword) + (1 - alpha) * z(vector) for every candidate.
 
@@ -75,24 +75,9 @@ def zscore_fusion(
     ``vector``: cosine of each candidate; ``vector_moments``: mean and std of the cosine over
     the whole scope. The spreads have floors: in a store of a handful of memories the
     measured spread is tiny and would blow a hair's difference up to a whole z-unit.
-    Returns (fused, keyword z, vector z)."""
-    candidates = set(keyword) | set(vector) | set(extra or ())
-    return zscores_for(candidates, keyword, vector, scope_size, vector_moments, alpha,
-                       keyword_std_floor, vector_std_floor)
-
-
-def zscores_for(
-    candidates: "set | list",
-    keyword: dict,
-    vector: dict,
-    scope_size: int,
-    vector_moments: tuple[float, float],
-    alpha: float,
-    keyword_std_floor: float = 0.5,
-    vector_std_floor: float = 0.05,
-) -> tuple[dict, dict, dict]:
-    """zscore_fusion for these candidates only; a candidate's values do not depend on which
-    others are computed with it (the moments come from ``keyword`` and the scope)."""
+    ``only``: compute just these candidates (a candidate's values do not depend on which
+    others are computed with it). Returns (fused, keyword z, vector z)."""
+    candidates = set(keyword) | set(vector) if only is None else only
     n = max(scope_size, len(keyword), 1)
     kvals = list(keyword.values())
     k_mean, k_std = moments(n, sum(kvals), sum(v * v for v in kvals))

@@ -159,8 +159,6 @@ class KeywordIndex:
 
     # -- state ------------------------------------------------------------------------------
     def reset(self) -> None:
-        self.ready = False
-        self.seq = -1
         self.slot_of: dict[int, int] = {}
         self.ids = np.zeros(0, dtype=np.int64)
         self.length = np.zeros(0, dtype=np.float64)
@@ -214,7 +212,6 @@ class KeywordIndex:
         self._grow(len(rows))
         for rid, sz in rows:
             self._add_row(rid, _docsize(sz))
-        self.ready = True
 
     def _vocab(self, conn: sqlite3.Connection) -> str:
         name = f"temp.recallite_vocab_{self.table}"
@@ -413,6 +410,10 @@ class KeywordIndexes:
         self.seq = -1
         self._hashes: dict[str, dict[int, int]] = {"memories_fts": {}, "episode_windows": {}}
         self.reloads = 0  # how often the cache was dropped and read again (stats, tests)
+
+    def close(self) -> None:
+        self.memories.tokenizer.close()
+        self.windows.tokenizer.close()
 
     def reset(self) -> None:
         self.seq = -1

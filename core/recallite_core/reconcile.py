@@ -148,11 +148,6 @@ class Reconciler:
                 items["stray_vectors"].repaired = len(stray_vec)
             if items["fts_drift"]:
                 conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
-                # Readers mirror the keyword index in memory (keyword_index.py): a rebuild stamps no
-                # row, so move the counter and the tombstone floor with it and every reader reloads.
-                conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
-                conn.execute("UPDATE counters SET value = (SELECT value FROM counters WHERE name = 'changes') "
-                             "WHERE name = 'tombstone_floor'")
                 items["fts_drift"].repaired = items["fts_drift"].count
             if stray_ep:
                 conn.executemany("DELETE FROM episodes WHERE memory_id = ?", [(i,) for i in stray_ep])
@@ -180,6 +175,9 @@ class Reconciler:
                 self._rebuild_summaries(conn, sorted(bad_sessions))
                 if items["session_summaries"]:
                     items["session_summaries"].repaired = items["session_summaries"].count
+            # Repairs rewrite projections without stamping rows (an FTS rebuild, episode positions):
+            # every reader's in-memory copy reloads.
+            self.store.reload_readers(conn)
             self.store.set_meta(conn, "reconciled_at", str(time.time()))
         if rechunk:
             self._rechunk(rechunk)

@@ -24,7 +24,7 @@ from .codec import decode_vector
 from .errors import ScanError, WorkerTimeoutError
 from .fts import fts_query, query_terms
 from .keyword_index import KeywordIndexes, StaleIndex, top_order
-from .fusion import keyword_weight, reciprocal_rank_fusion, zscore_fusion, zscores_for
+from .fusion import keyword_weight, reciprocal_rank_fusion, zscore_fusion
 from .learning import Assessment, OutcomeModel, outcome_reasons
 from .models import Memory, RecallHit, ScoreBreakdown
 from .rows import load_memories
@@ -332,6 +332,8 @@ class Retriever:
         if self._scan_thread is not None:
             self._scan_thread.shutdown(wait=True)
             self._scan_thread = None
+        if self.keywords is not None:
+            self.keywords.close()  # their private in-memory tokenizer databases
 
     # -- routing between the inline scan and the worker pool --------------------------------------
     def vector_count(self, conn: sqlite3.Connection) -> int:
@@ -557,7 +559,7 @@ class Retriever:
             if use_vec:
                 sims.update(self.similarities(conn, qvec, list(outside)))
             # Only the new candidates: the others' values would come out the same.
-            fresh, kz2, vz2 = zscores_for(outside, kscore, sims, scope_size, vmoments, alpha)
+            fresh, kz2, vz2 = zscore_fusion(kscore, sims, scope_size, vmoments, alpha, only=outside)
             scored = {**fused, **fresh}
             kz.update(kz2)
             vz.update(vz2)

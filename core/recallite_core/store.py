@@ -306,6 +306,16 @@ class Store:
         reading() or transaction(); two equal marks mean no row was written in between."""
         return self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes
 
+    @staticmethod
+    def reload_readers(conn: sqlite3.Connection) -> None:
+        """After a rebuild that stamps no row (FTS, windows, episode positions), move the change
+        counter and the tombstone floor together: every reader's in-memory copy (the matrix,
+        the keyword mirror, the episode map) then reloads from scratch."""
+        conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
+        conn.execute("DELETE FROM tombstones")
+        conn.execute("UPDATE counters SET value = (SELECT value FROM counters WHERE name = 'changes') "
+                     "WHERE name = 'tombstone_floor'")
+
     def change_counter(self) -> int:
         with self.reading() as conn:
             return conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
