@@ -1,5 +1,6 @@
 """Ranking signals of conversation turns: neighbouring turns, named speakers, window index."""
 
+import numpy as np
 import pytest
 
 from recallite_core import Recallite
@@ -25,9 +26,19 @@ def test_named_speakers_ignores_generic_roles():
 
 
 def test_expand_adds_a_share_of_the_best_neighbour():
-    out = expand({1: 1.0, 2: 3.0, 3: 0.0}, {1: [2], 2: [1, 3], 3: [2]}, 0.5)
-    assert out == {1: 2.5, 2: 3.5, 3: 1.5}
-    assert expand({1: 1.0}, {}, 0.5) == {1: 1.0}
+    # turns 1-2-3 in a row; 4 sits after 3 but only came in as a neighbour (not core)
+    ids = np.array([1, 2, 3, 4])
+    score = np.array([1.0, 3.0, 0.0, 9.0])
+    prev, nxt = np.array([-1, 1, 2, 3]), np.array([2, 3, 4, -1])
+    core = np.array([True, True, True, False])
+    out = expand(ids, score, prev, nxt, core, 0.5)
+    assert out.tolist() == [2.5, 3.5, 0.0 + 0.5 * 9.0, 9.0 + 0.5 * 0.0]
+    # a pair of two non-core turns lends nothing; order of ids does not matter
+    core2 = np.array([True, False, False, False])
+    assert expand(ids, score, prev, nxt, core2, 0.5).tolist() == [2.5, 3.5, 0.0, 9.0]
+    perm = np.array([2, 0, 3, 1])
+    assert expand(ids[perm], score[perm], prev[perm], nxt[perm], core[perm], 0.5).tolist() == out[perm].tolist()
+    assert expand(ids, score, prev, nxt, core, 0.0) is score
 
 
 def test_answer_in_the_next_turn_is_lifted_by_its_question(chat):

@@ -484,3 +484,28 @@ def test_the_fast_constructor_builds_what_model_construct_builds():
         assert got.__pydantic_extra__ == want.__pydantic_extra__ and got.__pydantic_private__ == want.__pydantic_private__
     src = _constructor(Source)({"type": "tool", "id": None})
     assert src == Source.model_construct(type="tool", id=None) and src.model_fields_set == {"type", "id"}
+
+
+def test_loaded_memories_are_what_validation_would_build(tmp_path):
+    """load_memories builds models without validation (a recall loads every hit): each must
+    equal the model pydantic validates from the same data, episode and category included."""
+    from recallite_core.models import Memory
+    from recallite_core.rows import load_memories
+
+    m = Recallite.open(str(tmp_path / "m.db"), embedder="hash", dims=64)
+    try:
+        turn = m.record_turn("s1", "user", "We moved the deploy to Fridays.", scope="p",
+                             timestamp="2024-05-08T13:56:00Z", category="Ops", metadata={"k": [1, "x"]})
+        plain = m.remember("Use uv for installs.", type="procedure", tags=["py", "tools"], source={"type": "llm"})
+        with m.store.reading() as conn:
+            got = load_memories(conn, [int(turn.id[4:]), int(plain.id[4:])])
+        for mem in got.values():
+            want = Memory.model_validate(mem.model_dump())
+            assert mem == want and mem.model_dump_json() == want.model_dump_json()
+            assert type(mem.source) is type(want.source) and mem.source == want.source
+        t = got[int(turn.id[4:])]
+        assert t.episode.role == "user" and t.episode.seq == 1 and t.category == "ops"
+        assert {"episode", "category"} <= t.model_fields_set and type(t.episode).__name__ == "EpisodeInfo"
+        assert got[int(plain.id[4:])].episode is None and "episode" not in got[int(plain.id[4:])].model_fields_set
+    finally:
+        m.close()

@@ -13,6 +13,8 @@ import re
 import sqlite3
 from typing import Iterable
 
+import numpy as np
+
 ROLE_WORDS = frozenset({"user", "assistant", "agent", "system", "bot", "ai", "human", "me", "i", "you", "tool", "model"})
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -64,10 +66,14 @@ def episode_structure(
 class EpisodeMap:
     """Where every conversation turn sits (scope, session, seq) and who spoke it, in memory.
 
-    ``episode_structure`` answers from SQL; this answers the same from dicts, kept in step
-    with the store's change counter (turns arrive with their memory row, which the counter
-    stamps, and leave with its tombstone; reconcile, the one other writer of positions, makes
-    every reader reload). Call ``sync`` inside the snapshot you then query."""
+    ``episode_structure`` answers from SQL; this answers the same from arrays indexed by memory
+    id (the previous and next turn, the speaker), kept in step with the store's change counter
+    (turns arrive with their memory row, which the counter stamps, and leave with its
+    tombstone; reconcile, the one other writer of positions, makes every reader reload). Call
+    ``sync`` inside the snapshot you then query."""
+
+    #: Ids at or above this are not kept in arrays (``usable`` turns False: callers ask SQL).
+    MAX_ID = 1 << 27
 
     def __init__(self) -> None:
         self.reset()
@@ -77,12 +83,40 @@ class EpisodeMap:
         self.pos: dict[int, tuple[str, str, int]] = {}
         self.at: dict[tuple[str, str, int], int] = {}
         self.roles: dict[int, str] = {}
+        self.role_names: list[str] = []
+        self._role_code: dict[str, int] = {}
+        self.prev = np.full(0, -1, dtype=np.int64)
+        self.next = np.full(0, -1, dtype=np.int64)
+        self.role = np.full(0, -1, dtype=np.int32)  # -1: not a turn
+        self.usable = True
+        self._touched: set[tuple[str, str, int]] = set()
+
+    def _ensure(self, mid: int) -> bool:
+        if mid >= len(self.role):
+            if mid >= self.MAX_ID:
+                self.usable = False
+                return False
+            cap = max(1024, mid + 1, 2 * len(self.role))
+            for name, fill, dtype in (("prev", -1, np.int64), ("next", -1, np.int64), ("role", -1, np.int32)):
+                grown = np.full(cap, fill, dtype=dtype)
+                old = getattr(self, name)
+                grown[: len(old)] = old
+                setattr(self, name, grown)
+        return True
 
     def _put(self, mid: int, scope: str, session: str, seq: int, role: str) -> None:
         self._drop(mid)
-        self.pos[mid] = (scope, session, seq)
-        self.at[(scope, session, seq)] = mid
+        where = (scope, session, seq)
+        self.pos[mid] = where
+        self.at[where] = mid
         self.roles[mid] = role
+        self._touched.add(where)
+        if self._ensure(mid):
+            code = self._role_code.get(role)
+            if code is None:
+                code = self._role_code[role] = len(self.role_names)
+                self.role_names.append(role)
+            self.role[mid] = code
 
     def _drop(self, mid: int) -> None:
         where = self.pos.pop(mid, None)
@@ -90,6 +124,29 @@ class EpisodeMap:
             if self.at.get(where) == mid:
                 del self.at[where]
             self.roles.pop(mid, None)
+            self._touched.add(where)
+            if mid < len(self.role):
+                self.role[mid] = self.prev[mid] = self.next[mid] = -1
+
+    def _link(self, mid: int, where: tuple[str, str, int]) -> None:
+        if mid < len(self.role):
+            sc, se, q = where
+            self.prev[mid] = self.at.get((sc, se, q - 1), -1)
+            self.next[mid] = self.at.get((sc, se, q + 1), -1)
+
+    def _relink(self, everything: bool) -> None:
+        """Point each turn at its neighbours again where positions were taken or freed."""
+        if everything:
+            for mid, where in self.pos.items():
+                self._link(mid, where)
+        else:
+            at = self.at
+            for sc, se, q in self._touched:
+                for d in (-1, 0, 1):
+                    mid = at.get((sc, se, q + d))
+                    if mid is not None:
+                        self._link(mid, (sc, se, q + d))
+        self._touched.clear()
 
     def sync(self, conn: sqlite3.Connection, counter: int) -> None:
         if counter == self.seq:
@@ -103,27 +160,39 @@ class EpisodeMap:
                 "JOIN episodes e ON e.memory_id = m.id WHERE m.seq > ?", (self.seq,)
             ):
                 self._put(*row)
+            self._relink(False)
             self.seq = counter
             return
         self.reset()  # first use, a reindex, or out of step: read the whole table
         for row in conn.execute("SELECT memory_id, scope, session, seq, role FROM episodes"):
             self._put(*row)
+        self._relink(True)
         self.seq = counter
 
+    def links(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The previous and next turn (-1: none) and the speaker's code in ``role_names``
+        (-1: not a turn) of each id. Only while ``usable``."""
+        n = len(self.role)
+        inside = ids < n
+        at = np.where(inside, ids, 0)
+        prev = np.where(inside, self.prev[at], -1) if n else np.full(len(ids), -1, dtype=np.int64)
+        nxt = np.where(inside, self.next[at], -1) if n else np.full(len(ids), -1, dtype=np.int64)
+        role = np.where(inside, self.role[at], -1) if n else np.full(len(ids), -1, dtype=np.int32)
+        return prev, nxt, role
+
     def structure(self, ids: Iterable[int]) -> tuple[dict[int, list[int]], dict[int, str]]:
-        """What ``episode_structure`` returns, without SQL."""
-        pos_of, at, role_of = self.pos, self.at, self.roles
+        """What ``episode_structure`` returns, from the arrays (tests compare the two)."""
+        ids = np.asarray(list(ids), dtype=np.int64)
+        prev, nxt, role = self.links(ids)
         adjacency: dict[int, list[int]] = {}
         roles: dict[int, str] = {}
-        for mid in ids:
-            p = pos_of.get(mid)
-            if p is None:
+        for mid, p, n, r in zip(ids.tolist(), prev.tolist(), nxt.tolist(), role.tolist()):
+            if r < 0:
                 continue
-            roles[mid] = role_of[mid]
-            sc, se, q = p
-            for other in (at.get((sc, se, q - 1)), at.get((sc, se, q + 1))):
-                if other is not None:
-                    roles[other] = role_of[other]
+            roles[mid] = self.role_names[r]
+            for other in (p, n):
+                if other >= 0:
+                    roles[other] = self.role_names[self.role[other]]
                     adjacency.setdefault(mid, []).append(other)
                     back = adjacency.setdefault(other, [])
                     if mid not in back:
@@ -143,18 +212,42 @@ def named_speakers(query: str, roles: Iterable[str]) -> set[str]:
     return named
 
 
-def expand(
-    fused: dict[int, float], adjacency: dict[int, list[int]], gain: float
-) -> dict[int, float]:
-    """s'_i = s_i + gain * max(s of its neighbouring turns that were scored)."""
-    if gain == 0 or not adjacency:
-        return dict(fused)
-    out = dict(fused)
-    for mid, near in adjacency.items():  # only turns have neighbours: the rest stay as they are
-        s = fused.get(mid)
-        if s is None:
-            continue
-        vals = [fused[j] for j in near if j in fused]
-        if vals:
-            out[mid] = s + gain * max(vals)
+def expand(ids: np.ndarray, score: np.ndarray, prev: np.ndarray, nxt: np.ndarray, core: np.ndarray,
+           gain: float) -> np.ndarray:
+    """s'_i = s_i + gain * max(s_j) over the neighbouring turns j of i (``prev``/``nxt``, -1:
+    none) that are among ``ids``. A pair counts only when one of its turns is ``core`` (a
+    fused candidate): a neighbour brought in from outside lends only to the turn it neighbours."""
+    if gain == 0 or not len(ids):
+        return score
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    best = np.full(len(ids), -np.inf)
+    for near in (prev, nxt):
+        at = np.minimum(np.searchsorted(sorted_ids, near), len(ids) - 1)
+        j = order[at]
+        ok = (near >= 0) & (sorted_ids[at] == near) & (core | core[j])
+        best = np.where(ok, np.maximum(best, score[j]), best)
+    has = best > -np.inf
+    out = score.copy()
+    out[has] = score[has] + gain * best[has]
     return out
+
+
+class SqlTurnLinks:
+    """``EpisodeMap.links`` for ``ids`` and their neighbours, from SQL (when no map is kept)."""
+
+    def __init__(self, conn: sqlite3.Connection, ids: Iterable[int]):
+        adjacency, roles = episode_structure(conn, ids)
+        self.role_names = sorted(set(roles.values()))
+        code = {r: i for i, r in enumerate(self.role_names)}
+        self._role = {mid: code[r] for mid, r in roles.items()}
+        self._near = {mid: list(dict.fromkeys(near)) for mid, near in adjacency.items()}
+
+    def links(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        out = np.full((3, len(ids)), -1, dtype=np.int64)
+        for k, mid in enumerate(ids.tolist()):
+            near = self._near.get(mid, ())
+            for slot, other in enumerate(near[:2]):
+                out[slot, k] = other
+            out[2, k] = self._role.get(mid, -1)
+        return out[0], out[1], out[2]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Hashable, Iterable, Sequence
 
+import numpy as np
+
 RRF_K = 60
 
 
@@ -54,9 +56,38 @@ def moments(n: int, total: float, total_sq: float) -> tuple[float, float]:
     return mean, var ** 0.5
 
 
-def zscores(values: dict, mean: float, std: float) -> dict:
-    d = std + 1e-9
-    return {k: (v - mean) / d for k, v in values.items()}
+def keyword_moments(keyword: dict, scope_size: int) -> tuple[float, float]:
+    """Mean and spread of the keyword score over the scope: every memory the keyword channel
+    did not return counts as 0. Summed in the dict's order (a fixed order gives fixed bits)."""
+    kvals = list(keyword.values())
+    return moments(max(scope_size, len(keyword), 1), sum(kvals), sum(v * v for v in kvals))
+
+
+def zscore_arrays(
+    ids: np.ndarray,
+    keyword: dict,
+    vector: dict,
+    keyword_moments_: tuple[float, float],
+    vector_moments: tuple[float, float],
+    alpha: float,
+    keyword_std_floor: float = 0.5,
+    vector_std_floor: float = 0.05,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(fused, keyword z, vector z) of ``ids``: s = alpha * z(keyword) + (1 - alpha) * z(vector).
+
+    A candidate missing from ``keyword`` scores 0 there; one missing from ``vector`` gets the
+    scope's mean cosine (z = 0). The spreads have floors: in a store of a handful of memories
+    the measured spread is tiny and would blow a hair's difference up to a whole z-unit.
+    Elementwise float64 arithmetic, so each value has the bits of the scalar formula."""
+    n = len(ids)
+    k_mean, k_std = keyword_moments_
+    v_mean, v_std = vector_moments
+    kget, vget = keyword.get, vector.get
+    kv = np.fromiter((kget(c, 0.0) for c in ids.tolist()), dtype=np.float64, count=n)
+    vv = np.fromiter((vget(c, v_mean) for c in ids.tolist()), dtype=np.float64, count=n)
+    kz = (kv - k_mean) / (max(k_std, keyword_std_floor) + 1e-9)
+    vz = (vv - v_mean) / (max(v_std, vector_std_floor) + 1e-9)
+    return alpha * kz + (1.0 - alpha) * vz, kz, vz
 
 
 def zscore_fusion(
@@ -69,20 +100,15 @@ def zscore_fusion(
     vector_std_floor: float = 0.05,
     only: "Iterable | None" = None,
 ) -> tuple[dict, dict, dict]:
-    """s = alpha * z(keyword) + (1 - alpha) * z(vector) for every candidate.
+    """zscore_arrays as dicts, for every candidate of either channel.
 
     ``keyword``: raw scores of the keyword hits (0 for every other memory of the scope);
     ``vector``: cosine of each candidate; ``vector_moments``: mean and std of the cosine over
-    the whole scope. The spreads have floors: in a store of a handful of memories the
-    measured spread is tiny and would blow a hair's difference up to a whole z-unit.
-    ``only``: compute just these candidates (a candidate's values do not depend on which
-    others are computed with it). Returns (fused, keyword z, vector z)."""
-    candidates = set(keyword) | set(vector) if only is None else only
-    n = max(scope_size, len(keyword), 1)
-    kvals = list(keyword.values())
-    k_mean, k_std = moments(n, sum(kvals), sum(v * v for v in kvals))
-    kz = zscores({c: keyword.get(c, 0.0) for c in candidates}, k_mean, max(k_std, keyword_std_floor))
-    v_mean, v_std = vector_moments
-    vz = zscores({c: vector.get(c, v_mean) for c in candidates}, v_mean, max(v_std, vector_std_floor))
-    fused = {c: alpha * kz[c] + (1.0 - alpha) * vz[c] for c in candidates}
-    return fused, kz, vz
+    the whole scope. ``only``: compute just these candidates (a candidate's values do not
+    depend on which others are computed with it). Returns (fused, keyword z, vector z)."""
+    candidates = list(set(keyword) | set(vector) if only is None else only)
+    ids = np.array(candidates, dtype=np.int64)
+    fused, kz, vz = zscore_arrays(ids, keyword, vector, keyword_moments(keyword, scope_size), vector_moments, alpha,
+                                  keyword_std_floor, vector_std_floor)
+    return (dict(zip(candidates, fused.tolist())), dict(zip(candidates, kz.tolist())),
+            dict(zip(candidates, vz.tolist())))

@@ -434,15 +434,24 @@ class OutcomeModel:
         created = created_at(conn, [i for i in untried if i not in offered]) if explore and since is not None else {}
         closest = self.closest_success(models.values(), q)
         out = {}
+        # Without outcome rows an assessment depends on the prior and the status alone, and most
+        # candidates share them: build each once per recall (assessments are never mutated).
+        unjudged: dict[tuple[float, str | None], Assessment] = {}
         for mid, u in candidates.items():
             m = models.get(mid, self._empty)
             status = None
-            if explore and m.n == 0:
-                if mid in offered:
-                    status = "passed-over"
-                elif since is not None and created.get(mid, since) > since:
-                    status = "newcomer"
-            out[mid] = self.assess_model(m, q, u if m.n == 0 else 0.5, explore, status, closest)
+            if m.n == 0:
+                if explore:
+                    if mid in offered:
+                        status = "passed-over"
+                    elif since is not None and created.get(mid, since) > since:
+                        status = "newcomer"
+                a = unjudged.get((u, status))
+                if a is None:
+                    a = unjudged[(u, status)] = self.assess_model(m, q, u, explore, status, closest)
+                out[mid] = a
+            else:
+                out[mid] = self.assess_model(m, q, 0.5, explore, status, closest)
         return out
 
     def offered(self, conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:

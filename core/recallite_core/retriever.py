@@ -18,13 +18,13 @@ import numpy as np
 from . import policy
 from .config import RecalliteConfig
 from .embedder import Embedder
-from .conversation_ranking import EpisodeMap, episode_structure, expand, named_speakers
+from .conversation_ranking import EpisodeMap, SqlTurnLinks, expand, named_speakers
 from .episodes import chunk_channel, needs_id_list
 from .codec import decode_vector
 from .errors import ScanError, WorkerTimeoutError
 from .fts import fts_query, query_terms
 from .keyword_index import KeywordIndexes, StaleIndex, top_order
-from .fusion import keyword_weight, reciprocal_rank_fusion, zscore_fusion
+from .fusion import keyword_moments, keyword_weight, reciprocal_rank_fusion, zscore_arrays
 from .learning import Assessment, OutcomeModel, outcome_reasons
 from .models import Memory, RecallHit, ScoreBreakdown
 from .rows import load_memories
@@ -87,6 +87,33 @@ class RecallFilter:
             where.append(f"({alias}.valid_until IS NULL OR {alias}.valid_until > ?)")
             params.append(self.valid_at)
         return " AND ".join(where) or "1", params
+
+
+@dataclass
+class Fused:
+    """The fused candidates of one recall, as parallel arrays: score, and what explains it
+    (z of each channel, the neighbouring turn's share, the speaker boost; None: not computed)."""
+
+    ids: np.ndarray
+    score: np.ndarray
+    kz: np.ndarray | None = None
+    vz: np.ndarray | None = None
+    share: np.ndarray | None = None
+    boost: np.ndarray | None = None
+
+    def about(self, ids: list[int]) -> tuple[dict, dict, dict, dict]:
+        """(keyword z, vector z, neighbour share, speaker boost) of ``ids``, as dicts that hold
+        only what applies (no share or boost where it is 0)."""
+        where = {mid: k for k, mid in enumerate(self.ids.tolist())}
+        out: tuple[dict, dict, dict, dict] = ({}, {}, {}, {})
+        for mid in ids:
+            k = where.get(mid)
+            if k is None:
+                continue
+            for d, arr, sparse in zip(out, (self.kz, self.vz, self.share, self.boost), (False, False, True, True)):
+                if arr is not None and (not sparse or arr[k] != 0):
+                    d[mid] = float(arr[k])
+        return out
 
 
 def flags_of(mem: Memory) -> list[str]:
@@ -531,49 +558,58 @@ class Retriever:
                     lst.append((other, title, status, effective[(a, b)]))
         return out
 
-    def _episode_structure(self, conn: sqlite3.Connection, ids: list[int]):
+    def _turn_links(self, conn: sqlite3.Connection, ids: np.ndarray):
+        """Where the turns among ``ids`` sit: the episode map (kept in memory), else SQL."""
         em = self.episode_map
-        if em is None:
-            return episode_structure(conn, ids)
-        try:
-            em.sync(conn, self._counter(conn))
-        except sqlite3.Error as exc:
-            log.warning("episode map dropped, SQL answers this recall: %s", exc)
-            em.reset()
-            return episode_structure(conn, ids)
-        return em.structure(ids)
+        if em is not None:
+            try:
+                em.sync(conn, self._counter(conn))
+                if em.usable:
+                    return em
+            except sqlite3.Error as exc:
+                log.warning("episode map dropped, SQL answers this recall: %s", exc)
+                em.reset()
+        return SqlTurnLinks(conn, ids.tolist())
 
     # -- the whole recall -------------------------------------------------------------------------------
-    def conversation_signals(self, conn, query, qvec, flt, kscore, sims, scope_size, vmoments, alpha, fused, kz, vz, use_vec):
+    def conversation_signals(self, conn, query, qvec, flt, kscore, sims, kmoments, vmoments, alpha, fz: "Fused",
+                             use_vec) -> "Fused":
         """Neighbouring turns and named speakers (conversation_ranking.py). Neighbours of scored
         turns are scored too: they lend their score, and those passing the filter compete."""
         cfg = self.config
-        if (not cfg.neighbour_gain and not cfg.speaker_boost) or not self.episodes_present(conn):
-            return fused, {}, {}
-        adjacency, roles = self._episode_structure(conn, list(fused))
-        if not roles:
-            return fused, {}, {}
-        outside = {j for near in adjacency.values() for j in near if j not in fused}
-        allowed: set[int] = set()
-        if outside:
+        if (not cfg.neighbour_gain and not cfg.speaker_boost) or not self.episodes_present(conn) or not len(fz.ids):
+            return fz
+        links = self._turn_links(conn, fz.ids)
+        prev, nxt, role = links.links(fz.ids)
+        turn = role >= 0
+        if not turn.any():
+            return fz
+        near = np.concatenate((prev[turn], nxt[turn]))
+        outside = np.setdiff1d(near[near >= 0], fz.ids)  # sorted, unique
+        n = len(fz.ids)
+        ids, score, kz, vz = fz.ids, fz.score, fz.kz, fz.vz
+        keep = np.ones(n, dtype=bool)
+        if len(outside):
             if use_vec:
-                sims.update(self.similarities(conn, qvec, list(outside)))
+                sims.update(self.similarities(conn, qvec, outside.tolist()))
             # Only the new candidates: the others' values would come out the same.
-            fresh, kz2, vz2 = zscore_fusion(kscore, sims, scope_size, vmoments, alpha, only=outside)
-            scored = {**fused, **fresh}
-            kz.update(kz2)
-            vz.update(vz2)
-            allowed = self.passing(conn, list(outside), flt)
-        else:
-            scored = fused
-        expanded = expand(scored, adjacency, cfg.neighbour_gain)
-        keep = set(fused) | allowed
-        share = {i: expanded[i] - scored[i] for i in keep if expanded[i] != scored[i]}
-        boost: dict[int, float] = {}
+            ofused, okz, ovz = zscore_arrays(outside, kscore, sims, kmoments, vmoments, alpha)
+            ok = self.passing(conn, outside.tolist(), flt)
+            oprev, onxt, orole = links.links(outside)
+            ids, score = np.concatenate((ids, outside)), np.concatenate((score, ofused))
+            kz, vz = np.concatenate((kz, okz)), np.concatenate((vz, ovz))
+            prev, nxt, role = np.concatenate((prev, oprev)), np.concatenate((nxt, onxt)), np.concatenate((role, orole))
+            keep = np.concatenate((keep, np.fromiter((i in ok for i in outside.tolist()), dtype=bool, count=len(outside))))
+        core = np.arange(len(ids)) < n
+        expanded = expand(ids, score, prev, nxt, core, cfg.neighbour_gain)
+        boost = np.zeros(len(ids))
         if cfg.speaker_boost:
-            named = named_speakers(query, roles.values())
-            boost = {i: cfg.speaker_boost for i in keep if roles.get(i) in named}
-        return {i: expanded[i] + boost.get(i, 0.0) for i in keep}, share, boost
+            codes = np.unique(role[keep & (role >= 0)]).tolist()
+            named = named_speakers(query, [links.role_names[c] for c in codes])
+            if named:
+                hit = keep & np.isin(role, [c for c in codes if links.role_names[c] in named])
+                boost[hit] = cfg.speaker_boost
+        return Fused(ids[keep], (expanded + boost)[keep], kz[keep], vz[keep], (expanded - score)[keep], boost[keep])
 
     def query_vector(self, query: str) -> np.ndarray:
         return self.query_cache.get(self.embedder, query)
@@ -605,10 +641,12 @@ class Retriever:
                 vec = []
             alpha = None
             if cfg.fusion == "rrf":
-                base = reciprocal_rank_fusion(
+                rrf = reciprocal_rank_fusion(
                     [[i for i, _ in kw], [i for i, _ in vec]], [cfg.keyword_weight, cfg.vector_weight], cfg.rrf_k
                 )
-                kz = vz = nshare = sboost = {}
+                fz = Fused(np.fromiter(rrf, dtype=np.int64, count=len(rrf)),
+                           np.fromiter(rrf.values(), dtype=np.float64, count=len(rrf)))
+                base = fz.score
             else:
                 sims = dict(vec)
                 if use_vec:
@@ -622,20 +660,25 @@ class Retriever:
                 vmoments = stats_moments(vstats)
                 kscore = dict(kw)
                 if use_kw:
+                    wk = cfg.window_keyword_weight
                     for i, w in self.window_channel(conn, query, flt, depth):
-                        kscore[i] = kscore.get(i, 0.0) + cfg.window_keyword_weight * w
-                fused, kz, vz = zscore_fusion(kscore, sims, vstats[0], vmoments, alpha)
-                fused, nshare, sboost = self.conversation_signals(conn, query, qvec, flt, kscore, sims, vstats[0],
-                                                                  vmoments, alpha, fused, kz, vz, use_vec)
+                        kscore[i] = kscore.get(i, 0.0) + wk * w
+                kmoments = keyword_moments(kscore, vstats[0])
+                ids = np.array(list(kscore.keys() | sims.keys()), dtype=np.int64)
+                fused, kz, vz = zscore_arrays(ids, kscore, sims, kmoments, vmoments, alpha)
+                fz = self.conversation_signals(conn, query, qvec, flt, kscore, sims, kmoments, vmoments, alpha,
+                                               Fused(ids, fused, kz, vz), use_vec)
                 # exp keeps the score positive, so policy factors scale it the same way whatever its sign.
-                base = {i: math.exp(min(50.0, s)) for i, s in fused.items()}
-            ordered = sorted(base.items(), key=lambda kv: (-kv[1], kv[0]))
+                base = np.array([math.exp(min(50.0, s)) for s in fz.score.tolist()])
+            order = np.lexsort((fz.ids, -base))
+            ordered = list(zip(fz.ids[order].tolist(), base[order].tolist()))
             trust: dict[int, float] = {}
             if min_trust is not None:  # filter every fused candidate before the pool is cut
                 trust = trust_scores(conn, [i for i, _ in ordered], half_life_days=cfg.trust_half_life_days)
                 ordered = [(i, s) for i, s in ordered if trust.get(i, 0.0) >= min_trust]
             pool = ordered[: max(cfg.rerank_pool, limit * 3)]
             pool_ids = [i for i, _ in pool]
+            pooled = dict(pool)
             contra = self.contradictions(conn, pool_ids, flt.scopes)
             # The policy factors need a few columns of each pooled memory; whole memories
             # (and their explanations) are built only for the hits that are returned.
@@ -652,7 +695,7 @@ class Retriever:
                     judged.factor if judged else policy.outcome_factor(usefulness, cfg.outcome_gain),
                     policy.contradiction_factor(sum(1 for a in contra.get(mid, []) if a[3])),
                 )
-                fusion_score = base[mid]
+                fusion_score = pooled[mid]
                 final = fusion_score * factors[0] * factors[1] * factors[2] * factors[3] * factors[4]
                 scored.append((final, f"mem_{mid}", mid, fusion_score, factors))
             scored.sort(key=lambda t: (-t[0], t[1]))
@@ -667,6 +710,7 @@ class Retriever:
                 trust = trust_scores(conn, final_ids, half_life_days=cfg.trust_half_life_days)
         kw_rank = {i: (r, s) for r, (i, s) in enumerate(kw, start=1)}
         vec_rank = {i: (r, s) for r, (i, s) in enumerate(vec, start=1)}
+        kz, vz, nshare, sboost = fz.about([t[2] for t in scored])
         hits: list[RecallHit] = []
         for final, _, mid, fusion_score, factors in scored:
             mem = memories.get(mid)

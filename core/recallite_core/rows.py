@@ -27,32 +27,32 @@ def memory_from_row(row: sqlite3.Row | tuple) -> Memory:
         updated_at, superseded_by, chash, tokens, valid_until,
     ) = row
     # Rows come from our own schema (validated on the way in): construct without re-validating.
-    return Memory.model_construct(
-        id=f"mem_{mid}",
-        type=mtype,
-        title=title,
-        content=content,
-        status=status,
-        source=Source.model_construct(type=source_type, id=source_id),
-        scope=scope,
-        session=session,
-        tags=json.loads(tags),
-        metadata=json.loads(metadata),
-        confidence=confidence,
-        usefulness=usefulness,
-        importance=importance,
-        success_count=success_count,
-        failure_count=failure_count,
-        access_count=access_count,
-        last_accessed_at=ts(last_accessed_at),
-        created_at=ts(created_at),
-        updated_at=ts(updated_at),
-        superseded_by=None if superseded_by is None else f"mem_{superseded_by}",
-        content_hash=chash,
-        tokens=tokens,
-        valid_until=ts(valid_until),
-        layer=TYPE_LAYER.get(mtype),  # model_construct runs no validators: set what they would derive
-    )
+    return _new_memory({
+        "id": f"mem_{mid}",
+        "type": mtype,
+        "title": title,
+        "content": content,
+        "status": status,
+        "source": _new_source({"type": source_type, "id": source_id}),
+        "scope": scope,
+        "session": session,
+        "tags": json.loads(tags),
+        "metadata": json.loads(metadata),
+        "confidence": confidence,
+        "usefulness": usefulness,
+        "importance": importance,
+        "success_count": success_count,
+        "failure_count": failure_count,
+        "access_count": access_count,
+        "last_accessed_at": ts(last_accessed_at),
+        "created_at": ts(created_at),
+        "updated_at": ts(updated_at),
+        "superseded_by": None if superseded_by is None else f"mem_{superseded_by}",
+        "content_hash": chash,
+        "tokens": tokens,
+        "valid_until": ts(valid_until),
+        "layer": TYPE_LAYER.get(mtype),  # no validators run: set what they would derive
+    })
 
 
 def _constructor(cls):
@@ -86,6 +86,14 @@ def _constructor(cls):
 
 _new_memory = _constructor(Memory)
 _new_source = _constructor(Source)
+_new_episode = _constructor(EpisodeInfo)
+
+
+def _set_field(model, name: str, value) -> None:
+    """What plain attribute assignment on a model without validate_assignment does, minus its
+    checks (a recall fills these on every hit)."""
+    model.__dict__[name] = value
+    model.__pydantic_fields_set__.add(name)
 
 
 def new_memory(mid: int, p, at: datetime, episode: EpisodeInfo | None = None, category: str | None = None) -> Memory:
@@ -145,9 +153,10 @@ def attach_extras(conn: sqlite3.Connection, mems: dict[int, Memory]) -> dict[int
         for mid, session, role, seq, event_at in conn.execute(
             f"SELECT memory_id, session, role, seq, event_at FROM episodes WHERE memory_id IN ({marks})", chunk
         ):
-            mems[mid].episode = EpisodeInfo(session=session or None, role=role, seq=seq, timestamp=ts(event_at))
+            _set_field(mems[mid], "episode", _new_episode({"session": session or None, "role": role, "seq": seq,
+                                                           "timestamp": ts(event_at)}))
         for mid, category in conn.execute(
             f"SELECT memory_id, category FROM memory_categories WHERE memory_id IN ({marks})", chunk
         ):
-            mems[mid].category = category
+            _set_field(mems[mid], "category", category)
     return mems
