@@ -174,3 +174,54 @@ def test_recall_with_the_keyword_cache_asks_fts5_nothing_once_warm(tmp_path):
         assert len(recall_statements) <= 14 * len(qs), recall_statements
     finally:
         m.close()
+
+
+def test_dense_row_map_follows_upserts_deletes_and_compaction():
+    rng = np.random.default_rng(5)
+    idx = VectorIndex(8)
+
+    def rows(ids):
+        return [(int(i), "s", "active", "fact", None, rng.standard_normal(8).astype(np.float32).tobytes()) for i in ids]
+
+    def check():
+        probe = np.array(sorted(set(idx.row_of) | {0, 1, 5000, 99_999, 10**9}), dtype=np.int64)
+        assert idx.rows_of(probe).tolist() == [idx.row_of.get(i, -1) for i in probe.tolist()]
+
+    idx._upsert(rows(range(1, 3000)))
+    check()
+    for mid in range(1, 3000, 2):
+        idx._remove(mid)
+    check()
+    idx._upsert(rows([5, 7, 4000]))  # back after a delete, and a new one
+    check()
+    idx._compact()
+    check()
+    idx._upsert(rows([VectorIndex.MAX_DENSE_ID + 3]))  # too large for the array: the dict answers
+    assert idx._rows is None
+    check()
+
+
+def test_passing_mask_agrees_with_sql_for_ids_with_and_without_vectors(tmp_path):
+    from recallite_core.retriever import RecallFilter
+
+    m = Recallite.open(str(tmp_path / "m.db"), embedder="hash")
+    try:
+        made = m.remember_many(list(memories(300, seed=9)))
+        ids = [int(x.id[4:]) for x in made]
+        m.deprecate(made[0].id, reason="t")
+        with m.store.transaction() as conn:  # a row without a vector: SQL must answer for it
+            conn.execute("DELETE FROM vectors WHERE memory_id = ?", (ids[1],))
+        m.recall("warm the index", limit=3)  # the matrix is current: its columns answer the rest
+        assert m.index.seq == m.store.change_counter() and m.index.rows_of(np.array([ids[1]]))[0] == -1
+        probe = np.array(ids[:40] + [10**6], dtype=np.int64)
+        for flt in (RecallFilter(scopes=("proj-alpha",), statuses=("active", "candidate", "validated"), types=None,
+                                 tags=None, sessions=None),
+                    RecallFilter(scopes=None, statuses=("active",), types=("lesson", "fact"), tags=None, sessions=None)):
+            with m.store.reading() as conn:
+                got = m.retriever.passing_mask(conn, probe, flt)
+                where, params = flt.sql("m")
+                want = {r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)}
+            assert got.tolist() == [i in want for i in probe.tolist()]
+            assert got.any() and not got.all()
+    finally:
+        m.close()

@@ -268,13 +268,15 @@ class KeywordIndex:
         if post is not None:
             self.postings.move_to_end(term)
         else:
-            # Raw instances (doc, column), in the index's order: about twice as fast as letting
-            # SQLite group them, and numpy counts them.
+            # Every instance as doc * columns + column, in the index's order, in one string:
+            # a row per instance cost a Python tuple each (most of a common word's load).
+            ncols = len(self.columns)
             case = " ".join(f"WHEN '{c}' THEN {i}" for i, c in enumerate(self.columns))
-            inst = conn.execute(
-                f"SELECT doc, CASE col {case} END FROM {self._vocab(conn)} WHERE term = ?", (term,)
-            ).fetchall()
-            docs, freq = self._count_instances(np.array(inst, dtype=np.int64).reshape(-1, 2))
+            packed = conn.execute(
+                f"SELECT group_concat(doc * {ncols} + CASE col {case} END) FROM {self._vocab(conn)} WHERE term = ?",
+                (term,),
+            ).fetchone()[0]
+            docs, freq = self._count_instances(np.fromstring(packed or "", dtype=np.int64, sep=","))
             slot_of = self.slot_of
             if any(d not in slot_of for d in docs.tolist()):
                 raise StaleIndex(f"{self.table} holds rows this cache has not seen")
@@ -287,15 +289,24 @@ class KeywordIndex:
             self.cached_postings += post.size
         return post
 
-    def _count_instances(self, inst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(docs, weighted frequency) from (doc, column) instance rows. The weight of a column is
-        added once per instance, columns in order, as FTS5's bm25 adds them: same rounding."""
-        if not len(inst):
+    def _count_instances(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(docs, weighted frequency) from instance keys (doc * columns + column). The weight of
+        a column is added once per instance, columns in order, as FTS5's bm25 adds them: same
+        rounding."""
+        if not len(keys):
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         ncols = len(self.columns)
-        keys, counts = np.unique(inst[:, 0] * ncols + inst[:, 1], return_counts=True)
-        docs_all = keys // ncols
-        docs, where = np.unique(docs_all, return_inverse=True)
+        steps = np.diff(keys)
+        if (steps >= 0).all():  # the index's order (doc, column): count runs, no sort
+            starts = np.concatenate(([0], np.flatnonzero(steps) + 1))
+            counts = np.diff(np.append(starts, len(keys)))
+            keys = keys[starts]
+        else:
+            keys, counts = np.unique(keys, return_counts=True)
+        docs_all = keys // ncols  # sorted: each document's keys are together
+        first = np.ones(len(keys), dtype=bool)
+        first[1:] = docs_all[1:] != docs_all[:-1]
+        docs, where = docs_all[first], np.cumsum(first) - 1
         per_col = np.zeros((len(docs), ncols), dtype=np.int64)
         per_col[where, keys % ncols] = counts
         freq = np.zeros(len(docs), dtype=np.float64)
@@ -329,8 +340,17 @@ class KeywordIndex:
         if term is None:
             return None
         slots, _ = self.live_postings(conn, term)
-        have = set(self.ids[slots].tolist()) if len(slots) else set()
-        return {i for i in ids if i in have}
+        get = self.slot_of.get
+        mine = np.fromiter((get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+        hit = self._hit  # the bm25 scratch mask: all False between calls
+        if len(hit) < self.n:
+            hit = self._hit = np.zeros(len(self.ids), dtype=bool)
+        hit[slots] = True
+        try:
+            held = hit[mine] & (mine >= 0)
+        finally:
+            hit[slots] = False
+        return {i for i, h in zip(ids, held.tolist()) if h}
 
     def bm25(self, conn: sqlite3.Connection, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
         """(ids, scores) of every live row matching any word; score = -bm25(), higher is better.

@@ -199,29 +199,32 @@ class Retriever:
             kx.reset()
             return None
 
-    def passing(self, conn: sqlite3.Connection, ids: list[int], flt: RecallFilter) -> set[int]:
-        """Which of ``ids`` pass the filter. From the inline matrix's own columns (status,
-        scope, type, session) when it is current, else (and for tags, roles, categories) SQL."""
+    def passing_mask(self, conn: sqlite3.Connection, ids: np.ndarray, flt: RecallFilter) -> np.ndarray:
+        """Whether each of ``ids`` passes the filter. From the inline matrix's own columns
+        (status, scope, type, session) when it is current, else (and for tags, roles,
+        categories) SQL."""
         idx = self.index
-        rest = ids
-        out: set[int] = set()
+        out = np.zeros(len(ids), dtype=bool)
+        rest = np.arange(len(ids))
         if idx.n and not needs_id_list(flt) and idx.seq == self._counter(conn):
             mask = idx.mask(ScanFilter(scopes=flt.scopes, statuses=flt.statuses, types=flt.types, sessions=flt.sessions))
+            rows = idx.rows_of(ids)
+            have = rows >= 0
+            out[have] = mask[rows[have]]
             expired = self.expired_ids(conn, flt.valid_at)
-            rest = []
-            for mid in ids:
-                row = idx.row_of.get(mid)
-                if row is None:
-                    rest.append(mid)  # no vector (yet): ask SQL
-                elif mask[row] and mid not in expired:
-                    out.add(mid)
-        if rest:
+            if expired:
+                out &= ~np.isin(ids, np.fromiter(expired, dtype=np.int64, count=len(expired)))
+            rest = np.flatnonzero(~have)  # no vector (yet): ask SQL
+        if len(rest):
             where, params = flt.sql("m")
-            for i in range(0, len(rest), 900):
-                chunk = rest[i : i + 900]
-                out.update(r[0] for r in conn.execute(
+            todo = ids[rest].tolist()
+            ok: set[int] = set()
+            for i in range(0, len(todo), 900):
+                chunk = todo[i : i + 900]
+                ok.update(r[0] for r in conn.execute(
                     f"SELECT m.id FROM memories m WHERE m.id IN ({','.join('?' * len(chunk))}) AND {where}",
                     [*chunk, *params]))
+            out[rest] = np.fromiter((i in ok for i in todo), dtype=bool, count=len(todo))
         return out
 
     def _counter(self, conn: sqlite3.Connection) -> int:
@@ -250,11 +253,10 @@ class Retriever:
         while True:
             k = inner if inner < len(ids) else None
             order = top_order(ids, scores, k)
-            cand = ids[order].tolist()
-            passing = self.passing(conn, cand, flt)
-            kept = [(mid, float(scores[j])) for mid, j in zip(cand, order.tolist()) if mid in passing]
-            if len(kept) >= depth or k is None:
-                return kept[:depth]
+            order = order[self.passing_mask(conn, ids[order], flt)]
+            if len(order) >= depth or k is None:
+                order = order[:depth]
+                return list(zip(ids[order].tolist(), scores[order].tolist()))
             inner *= 8
 
     def keyword_channel(self, conn: sqlite3.Connection, query: str, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
@@ -333,8 +335,10 @@ class Retriever:
         self._counted = (len(self.index), self.index.seq)
 
     # Inline matrices at least this large (rows x dims) are scanned in a helper thread
-    # while the FTS query runs; below it a thread hand-off costs more than it saves.
-    PARALLEL_SCAN_OPS = 2_000_000
+    # while the keyword channel runs. Below it the hand-off and the two threads' turns at the
+    # GIL cost more than the overlap saves (measured on 2 cores: at 10k x 384 the threaded
+    # recall was slower, most of all on a busy machine).
+    PARALLEL_SCAN_OPS = 16_000_000
 
     def _inline_channels(self, conn, query: str, qvec: np.ndarray, flt: RecallFilter, depth: int):
         """Keyword and inline vector channels; a large matrix is scanned in a helper thread
@@ -422,20 +426,13 @@ class Retriever:
     def similarities(self, conn: sqlite3.Connection, qvec: np.ndarray, ids: list[int]) -> dict[int, float]:
         """Exact cosine for candidates the vector top-k did not include (keyword-only hits)."""
         out: dict[int, float] = {}
-        missing = []
-        found: list[int] = []
-        rows: list[int] = []
-        row_of = self.index.row_of
-        for i in ids:
-            r = row_of.get(i)
-            if r is None:
-                missing.append(i)
-            else:
-                found.append(i)
-                rows.append(r)
+        arr = np.asarray(ids, dtype=np.int64)
+        rows = self.index.rows_of(arr)
+        have = rows >= 0
+        missing = arr[~have].tolist()
         q64 = qvec.astype(np.float64)
-        if rows:  # one gather for all of them; exact_scores gives each row the same bits anywhere
-            out.update(zip(found, exact_scores(self.index.matrix[rows], q64).tolist()))
+        if have.any():  # one gather for all of them; exact_scores gives each row the same bits anywhere
+            out.update(zip(arr[have].tolist(), exact_scores(self.index.matrix[rows[have]], q64).tolist()))
         for i in range(0, len(missing), 500):
             chunk = missing[i : i + 500]
             got = conn.execute(
@@ -584,8 +581,9 @@ class Retriever:
         turn = role >= 0
         if not turn.any():
             return fz
-        near = np.concatenate((prev[turn], nxt[turn]))
-        outside = np.setdiff1d(near[near >= 0], fz.ids)  # sorted, unique
+        near = set(prev[turn].tolist()) | set(nxt[turn].tolist())
+        near.discard(-1)
+        outside = np.array(sorted(near.difference(fz.ids.tolist())), dtype=np.int64)
         n = len(fz.ids)
         ids, score, kz, vz = fz.ids, fz.score, fz.kz, fz.vz
         keep = np.ones(n, dtype=bool)
@@ -594,12 +592,11 @@ class Retriever:
                 sims.update(self.similarities(conn, qvec, outside.tolist()))
             # Only the new candidates: the others' values would come out the same.
             ofused, okz, ovz = zscore_arrays(outside, kscore, sims, kmoments, vmoments, alpha)
-            ok = self.passing(conn, outside.tolist(), flt)
             oprev, onxt, orole = links.links(outside)
             ids, score = np.concatenate((ids, outside)), np.concatenate((score, ofused))
             kz, vz = np.concatenate((kz, okz)), np.concatenate((vz, ovz))
             prev, nxt, role = np.concatenate((prev, oprev)), np.concatenate((nxt, onxt)), np.concatenate((role, orole))
-            keep = np.concatenate((keep, np.fromiter((i in ok for i in outside.tolist()), dtype=bool, count=len(outside))))
+            keep = np.concatenate((keep, self.passing_mask(conn, outside, flt)))
         core = np.arange(len(ids)) < n
         expanded = expand(ids, score, prev, nxt, core, cfg.neighbour_gain)
         boost = np.zeros(len(ids))

@@ -43,6 +43,9 @@ def _explain(exc: sqlite3.Error, path: str | None) -> StoreError:
 class Store:
     """One SQLite connection with WAL, a lock for threads, and BEGIN IMMEDIATE writes."""
 
+    #: SQLite page cache per connection, in KiB (PRAGMA cache_size; its default is 2 MB).
+    cache_kib = 64 * 1024
+
     def __init__(self, path: str | os.PathLike | None, *, busy_timeout_ms: int = 5000, read_only: bool = False):
         self.path = None if path in MEMORY_PATHS else os.path.abspath(os.path.expanduser(os.fspath(path)))
         self.read_only = read_only
@@ -129,6 +132,10 @@ class Store:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA temp_store = MEMORY")
+            # A recall reads a few dozen rows at random; SQLite's default 2 MB page cache holds
+            # little of a 10k store, so each read went to the OS. The cache fills only as pages
+            # are read, so a small store pays for what it uses.
+            conn.execute(f"PRAGMA cache_size = {-int(self.cache_kib)}")
             if self.read_only:
                 conn.execute("PRAGMA query_only = ON")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()

@@ -93,6 +93,9 @@ class VectorIndex:
         self.session = np.empty(0, dtype=np.int32)
         self.alive = np.empty(0, dtype=bool)
         self.row_of: dict[int, int] = {}
+        # The same map as an array indexed by id (-1: none), for lookups of many ids at once;
+        # None once an id is too large to index densely (row_of answers then).
+        self._rows: np.ndarray | None = np.full(0, -1, dtype=np.int64)
         self.dead = 0
         self.max_norm = 0.0  # largest row norm seen: bounds the float32 scan error
         self._scope_codes: dict[str, int] = {}
@@ -131,8 +134,34 @@ class VectorIndex:
     def _keep(self, mid: int) -> bool:
         return self.shard is None or mid % self.shard[1] == self.shard[0]
 
+    MAX_DENSE_ID = 1 << 27
+
+    def _map_rows(self, mids: np.ndarray, rows: np.ndarray) -> None:
+        if self._rows is None or not len(mids):
+            return
+        top = int(mids.max())
+        if top >= len(self._rows):
+            if top >= self.MAX_DENSE_ID:
+                self._rows = None
+                return
+            grown = np.full(max(1024, top + 1, 2 * len(self._rows)), -1, dtype=np.int64)
+            grown[: len(self._rows)] = self._rows
+            self._rows = grown
+        self._rows[mids] = rows
+
+    def rows_of(self, mids: np.ndarray) -> np.ndarray:
+        """The matrix row of each id (-1: no vector here)."""
+        dense = self._rows
+        if dense is None:
+            get = self.row_of.get
+            return np.fromiter((get(m, -1) for m in mids.tolist()), dtype=np.int64, count=len(mids))
+        inside = (mids >= 0) & (mids < len(dense))
+        return np.where(inside, dense[np.where(inside, mids, 0)], -1) if len(dense) else np.full(len(mids), -1)
+
     def _remove(self, mid: int) -> None:
         row = self.row_of.pop(mid, None)
+        if self._rows is not None and row is not None:
+            self._rows[mid] = -1
         if row is not None and self.alive[row]:
             self.alive[row] = False
             self.dead += 1
@@ -163,6 +192,7 @@ class VectorIndex:
             for pos, row in zip(new_pos.tolist(), new_rows.tolist()):
                 row_of[mids[pos]] = row
             self.ids[new_rows] = np.asarray(mids, dtype=np.int64)[new_pos]
+            self._map_rows(self.ids[new_rows], new_rows)
             self.alive[new_rows] = True
             self.n += len(new_pos)
         self.matrix[targets] = vecs
@@ -182,6 +212,9 @@ class VectorIndex:
         self.n = n
         self.dead = 0
         self.row_of = dict(zip(self.ids[:n].tolist(), range(n)))
+        if self._rows is not None:
+            self._rows[:] = -1
+            self._map_rows(self.ids[:n], np.arange(n))
 
     def reset(self) -> None:
         self.__init__(self.dimensions, self.shard)
@@ -230,36 +263,39 @@ class VectorIndex:
     # -- search -----------------------------------------------------------------------------
     def mask(self, flt: ScanFilter | None) -> np.ndarray:
         """Rows that are alive and pass the filter (a lookup table per column, no isin)."""
+        return self._filtered(flt)[0]
+
+    def _filtered(self, flt: ScanFilter | None) -> tuple[np.ndarray, np.ndarray | None]:
+        """(mask, rows passing it; None when every row does), cached per column filter."""
         n = self.n
         key = None if flt is None else flt.key()
         if key is not None:
             hit = self._masks.get(key)
             if hit is not None and hit[1] == n:
-                return hit[0]
+                return hit[0], hit[2]
         mask = self.alive[:n].copy()
-        if flt is None:
-            return mask
+        if flt is not None:
+            def keep(column: np.ndarray, codes: list[int], size: int) -> None:
+                lut = np.zeros(max(size, 1), dtype=bool)
+                lut[[c for c in codes if c is not None]] = True
+                np.logical_and(mask, lut[column[:n]], out=mask)
 
-        def keep(column: np.ndarray, codes: list[int], size: int) -> None:
-            lut = np.zeros(max(size, 1), dtype=bool)
-            lut[[c for c in codes if c is not None]] = True
-            np.logical_and(mask, lut[column[:n]], out=mask)
-
-        if flt.scopes is not None:
-            keep(self.scope, [self._scope_codes.get(s) for s in flt.scopes], len(self._scope_codes))
-        if flt.statuses is not None:
-            keep(self.status, [STATUS_CODE[s] for s in flt.statuses], len(STATUS_CODE))
-        if flt.types is not None:
-            keep(self.type, [TYPE_CODE[t] for t in flt.types], len(TYPE_CODE))
-        if flt.sessions is not None:
-            keep(self.session, [self._session_codes.get(s) for s in flt.sessions], len(self._session_codes))
-        if flt.allowed_ids is not None:
-            mask &= np.isin(self.ids[:n], flt.allowed_ids)
+            if flt.scopes is not None:
+                keep(self.scope, [self._scope_codes.get(s) for s in flt.scopes], len(self._scope_codes))
+            if flt.statuses is not None:
+                keep(self.status, [STATUS_CODE[s] for s in flt.statuses], len(STATUS_CODE))
+            if flt.types is not None:
+                keep(self.type, [TYPE_CODE[t] for t in flt.types], len(TYPE_CODE))
+            if flt.sessions is not None:
+                keep(self.session, [self._session_codes.get(s) for s in flt.sessions], len(self._session_codes))
+            if flt.allowed_ids is not None:
+                mask &= np.isin(self.ids[:n], flt.allowed_ids)
+        rows = None if mask.all() else np.flatnonzero(mask)
         if key is not None:
             if len(self._masks) >= self.MASK_CACHE:
                 self._masks.pop(next(iter(self._masks)))
-            self._masks[key] = (mask, n)
-        return mask
+            self._masks[key] = (mask, n, rows)
+        return mask, rows
 
     def search(self, query: np.ndarray, k: int, flt: ScanFilter | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k memory ids and exact (float64) cosine similarities among rows passing the filter."""
@@ -276,10 +312,12 @@ class VectorIndex:
             return (*_EMPTY, (0, 0, 0))
         q = np.ascontiguousarray(query, dtype=np.float32)
         if (flt is None or flt.unfiltered) and self.dead == 0:
+            rows = None
+        else:
+            rows = self._filtered(flt)[1]
+        if rows is None:  # every row passes (common: the default statuses cover everything)
             scores = dot_rows(self.matrix[:n], q)
             return (*self._top(scores, None, k, q), _stats(scores))
-        mask = self.mask(flt)
-        rows = np.flatnonzero(mask)
         if len(rows) == 0:
             return (*_EMPTY, (0, 0, 0))
         if len(rows) * 3 < n:  # a narrow filter: gather the rows, scan only them
