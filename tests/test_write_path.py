@@ -509,3 +509,27 @@ def test_loaded_memories_are_what_validation_would_build(tmp_path):
         assert got[int(plain.id[4:])].episode is None and "episode" not in got[int(plain.id[4:])].model_fields_set
     finally:
         m.close()
+
+
+def test_batches_appending_to_sessions_keep_one_window_row_per_turn(file_mem):
+    """write_windows skips the delete for turns inserted in the same transaction (their ids
+    are new); the previous turn's row is still rewritten. Checked over batches that append to
+    sessions holding turns from earlier batches, against migration 0007's definition, the
+    FTS5 integrity check, and after reindex (rebuild_windows) and forget."""
+    conn = file_mem.store.conn
+    for b in range(4):
+        file_mem.remember_many([{"content": f"event {b}.{k}: the cache broke build {b * 10 + k}", "type": "episode",
+                                 "session": ["s1", "s2", None][k % 3], "scope": ["a", "b"][k % 2]}
+                                for k in range(7)])
+        file_mem.record_turn(role="user", content=f"single turn {b} about the deploy", session="s1", scope="a")
+        _assert_windows_as_migration_0007_defines_them(file_mem)
+        assert conn.execute("SELECT count(*) FROM episode_windows").fetchone()[0] == \
+               conn.execute("SELECT count(*) FROM episodes").fetchone()[0]
+        conn.execute("INSERT INTO episode_windows(episode_windows) VALUES ('integrity-check')")
+    hits = conn.execute("SELECT count(*) FROM episode_windows WHERE episode_windows MATCH 'cache'").fetchone()[0]
+    assert hits == conn.execute("SELECT count(*) FROM episode_windows").fetchone()[0]
+    victim = conn.execute("SELECT memory_id FROM episodes ORDER BY memory_id LIMIT 1 OFFSET 3").fetchone()[0]
+    file_mem.forget(victim)
+    file_mem.reindex()
+    _assert_windows_as_migration_0007_defines_them(file_mem)
+    conn.execute("INSERT INTO episode_windows(episode_windows) VALUES ('integrity-check')")

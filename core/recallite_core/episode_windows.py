@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Iterable
+from typing import Collection, Iterable
 
 _WINDOW_SQL = (
     "SELECT group_concat(t, ' ') FROM (SELECT n.role || ': ' || m.content AS t FROM episodes n "
@@ -11,12 +11,15 @@ _WINDOW_SQL = (
 )
 
 
-def write_windows(conn: sqlite3.Connection, scope: str, session: str, seqs: Iterable[int]) -> None:
+def write_windows(conn: sqlite3.Connection, scope: str, session: str, seqs: Iterable[int],
+                  absent: Collection[int] | bool = ()) -> None:
     """(Re)write the window rows of the turns at these positions of one session.
 
     The same rows as _WINDOW_SQL per position, read with one query per run of nearby
     positions; the old rows are deleted before any new one is written (FTS5 flushes its
-    pending terms whenever a delete follows an insert, so interleaving them costs segments)."""
+    pending terms whenever a delete follows an insert, so interleaving them costs segments).
+    ``absent``: memory ids that have no window row yet (turns inserted in this transaction:
+    ids are never reused), or True for all of them; their rows are not looked up to delete."""
     wanted = sorted(set(seqs))
     if not wanted:
         return
@@ -36,8 +39,9 @@ def write_windows(conn: sqlite3.Connection, scope: str, session: str, seqs: Iter
                 rows.append((turns[seq][0], " ".join(turns[s][1] for s in (seq - 1, seq, seq + 1) if s in turns)))
     if not rows:
         return
-    for i in range(0, len(rows), 500):
-        part = [mid for mid, _ in rows[i : i + 500]]
+    old = [] if absent is True else [mid for mid, _ in rows if mid not in absent]
+    for i in range(0, len(old), 500):
+        part = old[i : i + 500]
         conn.execute(f"DELETE FROM episode_windows WHERE rowid IN ({','.join('?' * len(part))})", part)
     conn.executemany("INSERT INTO episode_windows (rowid, text) VALUES (?, ?)", rows)
 
@@ -49,5 +53,5 @@ def rebuild_windows(conn: sqlite3.Connection) -> int:
     for scope, session, seq in rows:
         by_session.setdefault((scope, session), []).append(seq)
     for (scope, session), seqs in by_session.items():
-        write_windows(conn, scope, session, seqs)
+        write_windows(conn, scope, session, seqs, absent=True)  # every row was deleted above
     return len(rows)

@@ -502,7 +502,8 @@ class ConversationMemory:
             # One fold per turn, as when turns arrive one by one.
             self._summarise(conn, scope, session, [(mid, seqs[mid], role, p.content) for mid, p, role, _ in group],
                             each=True)
-            write_windows(conn, scope, session, range(first - 1, first + len(group)))  # the previous turn's too
+            # The previous turn's row too; the new turns' ids are new, so they have no row to delete.
+            write_windows(conn, scope, session, range(first - 1, first + len(group)), absent={t[0] for t in group})
         return seqs
 
     def _set_category(self, conn, mid: int, category: str | None) -> None:
