@@ -256,3 +256,28 @@ def test_regression_fts_repair_reloads_the_keyword_cache(tmp_path):
     finally:
         m.close()
         off.close()
+
+
+def test_slot_array_follows_rows_and_hands_over_to_the_dict_for_huge_ids():
+    from recallite_core.keyword_index import MAX_DENSE_ID
+
+    kx = KeywordIndex("memories_fts", ["title", "content", "tags"])
+    try:
+        def check():
+            probe = np.array(sorted(set(kx.slot_of) | {0, 7, 4096, 10**6}), dtype=np.int64)
+            assert kx.slots_of(probe).tolist() == [kx.slot_of.get(i, -1) for i in probe.tolist()]
+
+        for rid in range(1, 2500, 3):
+            kx._add_row(rid, 5)
+        check()
+        for rid in range(1, 2500, 9):
+            kx._remove_row(rid)
+        check()
+        kx._add_row(MAX_DENSE_ID + 5, 3)
+        assert kx._slots is None
+        check()
+        kx.reset()
+        kx._add_row(3, 1)
+        assert kx._slots is not None and kx.slots_of(np.array([3, 4])).tolist() == [0, -1]
+    finally:
+        kx.tokenizer.close()

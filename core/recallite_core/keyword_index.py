@@ -146,6 +146,10 @@ def weighted_frequency(counts: Sequence[int], weights: Sequence[float]) -> float
     return f
 
 
+#: Row ids below this are mapped to slots by an array, larger ones by a dict.
+MAX_DENSE_ID = 1 << 27
+
+
 class KeywordIndex:
     """bm25 over one FTS5 table, from memory. Call ``sync`` inside the snapshot you query."""
 
@@ -160,6 +164,8 @@ class KeywordIndex:
     # -- state ------------------------------------------------------------------------------
     def reset(self) -> None:
         self.slot_of: dict[int, int] = {}
+        # slot_of as an array indexed by id (-1: none); None once an id is too large for it.
+        self._slots: np.ndarray | None = np.full(0, -1, dtype=np.int64)
         self.ids = np.zeros(0, dtype=np.int64)
         self.length = np.zeros(0, dtype=np.float64)
         self.alive = np.zeros(0, dtype=bool)
@@ -191,6 +197,15 @@ class KeywordIndex:
         self.length[slot] = length
         self.alive[slot] = True
         self.slot_of[rid] = slot
+        if self._slots is not None and rid >= len(self._slots):
+            if rid >= MAX_DENSE_ID:  # ids this large are looked up in slot_of instead
+                self._slots = None
+            else:
+                grown = np.full(max(1024, rid + 1, 2 * len(self._slots)), -1, dtype=np.int64)
+                grown[: len(self._slots)] = self._slots
+                self._slots = grown
+        if self._slots is not None:
+            self._slots[rid] = slot
         self.rows += 1
         self.tokens_total += length
         return slot
@@ -199,6 +214,8 @@ class KeywordIndex:
         slot = self.slot_of.pop(rid, None)
         if slot is None:
             return
+        if self._slots is not None:
+            self._slots[rid] = -1
         self.alive[slot] = False
         self.rows -= 1
         self.tokens_total -= int(self.length[slot])
@@ -212,6 +229,15 @@ class KeywordIndex:
         self._grow(len(rows))
         for rid, sz in rows:
             self._add_row(rid, _docsize(sz))
+
+    def slots_of(self, ids: np.ndarray) -> np.ndarray:
+        """The slot of each row id (-1: not a live row here)."""
+        dense = self._slots
+        if dense is None:
+            get = self.slot_of.get
+            return np.fromiter((get(i, -1) for i in ids.tolist()), dtype=np.int64, count=len(ids))
+        inside = (ids >= 0) & (ids < len(dense))
+        return np.where(inside, dense[np.where(inside, ids, 0)], -1) if len(dense) else np.full(len(ids), -1)
 
     def _vocab(self, conn: sqlite3.Connection) -> str:
         name = f"temp.recallite_vocab_{self.table}"
@@ -277,10 +303,9 @@ class KeywordIndex:
                 (term,),
             ).fetchone()[0]
             docs, freq = self._count_instances(np.fromstring(packed or "", dtype=np.int64, sep=","))
-            slot_of = self.slot_of
-            if any(d not in slot_of for d in docs.tolist()):
+            slots = self.slots_of(docs)
+            if len(slots) and slots.min() < 0:
                 raise StaleIndex(f"{self.table} holds rows this cache has not seen")
-            slots = np.fromiter((slot_of[d] for d in docs.tolist()), dtype=np.int64, count=len(docs))
             post = _Postings(slots, freq, len(slots))
             while self.postings and self.cached_postings + post.size > MAX_CACHED_POSTINGS:
                 _, old = self.postings.popitem(last=False)
@@ -340,8 +365,7 @@ class KeywordIndex:
         if term is None:
             return None
         slots, _ = self.live_postings(conn, term)
-        get = self.slot_of.get
-        mine = np.fromiter((get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+        mine = self.slots_of(np.asarray(ids, dtype=np.int64))
         hit = self._hit  # the bm25 scratch mask: all False between calls
         if len(hit) < self.n:
             hit = self._hit = np.zeros(len(self.ids), dtype=bool)

@@ -29,7 +29,7 @@ from .learning import Assessment, OutcomeModel, outcome_reasons
 from .models import Memory, RecallHit, ScoreBreakdown
 from .rows import load_memories
 from .store import Store
-from .trust import trust_scores
+from .trust import side_tables, trust_scores
 from .vector_index import ScanFilter, VectorIndex, exact_scores, stats_moments
 
 if TYPE_CHECKING:
@@ -226,6 +226,16 @@ class Retriever:
                     [*chunk, *params]))
             out[rest] = np.fromiter((i in ok for i in todo), dtype=bool, count=len(todo))
         return out
+
+    def _side_tables(self, conn: sqlite3.Connection) -> tuple[bool, bool]:
+        """Whether relations / outcome rows exist, read once per recall snapshot."""
+        memo = self._memo
+        if memo is not None and "side" in memo:
+            return memo["side"]
+        value = side_tables(conn)
+        if memo is not None:
+            memo["side"] = value
+        return value
 
     def _counter(self, conn: sqlite3.Connection) -> int:
         """The store's change counter in this snapshot (read once per recall)."""
@@ -519,7 +529,7 @@ class Retriever:
         the scopes. ``effective`` is False for links the trust policy stored without effect (an
         untrusted contradiction warns but does not demote); the title is left out ("") when the
         other memory is untrusted or flagged, so its text never leaves its quarantine."""
-        if not ids:
+        if not ids or not self._side_tables(conn)[0]:
             return {}
         marks = ",".join("?" * len(ids))
         links = conn.execute(
@@ -671,7 +681,8 @@ class Retriever:
             ordered = list(zip(fz.ids[order].tolist(), base[order].tolist()))
             trust: dict[int, float] = {}
             if min_trust is not None:  # filter every fused candidate before the pool is cut
-                trust = trust_scores(conn, [i for i, _ in ordered], half_life_days=cfg.trust_half_life_days)
+                trust = trust_scores(conn, [i for i, _ in ordered], half_life_days=cfg.trust_half_life_days,
+                                     present=self._side_tables(conn))
                 ordered = [(i, s) for i, s in ordered if trust.get(i, 0.0) >= min_trust]
             pool = ordered[: max(cfg.rerank_pool, limit * 3)]
             pool_ids = [i for i, _ in pool]
@@ -704,7 +715,8 @@ class Retriever:
             final_ids = [t[2] for t in scored]
             memories = load_memories(conn, final_ids)
             if min_trust is None:  # shown on each hit; nothing else needs it
-                trust = trust_scores(conn, final_ids, half_life_days=cfg.trust_half_life_days)
+                trust = trust_scores(conn, final_ids, half_life_days=cfg.trust_half_life_days,
+                                     present=self._side_tables(conn))
         kw_rank = {i: (r, s) for r, (i, s) in enumerate(kw, start=1)}
         vec_rank = {i: (r, s) for r, (i, s) in enumerate(vec, start=1)}
         kz, vz, nshare, sboost = fz.about([t[2] for t in scored])

@@ -133,14 +133,27 @@ def new_memory(mid: int, p, at: datetime, episode: EpisodeInfo | None = None, ca
     return _new_memory(values)
 
 
+_LOAD = (
+    "SELECT " + ", ".join(f"m.{c.strip()}" for c in MEMORY_COLUMNS.split(","))
+    + ", e.session, e.role, e.seq, e.event_at, c.category FROM memories m"
+    " LEFT JOIN episodes e ON e.memory_id = m.id LEFT JOIN memory_categories c ON c.memory_id = m.id"
+)
+_WIDTH = len(MEMORY_COLUMNS.split(","))
+
+
 def load_memories(conn: sqlite3.Connection, ids: list[int]) -> dict[int, Memory]:
+    """The memories among ``ids`` that exist, with their episode and category (one query)."""
     out: dict[int, Memory] = {}
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
-        marks = ",".join("?" * len(chunk))
-        for row in conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks})", chunk):
-            out[row[0]] = memory_from_row(row)
-    attach_extras(conn, out)
+        for row in conn.execute(f"{_LOAD} WHERE m.id IN ({','.join('?' * len(chunk))})", chunk):
+            mem = out[row[0]] = memory_from_row(row[:_WIDTH])
+            session, role, seq, event_at, category = row[_WIDTH:]
+            if role is not None:
+                _set_field(mem, "episode", _new_episode({"session": session or None, "role": role, "seq": seq,
+                                                         "timestamp": ts(event_at)}))
+            if category is not None:
+                _set_field(mem, "category", category)
     return out
 
 

@@ -33,7 +33,17 @@ def _chunks(ids: list[int]) -> Iterable[list[int]]:
         yield ids[i : i + _CHUNK]
 
 
-def trust_inputs(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, TrustInputs]:
+def side_tables(conn: sqlite3.Connection) -> tuple[bool, bool]:
+    """Whether any relation and any outcome row exist: a store without them (most of a new
+    one's life) skips the queries that look for them."""
+    rel, out = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM relations), EXISTS (SELECT 1 FROM memory_outcomes)").fetchone()
+    return bool(rel), bool(out)
+
+
+def trust_inputs(
+    conn: sqlite3.Connection, ids: Iterable[int], present: tuple[bool, bool] | None = None
+) -> dict[int, TrustInputs]:
     """Everything the trust score needs, for many memories in a few queries.
 
     - source credibility: the memory's source; agent-captured behaviour counts as "behavioral";
@@ -44,6 +54,9 @@ def trust_inputs(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, Trus
     """
     id_list = list(dict.fromkeys(int(i) for i in ids))
     out: dict[int, TrustInputs] = {}
+    if not id_list:
+        return out
+    relations, outcomes = side_tables(conn) if present is None else present
     for chunk in _chunks(id_list):
         marks = ",".join("?" * len(chunk))
         own: dict[int, tuple[str, str | None]] = {}
@@ -59,48 +72,56 @@ def trust_inputs(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, Trus
                 independent_sources=0,
                 last_validated=max(created, validated or 0.0),
             )
-        seen_pairs: set[tuple[int, int]] = set()
-        for a, b, sa, sb in conn.execute(
-            f"SELECT r.from_id, r.to_id, ma.status, mb.status FROM relations r "
-            f"JOIN memories ma ON ma.id = r.from_id JOIN memories mb ON mb.id = r.to_id "
-            f"WHERE r.type = 'contradicts' AND (r.from_id IN ({marks}) OR r.to_id IN ({marks}))",
-            [*chunk, *chunk],
-        ):
-            for me, other, other_status in ((a, b, sb), (b, a, sa)):
-                if me in out and other_status in _LIVE and (me, other) not in seen_pairs:
-                    seen_pairs.add((me, other))
-                    out[me].contradictions += 1
-        supporters: dict[int, set[tuple[str, str | None]]] = {}
-        for target, st, sid in conn.execute(
-            f"SELECT r.to_id, m.source_type, m.source_id FROM relations r JOIN memories m ON m.id = r.from_id "
-            f"WHERE r.type = 'supports' AND r.to_id IN ({marks}) AND m.status IN ('candidate', 'validated', 'active')",
-            chunk,
-        ):
-            if policy.SOURCE_TRUST.get(st) == policy.UNTRUSTED or (st, sid) == own.get(target):
-                continue
-            supporters.setdefault(target, set()).add((st, sid))
-        for target, idents in supporters.items():
-            out[target].independent_sources = len(idents)
-        for mid, last in conn.execute(
-            f"SELECT memory_id, max(created_at) FROM memory_outcomes WHERE target >= 0.5 AND memory_id IN ({marks}) "
-            "GROUP BY memory_id",
-            chunk,
-        ):
-            if mid in out and last:
-                out[mid].last_validated = max(out[mid].last_validated, last)
+        if relations:
+            _count_relations(conn, chunk, marks, own, out)
+        if outcomes:
+            for mid, last in conn.execute(
+                f"SELECT memory_id, max(created_at) FROM memory_outcomes WHERE target >= 0.5 AND memory_id IN ({marks}) "
+                "GROUP BY memory_id",
+                chunk,
+            ):
+                if mid in out and last:
+                    out[mid].last_validated = max(out[mid].last_validated, last)
     return out
+
+
+def _count_relations(conn: sqlite3.Connection, chunk: list[int], marks: str,
+                     own: dict[int, tuple[str, str | None]], out: dict[int, TrustInputs]) -> None:
+    """Live contradictions and independent supporters of each memory of ``chunk``."""
+    seen_pairs: set[tuple[int, int]] = set()
+    for a, b, sa, sb in conn.execute(
+        f"SELECT r.from_id, r.to_id, ma.status, mb.status FROM relations r "
+        f"JOIN memories ma ON ma.id = r.from_id JOIN memories mb ON mb.id = r.to_id "
+        f"WHERE r.type = 'contradicts' AND (r.from_id IN ({marks}) OR r.to_id IN ({marks}))",
+        [*chunk, *chunk],
+    ):
+        for me, other, other_status in ((a, b, sb), (b, a, sa)):
+            if me in out and other_status in _LIVE and (me, other) not in seen_pairs:
+                seen_pairs.add((me, other))
+                out[me].contradictions += 1
+    supporters: dict[int, set[tuple[str, str | None]]] = {}
+    for target, st, sid in conn.execute(
+        f"SELECT r.to_id, m.source_type, m.source_id FROM relations r JOIN memories m ON m.id = r.from_id "
+        f"WHERE r.type = 'supports' AND r.to_id IN ({marks}) AND m.status IN ('candidate', 'validated', 'active')",
+        chunk,
+    ):
+        if policy.SOURCE_TRUST.get(st) == policy.UNTRUSTED or (st, sid) == own.get(target):
+            continue
+        supporters.setdefault(target, set()).add((st, sid))
+    for target, idents in supporters.items():
+        out[target].independent_sources = len(idents)
 
 
 def trust_scores(
     conn: sqlite3.Connection, ids: Iterable[int], now: float | None = None,
-    half_life_days: float = policy.TRUST_HALF_LIFE_DAYS,
+    half_life_days: float = policy.TRUST_HALF_LIFE_DAYS, present: tuple[bool, bool] | None = None,
 ) -> dict[int, float]:
     """id -> trust in [0.1, 1] (see policy.trust_score)."""
     now = time.time() if now is None else now
     return {
         mid: round(policy.trust_score(t.source, t.contradictions, (now - t.last_validated) / _DAY,
                                       t.independent_sources, half_life_days), 4)
-        for mid, t in trust_inputs(conn, ids).items()
+        for mid, t in trust_inputs(conn, ids, present).items()
     }
 
 
