@@ -44,7 +44,7 @@ class Store:
     """One SQLite connection with WAL, a lock for threads, and BEGIN IMMEDIATE writes."""
 
     #: SQLite page cache per connection, in KiB (PRAGMA cache_size; its default is 2 MB).
-    cache_kib = 64 * 1024
+    cache_kib = 32 * 1024
 
     def __init__(self, path: str | os.PathLike | None, *, busy_timeout_ms: int = 5000, read_only: bool = False):
         self.path = None if path in MEMORY_PATHS else os.path.abspath(os.path.expanduser(os.fspath(path)))
