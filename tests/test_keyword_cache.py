@@ -259,7 +259,7 @@ def test_regression_fts_repair_reloads_the_keyword_cache(tmp_path):
 
 
 def test_slot_array_follows_rows_and_hands_over_to_the_dict_for_huge_ids():
-    from recallite_core.keyword_index import MAX_DENSE_ID
+    from recallite_core.id_arrays import MAX_DENSE_ID
 
     kx = KeywordIndex("memories_fts", ["title", "content", "tags"])
     try:
@@ -274,10 +274,42 @@ def test_slot_array_follows_rows_and_hands_over_to_the_dict_for_huge_ids():
             kx._remove_row(rid)
         check()
         kx._add_row(MAX_DENSE_ID + 5, 3)
-        assert kx._slots is None
+        assert not kx._slots.usable
         check()
         kx.reset()
         kx._add_row(3, 1)
-        assert kx._slots is not None and kx.slots_of(np.array([3, 4])).tolist() == [0, -1]
+        assert kx._slots.usable and kx.slots_of(np.array([3, 4])).tolist() == [0, -1]
     finally:
         kx.tokenizer.close()
+
+
+def test_episode_map_links_after_incremental_syncs_equal_a_fresh_load(tmp_path):
+    m = Recallite.open(str(tmp_path / "m.db"), embedder="hash")
+    try:
+        rng = random.Random(8)
+        em = EpisodeMap()
+
+        def turns(session, n):
+            return [{"session": session, "role": rng.choice(["Ann", "Bob", "user"]), "content": _text(rng, 5)}
+                    for _ in range(n)]
+
+        m.record_turns(turns("s1", 6) + turns("s2", 4), scope="a")
+        with m.store.reading() as conn:
+            em.sync(conn, m.store.change_counter())
+        m.record_turns(turns("s1", 3) + turns("s3", 5), scope="a")  # appended to s1, a new session
+        m.remember_many(list(memories(20, seed=5)))
+        listed = [x for x in m.list(limit=100) if x.type == "episode"]
+        for gone in (listed[2], listed[7], listed[-1]):
+            m.forget(gone.id)
+        with m.store.reading() as conn:
+            em.sync(conn, m.store.change_counter())
+            fresh = EpisodeMap()
+            fresh.sync(conn, m.store.change_counter())
+            ids = np.array([r[0] for r in conn.execute("SELECT id FROM memories")] + [10**6], dtype=np.int64)
+        got, want = em.links(ids), fresh.links(ids)
+        names = lambda mp, codes: [mp.role_names[c] if c >= 0 else None for c in codes.tolist()]  # noqa: E731
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+        assert names(em, got[2]) == names(fresh, want[2])
+        assert (got[0] >= 0).sum() > 5 and (got[2] < 0).sum() >= 15  # turns linked; plain memories are not turns
+    finally:
+        m.close()

@@ -10,6 +10,7 @@ import pytest
 
 from recallite_core import RecalliteConfig, HashEmbedder, Recallite
 from recallite_core.embedder import normalize_rows
+from recallite_core.id_arrays import MAX_DENSE_ID
 from recallite_core.vector_index import ScanFilter, VectorIndex
 from recallite_mcp.benchmarks.dataset import memories, queries
 
@@ -196,8 +197,8 @@ def test_dense_row_map_follows_upserts_deletes_and_compaction():
     check()
     idx._compact()
     check()
-    idx._upsert(rows([VectorIndex.MAX_DENSE_ID + 3]))  # too large for the array: the dict answers
-    assert idx._rows is None
+    idx._upsert(rows([MAX_DENSE_ID + 3]))  # too large for the array: the dict answers
+    assert not idx._rows.usable
     check()
 
 

@@ -15,6 +15,8 @@ from typing import Iterable
 
 import numpy as np
 
+from .id_arrays import IdArray
+
 ROLE_WORDS = frozenset({"user", "assistant", "agent", "system", "bot", "ai", "human", "me", "i", "you", "tool", "model"})
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -72,9 +74,6 @@ class EpisodeMap:
     tombstone; reconcile, the one other writer of positions, makes every reader reload). Call
     ``sync`` inside the snapshot you then query."""
 
-    #: Ids at or above this are not kept in arrays (``usable`` turns False: callers ask SQL).
-    MAX_ID = 1 << 27
-
     def __init__(self) -> None:
         self.reset()
 
@@ -85,24 +84,15 @@ class EpisodeMap:
         self.roles: dict[int, str] = {}
         self.role_names: list[str] = []
         self._role_code: dict[str, int] = {}
-        self.prev = np.full(0, -1, dtype=np.int64)
-        self.next = np.full(0, -1, dtype=np.int64)
-        self.role = np.full(0, -1, dtype=np.int32)  # -1: not a turn
-        self.usable = True
+        self.prev = IdArray()
+        self.next = IdArray()
+        self.role = IdArray(np.int32)  # -1: not a turn
         self._touched: set[tuple[str, str, int]] = set()
 
-    def _ensure(self, mid: int) -> bool:
-        if mid >= len(self.role):
-            if mid >= self.MAX_ID:
-                self.usable = False
-                return False
-            cap = max(1024, mid + 1, 2 * len(self.role))
-            for name, fill, dtype in (("prev", -1, np.int64), ("next", -1, np.int64), ("role", -1, np.int32)):
-                grown = np.full(cap, fill, dtype=dtype)
-                old = getattr(self, name)
-                grown[: len(old)] = old
-                setattr(self, name, grown)
-        return True
+    @property
+    def usable(self) -> bool:
+        """False once a turn's id was too large for the arrays (callers ask SQL then)."""
+        return self.role.usable and self.prev.usable and self.next.usable
 
     def _put(self, mid: int, scope: str, session: str, seq: int, role: str) -> None:
         self._drop(mid)
@@ -111,12 +101,11 @@ class EpisodeMap:
         self.at[where] = mid
         self.roles[mid] = role
         self._touched.add(where)
-        if self._ensure(mid):
-            code = self._role_code.get(role)
-            if code is None:
-                code = self._role_code[role] = len(self.role_names)
-                self.role_names.append(role)
-            self.role[mid] = code
+        code = self._role_code.get(role)
+        if code is None:
+            code = self._role_code[role] = len(self.role_names)
+            self.role_names.append(role)
+        self.role.set(mid, code)
 
     def _drop(self, mid: int) -> None:
         where = self.pos.pop(mid, None)
@@ -125,28 +114,41 @@ class EpisodeMap:
                 del self.at[where]
             self.roles.pop(mid, None)
             self._touched.add(where)
-            if mid < len(self.role):
-                self.role[mid] = self.prev[mid] = self.next[mid] = -1
+            for arr in (self.role, self.prev, self.next):
+                arr.forget(mid)
 
     def _link(self, mid: int, where: tuple[str, str, int]) -> None:
-        if mid < len(self.role):
-            sc, se, q = where
-            self.prev[mid] = self.at.get((sc, se, q - 1), -1)
-            self.next[mid] = self.at.get((sc, se, q + 1), -1)
+        sc, se, q = where
+        self.prev.set(mid, self.at.get((sc, se, q - 1), -1))
+        self.next.set(mid, self.at.get((sc, se, q + 1), -1))
 
-    def _relink(self, everything: bool) -> None:
+    def _relink(self) -> None:
         """Point each turn at its neighbours again where positions were taken or freed."""
-        if everything:
-            for mid, where in self.pos.items():
-                self._link(mid, where)
-        else:
-            at = self.at
-            for sc, se, q in self._touched:
-                for d in (-1, 0, 1):
-                    mid = at.get((sc, se, q + d))
-                    if mid is not None:
-                        self._link(mid, (sc, se, q + d))
+        at = self.at
+        for sc, se, q in self._touched:
+            for d in (-1, 0, 1):
+                mid = at.get((sc, se, q + d))
+                if mid is not None:
+                    self._link(mid, (sc, se, q + d))
         self._touched.clear()
+
+    def _load(self, rows: Iterable[tuple[int, str, str, int, str]]) -> None:
+        """The whole table at once: dicts first, then each array in one assignment."""
+        pos, at, roles = self.pos, self.at, self.roles
+        for mid, scope, session, seq, role in rows:
+            pos[mid] = (scope, session, seq)
+            at[(scope, session, seq)] = mid
+            roles[mid] = role
+        if not pos:
+            return
+        mids = np.fromiter(pos, dtype=np.int64, count=len(pos))
+        self.role_names = sorted(set(roles.values()))
+        self._role_code = {r: i for i, r in enumerate(self.role_names)}
+        code = self._role_code
+        self.role.set(mids, np.fromiter((code[roles[m]] for m in pos), dtype=np.int32, count=len(pos)))
+        for arr, d in ((self.prev, -1), (self.next, 1)):
+            arr.set(mids, np.fromiter((at.get((sc, se, q + d), -1) for sc, se, q in pos.values()),
+                                      dtype=np.int64, count=len(pos)))
 
     def sync(self, conn: sqlite3.Connection, counter: int) -> None:
         if counter == self.seq:
@@ -160,25 +162,17 @@ class EpisodeMap:
                 "JOIN episodes e ON e.memory_id = m.id WHERE m.seq > ?", (self.seq,)
             ):
                 self._put(*row)
-            self._relink(False)
+            self._relink()
             self.seq = counter
             return
         self.reset()  # first use, a reindex, or out of step: read the whole table
-        for row in conn.execute("SELECT memory_id, scope, session, seq, role FROM episodes"):
-            self._put(*row)
-        self._relink(True)
+        self._load(conn.execute("SELECT memory_id, scope, session, seq, role FROM episodes"))
         self.seq = counter
 
     def links(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The previous and next turn (-1: none) and the speaker's code in ``role_names``
         (-1: not a turn) of each id. Only while ``usable``."""
-        n = len(self.role)
-        inside = ids < n
-        at = np.where(inside, ids, 0)
-        prev = np.where(inside, self.prev[at], -1) if n else np.full(len(ids), -1, dtype=np.int64)
-        nxt = np.where(inside, self.next[at], -1) if n else np.full(len(ids), -1, dtype=np.int64)
-        role = np.where(inside, self.role[at], -1) if n else np.full(len(ids), -1, dtype=np.int32)
-        return prev, nxt, role
+        return self.prev.get(ids), self.next.get(ids), self.role.get(ids)
 
     def structure(self, ids: Iterable[int]) -> tuple[dict[int, list[int]], dict[int, str]]:
         """What ``episode_structure`` returns, from the arrays (tests compare the two)."""
@@ -192,7 +186,7 @@ class EpisodeMap:
             roles[mid] = self.role_names[r]
             for other in (p, n):
                 if other >= 0:
-                    roles[other] = self.role_names[self.role[other]]
+                    roles[other] = self.role_names[self.role.values[other]]
                     adjacency.setdefault(mid, []).append(other)
                     back = adjacency.setdefault(other, [])
                     if mid not in back:

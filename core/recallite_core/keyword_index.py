@@ -30,6 +30,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from .id_arrays import IdArray
+
 K1 = 1.2
 B = 0.75
 
@@ -146,9 +148,6 @@ def weighted_frequency(counts: Sequence[int], weights: Sequence[float]) -> float
     return f
 
 
-#: Row ids below this are mapped to slots by an array, larger ones by a dict.
-MAX_DENSE_ID = 1 << 27
-
 
 class KeywordIndex:
     """bm25 over one FTS5 table, from memory. Call ``sync`` inside the snapshot you query."""
@@ -164,8 +163,7 @@ class KeywordIndex:
     # -- state ------------------------------------------------------------------------------
     def reset(self) -> None:
         self.slot_of: dict[int, int] = {}
-        # slot_of as an array indexed by id (-1: none); None once an id is too large for it.
-        self._slots: np.ndarray | None = np.full(0, -1, dtype=np.int64)
+        self._slots = IdArray()  # slot_of as an array, for lookups of many ids at once
         self.ids = np.zeros(0, dtype=np.int64)
         self.length = np.zeros(0, dtype=np.float64)
         self.alive = np.zeros(0, dtype=bool)
@@ -197,15 +195,7 @@ class KeywordIndex:
         self.length[slot] = length
         self.alive[slot] = True
         self.slot_of[rid] = slot
-        if self._slots is not None and rid >= len(self._slots):
-            if rid >= MAX_DENSE_ID:  # ids this large are looked up in slot_of instead
-                self._slots = None
-            else:
-                grown = np.full(max(1024, rid + 1, 2 * len(self._slots)), -1, dtype=np.int64)
-                grown[: len(self._slots)] = self._slots
-                self._slots = grown
-        if self._slots is not None:
-            self._slots[rid] = slot
+        self._slots.set(rid, slot)
         self.rows += 1
         self.tokens_total += length
         return slot
@@ -214,8 +204,7 @@ class KeywordIndex:
         slot = self.slot_of.pop(rid, None)
         if slot is None:
             return
-        if self._slots is not None:
-            self._slots[rid] = -1
+        self._slots.forget(rid)
         self.alive[slot] = False
         self.rows -= 1
         self.tokens_total -= int(self.length[slot])
@@ -232,12 +221,10 @@ class KeywordIndex:
 
     def slots_of(self, ids: np.ndarray) -> np.ndarray:
         """The slot of each row id (-1: not a live row here)."""
-        dense = self._slots
-        if dense is None:
-            get = self.slot_of.get
-            return np.fromiter((get(i, -1) for i in ids.tolist()), dtype=np.int64, count=len(ids))
-        inside = (ids >= 0) & (ids < len(dense))
-        return np.where(inside, dense[np.where(inside, ids, 0)], -1) if len(dense) else np.full(len(ids), -1)
+        if self._slots.usable:
+            return self._slots.get(ids)
+        get = self.slot_of.get
+        return np.fromiter((get(i, -1) for i in ids.tolist()), dtype=np.int64, count=len(ids))
 
     def _vocab(self, conn: sqlite3.Connection) -> str:
         name = f"temp.recallite_vocab_{self.table}"

@@ -21,6 +21,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .codec import decode_many
+from .id_arrays import IdArray
 from .models import MEMORY_TYPES, STATUSES
 
 STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
@@ -93,9 +94,7 @@ class VectorIndex:
         self.session = np.empty(0, dtype=np.int32)
         self.alive = np.empty(0, dtype=bool)
         self.row_of: dict[int, int] = {}
-        # The same map as an array indexed by id (-1: none), for lookups of many ids at once;
-        # None once an id is too large to index densely (row_of answers then).
-        self._rows: np.ndarray | None = np.full(0, -1, dtype=np.int64)
+        self._rows = IdArray()  # row_of as an array, for lookups of many ids at once
         self.dead = 0
         self.max_norm = 0.0  # largest row norm seen: bounds the float32 scan error
         self._scope_codes: dict[str, int] = {}
@@ -134,34 +133,17 @@ class VectorIndex:
     def _keep(self, mid: int) -> bool:
         return self.shard is None or mid % self.shard[1] == self.shard[0]
 
-    MAX_DENSE_ID = 1 << 27
-
-    def _map_rows(self, mids: np.ndarray, rows: np.ndarray) -> None:
-        if self._rows is None or not len(mids):
-            return
-        top = int(mids.max())
-        if top >= len(self._rows):
-            if top >= self.MAX_DENSE_ID:
-                self._rows = None
-                return
-            grown = np.full(max(1024, top + 1, 2 * len(self._rows)), -1, dtype=np.int64)
-            grown[: len(self._rows)] = self._rows
-            self._rows = grown
-        self._rows[mids] = rows
-
     def rows_of(self, mids: np.ndarray) -> np.ndarray:
         """The matrix row of each id (-1: no vector here)."""
-        dense = self._rows
-        if dense is None:
-            get = self.row_of.get
-            return np.fromiter((get(m, -1) for m in mids.tolist()), dtype=np.int64, count=len(mids))
-        inside = (mids >= 0) & (mids < len(dense))
-        return np.where(inside, dense[np.where(inside, mids, 0)], -1) if len(dense) else np.full(len(mids), -1)
+        if self._rows.usable:
+            return self._rows.get(mids)
+        get = self.row_of.get
+        return np.fromiter((get(m, -1) for m in mids.tolist()), dtype=np.int64, count=len(mids))
 
     def _remove(self, mid: int) -> None:
         row = self.row_of.pop(mid, None)
-        if self._rows is not None and row is not None:
-            self._rows[mid] = -1
+        if row is not None:
+            self._rows.forget(mid)
         if row is not None and self.alive[row]:
             self.alive[row] = False
             self.dead += 1
@@ -192,7 +174,7 @@ class VectorIndex:
             for pos, row in zip(new_pos.tolist(), new_rows.tolist()):
                 row_of[mids[pos]] = row
             self.ids[new_rows] = np.asarray(mids, dtype=np.int64)[new_pos]
-            self._map_rows(self.ids[new_rows], new_rows)
+            self._rows.set(self.ids[new_rows], new_rows)
             self.alive[new_rows] = True
             self.n += len(new_pos)
         self.matrix[targets] = vecs
@@ -212,9 +194,9 @@ class VectorIndex:
         self.n = n
         self.dead = 0
         self.row_of = dict(zip(self.ids[:n].tolist(), range(n)))
-        if self._rows is not None:
-            self._rows[:] = -1
-            self._map_rows(self.ids[:n], np.arange(n))
+        self._rows.clear()
+        if n:
+            self._rows.set(self.ids[:n], np.arange(n))
 
     def reset(self) -> None:
         self.__init__(self.dimensions, self.shard)
