@@ -47,5 +47,7 @@ class IdArray:
         dense = self.values
         if not len(dense):
             return np.full(len(ids), -1, dtype=dense.dtype)
-        inside = (ids >= 0) & (ids < len(dense))
-        return np.where(inside, dense[np.where(inside, ids, 0)], -1).astype(dense.dtype, copy=False)
+        out = dense.take(ids, mode="clip")
+        if len(ids) and (ids.min() < 0 or ids.max() >= len(dense)):  # rare: ids past the array
+            out[(ids < 0) | (ids >= len(dense))] = -1
+        return out
