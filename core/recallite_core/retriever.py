@@ -364,6 +364,9 @@ class Retriever:
         else:
             if self._scan_thread is None:
                 self._scan_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="recallite-scan")
+            # Build the filter's mask here first: then both threads only read the index's mask
+            # cache (the keyword channel filters with the same mask).
+            self.index.mask(sflt)
             future = self._scan_thread.submit(self.index.search_with_stats, qvec, k, sflt)
             kw = self.keyword_channel(conn, query, flt, depth)
             ids, sims, stats = future.result()
