@@ -6,6 +6,7 @@ import random
 import sqlite3
 
 import numpy as np
+import pytest
 
 from recallite_core import Recallite, RecalliteConfig
 from recallite_core.conversation_ranking import EpisodeMap, episode_structure
@@ -45,7 +46,36 @@ def _same(a: list[tuple[int, float]], b: list[tuple[int, float]]) -> None:
     assert np.allclose([s for _, s in a], [s for _, s in b], rtol=1e-12, atol=0)
 
 
-def test_bm25_equals_fts5_on_random_text_with_stems_accents_and_empty_rows():
+@pytest.fixture(params=["eager", "lazy"])
+def postings_mode(request, monkeypatch):
+    """Both ways postings arrive: all at load (small tables) and one term at a time."""
+    monkeypatch.setattr(KeywordIndex, "EAGER_ROWS", 10**9 if request.param == "eager" else -1)
+    return request.param
+
+
+def test_eager_postings_equal_the_ones_read_one_term_at_a_time(monkeypatch):
+    rng = random.Random(12)
+    rows = [(i, _text(rng, rng.randint(0, 5)), _text(rng, rng.randint(0, 40)), _text(rng, rng.randint(0, 4)))
+            for i in range(1, 300)]
+    conn = _fts_table(rows)
+    eager = KeywordIndex("t", ["title", "content", "tags"], [0.3, 1.0, 0.5])
+    eager.load(conn)
+    monkeypatch.setattr(KeywordIndex, "EAGER_ROWS", -1)
+    lazy = KeywordIndex("t", ["title", "content", "tags"], [0.3, 1.0, 0.5])
+    lazy.load(conn)
+    try:
+        terms = [r[0] for r in conn.execute("SELECT DISTINCT term FROM temp.recallite_vocab_t")]
+        assert len(eager.postings) == len(terms) > 20 and not lazy.postings
+        assert eager.cached_postings == sum(p.size for p in eager.postings.values())
+        for term in terms:
+            a, b = eager.postings[term], lazy._postings(conn, term)
+            assert a.size == b.size and a.slots.tolist() == b.slots.tolist() and a.freq.tolist() == b.freq.tolist(), term
+    finally:
+        eager.tokenizer.close()
+        lazy.tokenizer.close()
+
+
+def test_bm25_equals_fts5_on_random_text_with_stems_accents_and_empty_rows(postings_mode):
     rng = random.Random(5)
     rows = [(i, _text(rng, rng.randint(0, 4)), _text(rng, rng.randint(0, 30)), _text(rng, rng.randint(0, 3)))
             for i in range(1, 400)]
@@ -59,7 +89,7 @@ def test_bm25_equals_fts5_on_random_text_with_stems_accents_and_empty_rows():
         _same(_mine(index, conn, q), _reference(conn, q))
 
 
-def test_bm25_stays_equal_through_inserts_and_deletes():
+def test_bm25_stays_equal_through_inserts_and_deletes(postings_mode):
     rng = random.Random(9)
     rows = [(i, _text(rng, 2), _text(rng, 20), _text(rng, 1)) for i in range(1, 200)]
     conn = _fts_table(rows)
@@ -98,7 +128,7 @@ def _ranked(m, q, **kw):
     return [(h.memory.id, round(h.score, 9)) for h in m.recall(q, limit=10, **kw).memories]
 
 
-def test_recall_is_identical_with_and_without_the_cache_through_writes(tmp_path):
+def test_recall_is_identical_with_and_without_the_cache_through_writes(tmp_path, postings_mode):
     path = str(tmp_path / "m.db")
     on, off = _open_pair(path)
     try:
@@ -313,3 +343,16 @@ def test_episode_map_links_after_incremental_syncs_equal_a_fresh_load(tmp_path):
         assert (got[0] >= 0).sum() > 5 and (got[2] < 0).sum() >= 15  # turns linked; plain memories are not turns
     finally:
         m.close()
+
+
+def test_words_tokenized_together_match_one_at_a_time():
+    words = ["deploying", "fast-path", "Café", "naïve", "résumé", "RUNS", "42", "x", "deploying", "e-mail"]
+    batch = KeywordIndex("t", ["title", "content", "tags"])
+    single = KeywordIndex("t", ["title", "content", "tags"])
+    try:
+        assert batch.terms_of(words) == [single.term_of(w) for w in words]
+        assert batch.terms_of(["deploying"]) == ["deploi"] and batch.term_of("fast-path") is None
+        assert single.tokenizer.tokens_many(["fast-path", "", "café"]) == [("fast", "path"), (), ("cafe",)]
+    finally:
+        batch.tokenizer.close()
+        single.tokenizer.close()

@@ -107,15 +107,18 @@ class Tokenizer:
                 self._db.execute("ROLLBACK")  # nothing is kept: the table is a scratch pad
         return out
 
-    def tokens(self, word: str) -> list[str]:
-        """The tokens FTS5 makes of one query word, in order."""
+    def tokens_many(self, words: Sequence[str]) -> list[tuple[str, ...]]:
+        """The tokens FTS5 makes of each query word, in order (one scratch insert for all)."""
+        out: list[list[str]] = [[] for _ in words]
         with self._lock:
             self._db.execute("BEGIN")
             try:
-                self._db.execute("INSERT INTO t (rowid, c0) VALUES (1, ?)", (word,))
-                return [r[0] for r in self._db.execute("SELECT term FROM v ORDER BY offset")]
+                self._db.executemany("INSERT INTO t (rowid, c0) VALUES (?, ?)", list(enumerate(words, start=1)))
+                for doc, term in self._db.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
+                    out[doc - 1].append(term)
             finally:
                 self._db.execute("ROLLBACK")
+        return [tuple(t) for t in out]
 
     def close(self) -> None:
         self._db.close()
@@ -146,7 +149,6 @@ def weighted_frequency(counts: Sequence[int], weights: Sequence[float]) -> float
         for _ in range(n):
             f += w
     return f
-
 
 
 class KeywordIndex:
@@ -211,13 +213,81 @@ class KeywordIndex:
         self.dead += 1
 
     # -- loading and catching up ------------------------------------------------------------
+    #: Tables of at most this many rows have every word's postings read when the mirror loads
+    #: (about 0.1 s for both tables of a 10k store), so that no query waits for a word's first
+    #: read; larger ones read a word's postings on its first use.
+    EAGER_ROWS = 30_000
+
     def load(self, conn: sqlite3.Connection) -> None:
-        """Every row's length from the table's docsize records (postings come lazily)."""
+        """Every row's length from the table's docsize records; the postings too for a small
+        table (else they come lazily)."""
         self.reset()
         rows = conn.execute(f"SELECT id, sz FROM {self.table}_docsize ORDER BY id").fetchall()
         self._grow(len(rows))
         for rid, sz in rows:
             self._add_row(rid, _docsize(sz))
+        if self.rows <= self.EAGER_ROWS:
+            self._load_all_postings(conn)
+
+    def _instance_keys(self) -> str:
+        """SQL of an instance's key, doc * columns + column, over the fts5vocab instance table."""
+        case = " ".join(f"WHEN '{c}' THEN {i}" for i, c in enumerate(self.columns))
+        return f"doc * {len(self.columns)} + CASE col {case} END"
+
+    def _load_all_postings(self, conn: sqlite3.Connection) -> None:
+        """Every term's postings in one pass over the table's instances, counted with numpy:
+        the same (slots, weighted frequency) that _postings reads for one term."""
+        found = conn.execute(
+            f"SELECT term, count(*), group_concat({self._instance_keys()}) FROM {self._vocab(conn)} GROUP BY term"
+        ).fetchall()
+        if not found:
+            return
+        counts = np.fromiter((r[1] for r in found), dtype=np.int64, count=len(found))
+        keys = np.fromstring(",".join(r[2] for r in found), dtype=np.int64, sep=",")
+        if len(keys) != int(counts.sum()):
+            return  # not what was expected: leave every term to the lazy path
+        term = np.repeat(np.arange(len(found)), counts)
+        if ((term[1:] == term[:-1]) & (keys[1:] < keys[:-1])).any():  # the index's order was not kept
+            order = np.lexsort((keys, term))
+            term, keys = term[order], keys[order]
+        docs, freq, owner = self._count_runs(term, keys)
+        slots = self.slots_of(docs)
+        if len(slots) and slots.min() < 0:
+            raise StaleIndex(f"{self.table} holds rows this cache has not seen")
+        if len(slots) > MAX_CACHED_POSTINGS // 2:
+            return  # a table this dense stays lazy (the cache would evict most of it anyway)
+        bounds = np.concatenate(([0], np.flatnonzero(owner[1:] != owner[:-1]) + 1, [len(owner)]))
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            self.postings[found[int(owner[a])][0]] = _Postings(slots[a:b], freq[a:b], b - a)
+        self.cached_postings = len(slots)
+
+    def _count_runs(self, owner: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(docs, weighted frequency, owner) per (owner, doc) from instance keys sorted by
+        (owner, key). The weight of a column is added once per instance, columns in order, as
+        FTS5's bm25 adds them: same rounding."""
+        ncols = len(self.columns)
+        if not len(keys):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), owner[:0]
+        start = np.ones(len(keys), dtype=bool)  # runs of one (owner, doc, column)
+        start[1:] = (owner[1:] != owner[:-1]) | (keys[1:] != keys[:-1])
+        at = np.flatnonzero(start)
+        runs = np.diff(np.append(at, len(keys)))
+        owner, keys = owner[at], keys[at]
+        docs_all = keys // ncols
+        first = np.ones(len(keys), dtype=bool)  # one posting per (owner, doc)
+        first[1:] = (owner[1:] != owner[:-1]) | (docs_all[1:] != docs_all[:-1])
+        where = np.cumsum(first) - 1
+        per_col = np.zeros((int(where[-1]) + 1, ncols), dtype=np.int64)
+        per_col[where, keys % ncols] = runs
+        freq = np.zeros(len(per_col), dtype=np.float64)
+        for col, w in enumerate(self.weights):
+            c = per_col[:, col]
+            todo, k = np.flatnonzero(c > 0), 0
+            while len(todo):
+                freq[todo] += w
+                k += 1
+                todo = todo[c[todo] > k]
+        return docs_all[first], freq, owner[first]
 
     def slots_of(self, ids: np.ndarray) -> np.ndarray:
         """The slot of each row id (-1: not a live row here)."""
@@ -268,13 +338,17 @@ class KeywordIndex:
     # -- querying ---------------------------------------------------------------------------
     def term_of(self, word: str) -> str | None:
         """The single FTS5 token of a query word, or None when FTS5 makes it a phrase."""
-        toks = self._word_tokens.get(word)
-        if toks is None:
-            toks = tuple(self.tokenizer.tokens(word))
-            if len(self._word_tokens) > 50_000:
-                self._word_tokens.clear()
-            self._word_tokens[word] = toks
-        return toks[0] if len(toks) == 1 else None
+        return self.terms_of([word])[0]
+
+    def terms_of(self, words: Sequence[str]) -> list[str | None]:
+        """term_of for each word; the words not seen before are tokenized together."""
+        cache = self._word_tokens
+        new = [w for w in dict.fromkeys(words) if w not in cache]
+        if new:
+            if len(cache) + len(new) > 50_000:
+                cache.clear()
+            cache.update(zip(new, self.tokenizer.tokens_many(new)))
+        return [toks[0] if len(toks) == 1 else None for toks in (cache[w] for w in words)]
 
     def _postings(self, conn: sqlite3.Connection, term: str) -> _Postings:
         post = self.postings.get(term)
@@ -283,11 +357,8 @@ class KeywordIndex:
         else:
             # Every instance as doc * columns + column, in the index's order, in one string:
             # a row per instance cost a Python tuple each (most of a common word's load).
-            ncols = len(self.columns)
-            case = " ".join(f"WHEN '{c}' THEN {i}" for i, c in enumerate(self.columns))
             packed = conn.execute(
-                f"SELECT group_concat(doc * {ncols} + CASE col {case} END) FROM {self._vocab(conn)} WHERE term = ?",
-                (term,),
+                f"SELECT group_concat({self._instance_keys()}) FROM {self._vocab(conn)} WHERE term = ?", (term,)
             ).fetchone()[0]
             docs, freq = self._count_instances(np.fromstring(packed or "", dtype=np.int64, sep=","))
             slots = self.slots_of(docs)
@@ -302,30 +373,10 @@ class KeywordIndex:
         return post
 
     def _count_instances(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(docs, weighted frequency) from instance keys (doc * columns + column). The weight of
-        a column is added once per instance, columns in order, as FTS5's bm25 adds them: same
-        rounding."""
-        if not len(keys):
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        ncols = len(self.columns)
-        steps = np.diff(keys)
-        if (steps >= 0).all():  # the index's order (doc, column): count runs, no sort
-            starts = np.concatenate(([0], np.flatnonzero(steps) + 1))
-            counts = np.diff(np.append(starts, len(keys)))
-            keys = keys[starts]
-        else:
-            keys, counts = np.unique(keys, return_counts=True)
-        docs_all = keys // ncols  # sorted: each document's keys are together
-        first = np.ones(len(keys), dtype=bool)
-        first[1:] = docs_all[1:] != docs_all[:-1]
-        docs, where = docs_all[first], np.cumsum(first) - 1
-        per_col = np.zeros((len(docs), ncols), dtype=np.int64)
-        per_col[where, keys % ncols] = counts
-        freq = np.zeros(len(docs), dtype=np.float64)
-        for col, w in enumerate(self.weights):
-            c = per_col[:, col]
-            for k in range(int(c.max()) if len(c) else 0):
-                freq[c > k] += w
+        """(docs, weighted frequency) of one term from its instance keys (doc * columns + column)."""
+        if len(keys) > 1 and (keys[1:] < keys[:-1]).any():  # not in the index's order
+            keys = np.sort(keys, kind="stable")
+        docs, freq, _ = self._count_runs(np.zeros(len(keys), dtype=np.int64), keys)
         return docs, freq
 
     def live_postings(self, conn: sqlite3.Connection, term: str) -> tuple[np.ndarray, np.ndarray]:
@@ -366,7 +417,7 @@ class KeywordIndex:
     def bm25(self, conn: sqlite3.Connection, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
         """(ids, scores) of every live row matching any word; score = -bm25(), higher is better.
         None when a word is not a single FTS5 token (the caller asks FTS5 instead)."""
-        terms = [self.term_of(w) for w in words]
+        terms = self.terms_of(words)
         if not terms or any(t is None for t in terms) or self.rows <= 0:
             return None
         n_rows = float(self.rows)
