@@ -235,31 +235,31 @@ class KeywordIndex:
         return f"doc * {len(self.columns)} + CASE col {case} END"
 
     def _load_all_postings(self, conn: sqlite3.Connection) -> None:
-        """Every term's postings in one pass over the table's instances, counted with numpy:
-        the same (slots, weighted frequency) that _postings reads for one term."""
-        found = conn.execute(
+        """Every term's postings in one pass over the table's instances, counted with numpy a
+        few thousand terms at a time: the same (slots, weighted frequency) that _postings
+        reads for one term."""
+        cur = conn.execute(
             f"SELECT term, count(*), group_concat({self._instance_keys()}) FROM {self._vocab(conn)} GROUP BY term"
-        ).fetchall()
-        if not found:
-            return
-        counts = np.fromiter((r[1] for r in found), dtype=np.int64, count=len(found))
-        keys = np.fromstring(",".join(r[2] for r in found), dtype=np.int64, sep=",")
-        if len(keys) != int(counts.sum()):
-            return  # not what was expected: leave every term to the lazy path
-        term = np.repeat(np.arange(len(found)), counts)
-        if ((term[1:] == term[:-1]) & (keys[1:] < keys[:-1])).any():  # the index's order was not kept
-            order = np.lexsort((keys, term))
-            term, keys = term[order], keys[order]
-        docs, freq, owner = self._count_runs(term, keys)
-        slots = self.slots_of(docs)
-        if len(slots) and slots.min() < 0:
-            raise StaleIndex(f"{self.table} holds rows this cache has not seen")
-        if len(slots) > MAX_CACHED_POSTINGS // 2:
-            return  # a table this dense stays lazy (the cache would evict most of it anyway)
-        bounds = np.concatenate(([0], np.flatnonzero(owner[1:] != owner[:-1]) + 1, [len(owner)]))
-        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            self.postings[found[int(owner[a])][0]] = _Postings(slots[a:b], freq[a:b], b - a)
-        self.cached_postings = len(slots)
+        )
+        while found := cur.fetchmany(4096):
+            counts = np.fromiter((r[1] for r in found), dtype=np.int64, count=len(found))
+            keys = np.fromstring(",".join(r[2] for r in found), dtype=np.int64, sep=",")
+            if len(keys) != int(counts.sum()):
+                return  # not what was expected: the other terms come lazily
+            term = np.repeat(np.arange(len(found)), counts)
+            if ((term[1:] == term[:-1]) & (keys[1:] < keys[:-1])).any():  # the index's order was not kept
+                order = np.lexsort((keys, term))
+                term, keys = term[order], keys[order]
+            docs, freq, owner = self._count_runs(term, keys)
+            slots = self.slots_of(docs)
+            if len(slots) and slots.min() < 0:
+                raise StaleIndex(f"{self.table} holds rows this cache has not seen")
+            if self.cached_postings + len(slots) > MAX_CACHED_POSTINGS // 2:
+                return  # a table this dense leaves the rest lazy (the cache would evict it anyway)
+            bounds = np.concatenate(([0], np.flatnonzero(owner[1:] != owner[:-1]) + 1, [len(owner)]))
+            for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+                self.postings[found[int(owner[a])][0]] = _Postings(slots[a:b].copy(), freq[a:b].copy(), b - a)
+            self.cached_postings += len(slots)
 
     def _count_runs(self, owner: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(docs, weighted frequency, owner) per (owner, doc) from instance keys sorted by
