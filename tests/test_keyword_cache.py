@@ -49,7 +49,7 @@ def _same(a: list[tuple[int, float]], b: list[tuple[int, float]]) -> None:
 @pytest.fixture(params=["eager", "lazy"])
 def postings_mode(request, monkeypatch):
     """Both ways postings arrive: all at load (small tables) and one term at a time."""
-    monkeypatch.setattr(KeywordIndex, "EAGER_ROWS", 10**9 if request.param == "eager" else -1)
+    monkeypatch.setattr(KeywordIndex, "EAGER_TOKENS", 10**9 if request.param == "eager" else -1)
     return request.param
 
 
@@ -60,7 +60,7 @@ def test_eager_postings_equal_the_ones_read_one_term_at_a_time(monkeypatch):
     conn = _fts_table(rows)
     eager = KeywordIndex("t", ["title", "content", "tags"], [0.3, 1.0, 0.5])
     eager.load(conn)
-    monkeypatch.setattr(KeywordIndex, "EAGER_ROWS", -1)
+    monkeypatch.setattr(KeywordIndex, "EAGER_TOKENS", -1)
     lazy = KeywordIndex("t", ["title", "content", "tags"], [0.3, 1.0, 0.5])
     lazy.load(conn)
     try:
