@@ -390,7 +390,7 @@ def run_benchmark(
                 matrix_mb = matrix.nbytes / 2**20
                 rows.append(_row(f"numpy floor @{label} (matmul+argpartition)", floor, unit="queries"))
                 rows.append(_row(f"recall @{label} inline", recall_inline, unit="queries", floor_ms=floor_ms,
-                                 note="first time for each query: includes reading each new word's postings"))
+                                 note="first time for each query (its embedding; in a store past ~500k tokens, each new word's postings too)"))
                 rows.append(_row(f"recall @{label} inline, repeated queries", recall_again, unit="queries",
                                  floor_ms=floor_ms, note="the same queries a second time: keyword postings warm"))
                 say(f"[bench] 10 concurrent recalls @{label} inline")
