@@ -226,3 +226,24 @@ def test_passing_mask_agrees_with_sql_for_ids_with_and_without_vectors(tmp_path)
             assert got.any() and not got.all()
     finally:
         m.close()
+
+
+@pytest.mark.parametrize("cfg, check", [
+    (dict(fusion="rrf"), lambda b: b.keyword_z is None and b.vector_z is None and b.neighbour_share is None),
+    (dict(channels="keyword"), lambda b: b.vector_rank is None and b.vector_z == 0.0),
+    (dict(channels="vector"), lambda b: b.keyword_rank is None and b.keyword_alpha == 0.0),
+])
+def test_other_fusion_and_channel_modes_rank_from_their_channels(tmp_path, cfg, check):
+    m = Recallite.open(str(tmp_path / "m.db"), embedder="hash", config=RecalliteConfig(**cfg))
+    try:
+        m.remember_many(list(memories(150, seed=6)))
+        m.record_turns([{"session": "s", "role": r, "content": c} for r, c in (
+            ("Caroline", "Did the deploy cache fix work?"), ("Mel", "Yes, retries stopped after the cache flush."))],
+            scope="proj-alpha")
+        for q in queries(5, seed=2) + ["deploy cache retries"]:
+            hits = m.recall(q, limit=6).memories
+            assert hits and [h.rank for h in hits] == list(range(1, len(hits) + 1))
+            assert all(check(h.breakdown) for h in hits), q
+            assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    finally:
+        m.close()
