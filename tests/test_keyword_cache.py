@@ -356,3 +356,60 @@ def test_words_tokenized_together_match_one_at_a_time():
     finally:
         batch.tokenizer.close()
         single.tokenizer.close()
+
+
+def test_regression_full_word_cache_still_answers_the_query_words(tmp_path):
+    # terms_of cleared a full word cache and then looked this query's known words up in it: KeyError.
+    m = Recallite.open(str(tmp_path / "m.db"), embedder="hash")
+    try:
+        made = m.remember("pytest needs the -x flag to stop at the first failure")
+        m.recall("pytest", limit=3)
+        cache = m.retriever.keywords.memories._word_tokens
+        assert "pytest" in cache
+        cache.update((f"filler{i}", ("filler",)) for i in range(50_000 - len(cache)))
+        assert m.recall("pytest quokka", limit=3).memories[0].memory.id == made.id
+        assert len(cache) <= 50_000 and "quokka" in cache
+    finally:
+        m.close()
+
+
+def test_regression_negative_ids_turn_the_dense_arrays_off(tmp_path):
+    # A hand-made row with a negative id was written at the array's end by Python indexing
+    # (another memory's slot) or raised IndexError on an empty array.
+    from recallite_core.id_arrays import IdArray
+
+    arr = IdArray()
+    arr.set(np.array([1, 2, 3]), np.array([10, 20, 30]))
+    arr.set(-1, 99)
+    assert not arr.usable
+    empty = Recallite.open(None, embedder="hash")
+    try:
+        with empty.store.transaction() as conn:
+            conn.execute("INSERT INTO memories (id, type, content, status, source_type, confidence, created_at, updated_at,"
+                         " content_hash) VALUES (-1, 'fact', 'handmade negative row', 'active', 'user', 1, 0, 0, 'h')")
+            conn.execute("INSERT INTO vectors (memory_id, vector) VALUES (-1, ?)",
+                         (np.ones(empty.index.dimensions, dtype=np.float32).tobytes(),))
+        assert [h.memory.id for h in empty.recall("handmade", limit=3).memories] == ["mem_-1"]
+    finally:
+        empty.close()
+    m = Recallite.open(str(tmp_path / "m.db"), embedder="hash")
+    try:
+        m.remember_many(list(memories(60, seed=3)))
+        target = m.remember("the xylophonist victimword memory", scope="proj-alpha")
+        m.recall("warm up deploy", limit=3)
+        with m.store.transaction() as conn:
+            conn.execute("INSERT INTO memories (id, type, content, status, source_type, confidence, created_at, updated_at,"
+                         " content_hash) VALUES (-1, 'fact', 'unrelated handmade row', 'active', 'user', 1, 0, 0, 'h')")
+        hit = m.recall("victimword", limit=3).memories[0]
+        assert hit.memory.id == target.id and hit.breakdown.keyword_rank == 1
+    finally:
+        m.close()
+
+
+def test_regression_sparse_huge_ids_do_not_allocate_dense_arrays():
+    from recallite_core.id_arrays import IdArray
+
+    arr = IdArray()
+    arr.set(np.arange(1, 100), np.arange(99))
+    arr.set(20_000_000, 5)  # far past the 99 ids set: an array of holes; the dict answers instead
+    assert not arr.usable and len(arr.values) == 0

@@ -17,6 +17,9 @@ import numpy as np
 
 from .id_arrays import IdArray
 
+#: "No neighbouring turn" in link arrays: -1 is a valid (hand-made) rowid, this is not one in practice.
+NO_TURN = np.iinfo(np.int64).min
+
 ROLE_WORDS = frozenset({"user", "assistant", "agent", "system", "bot", "ai", "human", "me", "i", "you", "tool", "model"})
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -170,9 +173,12 @@ class EpisodeMap:
         self.seq = counter
 
     def links(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The previous and next turn (-1: none) and the speaker's code in ``role_names``
+        """The previous and next turn (NO_TURN: none) and the speaker's code in ``role_names``
         (-1: not a turn) of each id. Only while ``usable``."""
-        return self.prev.get(ids), self.next.get(ids), self.role.get(ids)
+        prev, nxt = self.prev.get(ids), self.next.get(ids)
+        prev[prev < 0] = NO_TURN  # turns have ids >= 0 while the map is usable: -1 is "none"
+        nxt[nxt < 0] = NO_TURN
+        return prev, nxt, self.role.get(ids)
 
     def structure(self, ids: Iterable[int]) -> tuple[dict[int, list[int]], dict[int, str]]:
         """What ``episode_structure`` returns, from the arrays (tests compare the two)."""
@@ -185,7 +191,7 @@ class EpisodeMap:
                 continue
             roles[mid] = self.role_names[r]
             for other in (p, n):
-                if other >= 0:
+                if other != NO_TURN:
                     roles[other] = self.role_names[self.role.values[other]]
                     adjacency.setdefault(mid, []).append(other)
                     back = adjacency.setdefault(other, [])
@@ -208,8 +214,8 @@ def named_speakers(query: str, roles: Iterable[str]) -> set[str]:
 
 def expand(ids: np.ndarray, score: np.ndarray, prev: np.ndarray, nxt: np.ndarray, core: np.ndarray,
            gain: float) -> np.ndarray:
-    """s'_i = s_i + gain * max(s_j) over the neighbouring turns j of i (``prev``/``nxt``, -1:
-    none) that are among ``ids``. A pair counts only when one of its turns is ``core`` (a
+    """s'_i = s_i + gain * max(s_j) over the neighbouring turns j of i (``prev``/``nxt``,
+    NO_TURN: none) that are among ``ids``. A pair counts only when one of its turns is ``core`` (a
     fused candidate): a neighbour brought in from outside lends only to the turn it neighbours."""
     if gain == 0 or not len(ids):
         return score
@@ -219,7 +225,7 @@ def expand(ids: np.ndarray, score: np.ndarray, prev: np.ndarray, nxt: np.ndarray
     for near in (prev, nxt):
         at = np.minimum(np.searchsorted(sorted_ids, near), len(ids) - 1)
         j = order[at]
-        ok = (near >= 0) & (sorted_ids[at] == near) & (core | core[j])
+        ok = (near != NO_TURN) & (sorted_ids[at] == near) & (core | core[j])
         best = np.where(ok, np.maximum(best, score[j]), best)
     has = best > -np.inf
     out = score.copy()
@@ -238,7 +244,8 @@ class SqlTurnLinks:
         self._near = {mid: list(dict.fromkeys(near)) for mid, near in adjacency.items()}
 
     def links(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        out = np.full((3, len(ids)), -1, dtype=np.int64)
+        out = np.full((3, len(ids)), NO_TURN, dtype=np.int64)
+        out[2] = -1  # not a turn
         for k, mid in enumerate(ids.tolist()):
             near = self._near.get(mid, ())
             for slot, other in enumerate(near[:2]):

@@ -352,12 +352,14 @@ class KeywordIndex:
     def terms_of(self, words: Sequence[str]) -> list[str | None]:
         """term_of for each word; the words not seen before are tokenized together."""
         cache = self._word_tokens
-        new = [w for w in dict.fromkeys(words) if w not in cache]
+        known = {w: cache[w] for w in words if w in cache}
+        new = [w for w in dict.fromkeys(words) if w not in known]
         if new:
-            if len(cache) + len(new) > 50_000:
+            known.update(zip(new, self.tokenizer.tokens_many(new)))
+            if len(cache) + len(new) > 50_000:  # bounded; this query's words stay in `known`
                 cache.clear()
-            cache.update(zip(new, self.tokenizer.tokens_many(new)))
-        return [toks[0] if len(toks) == 1 else None for toks in (cache[w] for w in words)]
+            cache.update((w, known[w]) for w in new)
+        return [toks[0] if len(toks) == 1 else None for toks in (known[w] for w in words)]
 
     def _postings(self, conn: sqlite3.Connection, term: str) -> _Postings:
         post = self.postings.get(term)

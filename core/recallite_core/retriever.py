@@ -18,7 +18,7 @@ import numpy as np
 from . import policy
 from .config import RecalliteConfig
 from .embedder import Embedder
-from .conversation_ranking import EpisodeMap, SqlTurnLinks, expand, named_speakers
+from .conversation_ranking import NO_TURN, EpisodeMap, SqlTurnLinks, expand, named_speakers
 from .episodes import chunk_channel, needs_id_list
 from .codec import decode_vector
 from .errors import ScanError, WorkerTimeoutError
@@ -365,8 +365,10 @@ class Retriever:
             if self._scan_thread is None:
                 self._scan_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="recallite-scan")
             # Build the filter's mask here first: then both threads only read the index's mask
-            # cache (the keyword channel filters with the same mask).
-            self.index.mask(sflt)
+            # cache (the keyword channel filters with the same mask). One-off filters (an id
+            # list) are not cached, and the keyword channel asks SQL for them.
+            if sflt.key() is not None:
+                self.index.mask(sflt)
             future = self._scan_thread.submit(self.index.search_with_stats, qvec, k, sflt)
             kw = self.keyword_channel(conn, query, flt, depth)
             ids, sims, stats = future.result()
@@ -595,7 +597,7 @@ class Retriever:
         if not turn.any():
             return fz
         near = set(prev[turn].tolist()) | set(nxt[turn].tolist())
-        near.discard(-1)
+        near.discard(NO_TURN)
         outside = np.array(sorted(near.difference(fz.ids.tolist())), dtype=np.int64)
         n = len(fz.ids)
         ids, score, kz, vz = fz.ids, fz.score, fz.kz, fz.vz
