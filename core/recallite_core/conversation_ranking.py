@@ -71,8 +71,8 @@ def episode_structure(
 class EpisodeMap:
     """Where every conversation turn sits (scope, session, seq) and who spoke it, in memory.
 
-    ``episode_structure`` answers from SQL; this answers the same from arrays indexed by memory
-    id (the previous and next turn, the speaker), kept in step with the store's change counter
+    ``episode_structure`` answers from SQL; this answers from arrays indexed by memory id (the
+    previous and next turn, the speaker), kept in step with the store's change counter
     (turns arrive with their memory row, which the counter stamps, and leave with its
     tombstone; reconcile, the one other writer of positions, makes every reader reload). Call
     ``sync`` inside the snapshot you then query."""
@@ -179,25 +179,6 @@ class EpisodeMap:
         prev[prev < 0] = NO_TURN  # turns have ids >= 0 while the map is usable: -1 is "none"
         nxt[nxt < 0] = NO_TURN
         return prev, nxt, self.role.get(ids)
-
-    def structure(self, ids: Iterable[int]) -> tuple[dict[int, list[int]], dict[int, str]]:
-        """What ``episode_structure`` returns, from the arrays (tests compare the two)."""
-        ids = np.asarray(list(ids), dtype=np.int64)
-        prev, nxt, role = self.links(ids)
-        adjacency: dict[int, list[int]] = {}
-        roles: dict[int, str] = {}
-        for mid, p, n, r in zip(ids.tolist(), prev.tolist(), nxt.tolist(), role.tolist()):
-            if r < 0:
-                continue
-            roles[mid] = self.role_names[r]
-            for other in (p, n):
-                if other != NO_TURN:
-                    roles[other] = self.role_names[self.role.values[other]]
-                    adjacency.setdefault(mid, []).append(other)
-                    back = adjacency.setdefault(other, [])
-                    if mid not in back:
-                        back.append(mid)
-        return adjacency, roles
 
 
 def named_speakers(query: str, roles: Iterable[str]) -> set[str]:

@@ -53,7 +53,7 @@ from .models import (
 from .reconcile import Reconciler
 from .retriever import RecallFilter, Retriever
 from .slm import SlmLite
-from .rows import MEMORY_COLUMNS, attach_extras, load_memories, memory_from_row, new_memory, ts
+from .rows import SELECT_MEMORIES, load_memories, memory_from_select, new_memory, ts
 from .episode_windows import rebuild_windows
 from .store import Store, _explain
 from .tokens import estimate_tokens
@@ -581,10 +581,10 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         self._live()
         mid = parse_id(memory_id)
         with self.store.reading() as conn:
-            row = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (mid,)).fetchone()
-            if row is None:
-                raise MemoryNotFoundError(f"No memory mem_{mid}. List memories with list() or recall() to find ids.")
-            return attach_extras(conn, {mid: memory_from_row(row)})[mid]
+            found = load_memories(conn, [mid])
+        if mid not in found:
+            raise MemoryNotFoundError(f"No memory mem_{mid}. List memories with list() or recall() to find ids.")
+        return found[mid]
 
     def get_many(self, memory_ids: Sequence[str | int]) -> list[Memory]:
         self._live()
@@ -631,12 +631,10 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         where, params = flt.sql("m")
         with self.store.reading() as conn:
             rows = conn.execute(
-                f"SELECT {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))} FROM memories m "
-                f"WHERE {where} ORDER BY m.id DESC LIMIT ? OFFSET ?",
+                f"{SELECT_MEMORIES} WHERE {where} ORDER BY m.id DESC LIMIT ? OFFSET ?",
                 [*params, lim, max(0, int(offset))],
             ).fetchall()
-            mems = attach_extras(conn, {r[0]: memory_from_row(r) for r in rows})
-        return [mems[r[0]] for r in rows]
+        return [memory_from_select(r) for r in rows]
 
     def _filter(self, scope, types, statuses, tags, session, roles=None, categories=None) -> RecallFilter:
         lim = self.limits

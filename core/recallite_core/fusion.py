@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Hashable, Iterable, Sequence
+from typing import Hashable, Sequence
 
 import numpy as np
 
@@ -67,7 +67,7 @@ def zscore_arrays(
     ids: np.ndarray,
     keyword: dict,
     vector: dict,
-    keyword_moments_: tuple[float, float],
+    kmoments: tuple[float, float],
     vector_moments: tuple[float, float],
     alpha: float,
     keyword_std_floor: float = 0.5,
@@ -80,7 +80,7 @@ def zscore_arrays(
     the measured spread is tiny and would blow a hair's difference up to a whole z-unit.
     Elementwise float64 arithmetic, so each value has the bits of the scalar formula."""
     n = len(ids)
-    k_mean, k_std = keyword_moments_
+    k_mean, k_std = kmoments
     v_mean, v_std = vector_moments
     kget, vget = keyword.get, vector.get
     kv = np.fromiter((kget(c, 0.0) for c in ids.tolist()), dtype=np.float64, count=n)
@@ -88,27 +88,3 @@ def zscore_arrays(
     kz = (kv - k_mean) / (max(k_std, keyword_std_floor) + 1e-9)
     vz = (vv - v_mean) / (max(v_std, vector_std_floor) + 1e-9)
     return alpha * kz + (1.0 - alpha) * vz, kz, vz
-
-
-def zscore_fusion(
-    keyword: dict,
-    vector: dict,
-    scope_size: int,
-    vector_moments: tuple[float, float],
-    alpha: float,
-    keyword_std_floor: float = 0.5,
-    vector_std_floor: float = 0.05,
-    only: "Iterable | None" = None,
-) -> tuple[dict, dict, dict]:
-    """zscore_arrays as dicts, for every candidate of either channel.
-
-    ``keyword``: raw scores of the keyword hits (0 for every other memory of the scope);
-    ``vector``: cosine of each candidate; ``vector_moments``: mean and std of the cosine over
-    the whole scope. ``only``: compute just these candidates (a candidate's values do not
-    depend on which others are computed with it). Returns (fused, keyword z, vector z)."""
-    candidates = list(set(keyword) | set(vector) if only is None else only)
-    ids = np.array(candidates, dtype=np.int64)
-    fused, kz, vz = zscore_arrays(ids, keyword, vector, keyword_moments(keyword, scope_size), vector_moments, alpha,
-                                  keyword_std_floor, vector_std_floor)
-    return (dict(zip(candidates, fused.tolist())), dict(zip(candidates, kz.tolist())),
-            dict(zip(candidates, vz.tolist())))

@@ -4,15 +4,16 @@ A recall asks FTS5 several times (the ranked keyword channel, one document-frequ
 "which of these hits hold this term" lookup per query term, the conversation-window
 channel); at 10k memories those statements alone cost more than the whole recall budget,
 because FTS5 walks every matching row and its docsize record each time. This module keeps,
-per FTS5 table, the postings of the terms queries have used and the length of every row, and
-computes exactly what ``bm25()`` computes (SQLite's formula: k1 = 1.2, b = 0.75, IDF floored
-at 1e-6, per-column weights summed per instance, row length over all columns) with numpy.
+per FTS5 table, the length of every row and the postings of every term (a small table) or of
+the terms queries have used (a large one), and computes exactly what ``bm25()`` computes
+(SQLite's formula: k1 = 1.2, b = 0.75, IDF floored at 1e-6, per-column weights summed per
+instance, row length over all columns) with numpy.
 
 It is a cache, never the truth:
-- Tokens come from SQLite itself. Postings of a term are read from the table's own index
-  (an ``fts5vocab`` view) the first time a query uses the term; rows that change later are
-  tokenized by a private in-memory FTS5 table with the same tokenizer. No tokenizer or
-  stemmer of ours can drift from FTS5's.
+- Tokens come from SQLite itself. Postings are read from the table's own index (an
+  ``fts5vocab`` view): all at load for a small table, else a term's the first time a query
+  uses it; rows that change later are tokenized by a private in-memory FTS5 table with the
+  same tokenizer. No tokenizer or stemmer of ours can drift from FTS5's.
 - It follows the store's change counter like the vector matrix (rows stamped with ``seq``,
   tombstones, a reset when the tombstone floor passes it), and checks its row and token
   totals against the table's own after each catch-up; any mismatch drops the cache.
@@ -214,8 +215,8 @@ class KeywordIndex:
 
     # -- loading and catching up ------------------------------------------------------------
     #: Tables of at most this many tokens have every word's postings read when the mirror loads
-    #: (about 0.1 s for both tables of a 10k store, ~430k tokens), so that no query waits for a
-    #: word's first read; larger ones read a word's postings on its first use.
+    #: (both tables of a 10k store, ~430k tokens: ~0.2 s at its first recall), so that no query
+    #: waits for a word's first read; larger ones read a word's postings on its first use.
     EAGER_TOKENS = 500_000
 
     def load(self, conn: sqlite3.Connection) -> None:
@@ -324,7 +325,7 @@ class KeywordIndex:
             slot = self._add_row(rid, length)
             for term in set().union(*per_col):
                 post = self.postings.get(term)
-                if post is not None:  # terms never queried are read from FTS5 when first needed
+                if post is not None:  # terms not held yet are read from FTS5 when first needed
                     post.append(slot, weighted_frequency([c.get(term, 0) for c in per_col], self.weights))
                     self.cached_postings += 1
 

@@ -188,12 +188,14 @@ class Retriever:
             return None
         return kx
 
-    def _cached_bm25(self, conn, table: str, query: str):
+    def _mirror(self, conn: sqlite3.Connection, ask):
+        """``ask(mirror)`` on the keyword mirror caught up with this snapshot. None when there is
+        none or it cannot answer; a mirror found stale is dropped (FTS5 answers instead)."""
         kx = self._keyword_cache(conn)
         if kx is None:
             return None
         try:
-            return (kx.memories if table == "memories_fts" else kx.windows).bm25(conn, query_terms(query))
+            return ask(kx)
         except StaleIndex as exc:
             log.warning("keyword cache dropped, FTS5 answers this recall: %s", exc)
             kx.reset()
@@ -227,25 +229,22 @@ class Retriever:
             out[rest] = np.fromiter((i in ok for i in todo), dtype=bool, count=len(todo))
         return out
 
-    def _side_tables(self, conn: sqlite3.Connection) -> tuple[bool, bool]:
-        """Whether relations / outcome rows exist, read once per recall snapshot."""
+    def _once(self, key, read):
+        """``read()``, once per recall snapshot: what it reads cannot change inside it."""
         memo = self._memo
-        if memo is not None and "side" in memo:
-            return memo["side"]
-        value = side_tables(conn)
-        if memo is not None:
-            memo["side"] = value
-        return value
+        if memo is None:
+            return read()
+        if key not in memo:
+            memo[key] = read()
+        return memo[key]
+
+    def _side_tables(self, conn: sqlite3.Connection) -> tuple[bool, bool]:
+        """Whether relations / outcome rows exist."""
+        return self._once("side", lambda: side_tables(conn))
 
     def _counter(self, conn: sqlite3.Connection) -> int:
-        """The store's change counter in this snapshot (read once per recall)."""
-        memo = self._memo
-        if memo is not None and "counter" in memo:
-            return memo["counter"]
-        value = conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
-        if memo is not None:
-            memo["counter"] = value
-        return value
+        """The store's change counter in this snapshot."""
+        return self._once("counter", lambda: conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0])
 
     @contextlib.contextmanager
     def _snapshot(self):
@@ -271,7 +270,7 @@ class Retriever:
 
     def keyword_channel(self, conn: sqlite3.Connection, query: str, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
         """bm25 top-``depth`` among the memories passing the filter, ties by id."""
-        cached = self._cached_bm25(conn, "memories_fts", query)
+        cached = self._mirror(conn, lambda kx: kx.memories.bm25(conn, query_terms(query)))
         if cached is not None:
             return self._filtered_top(conn, cached[0], cached[1], flt, depth)
         return self._fts_keyword_channel(conn, query, flt, depth)
@@ -319,7 +318,7 @@ class Retriever:
         match = fts_query(query)
         if match is None or not self.config.window_keyword_weight or not self.episodes_present(conn):
             return []
-        cached = self._cached_bm25(conn, "episode_windows", query)
+        cached = self._mirror(conn, lambda kx: kx.windows.bm25(conn, query_terms(query)))
         if cached is not None:
             return self._filtered_top(conn, cached[0], cached[1], flt, depth)
         where, params = flt.sql("m")
@@ -460,14 +459,9 @@ class Retriever:
 
     # -- keyword confidence ----------------------------------------------------------------------
     def _document_frequency(self, conn: sqlite3.Connection, term: str, n: int) -> int:
-        kx = self._keyword_cache(conn)
-        if kx is not None:
-            try:
-                df = kx.memories.document_frequency(conn, term)
-            except StaleIndex:
-                df = None
-            if df is not None:
-                return df
+        df = self._mirror(conn, lambda kx: kx.memories.document_frequency(conn, term))
+        if df is not None:
+            return df
         counter = self._counter(conn)
         if counter != self._df_counter:  # exact, like the cache: any write may move a count
             self._df_cache.clear()
@@ -495,14 +489,8 @@ class Retriever:
             return 0.0
         matched: dict[int, float] = {}
         marks = ",".join("?" * len(top_ids))
-        kx = self._keyword_cache(conn)
         for t in terms:
-            holding = None
-            if kx is not None:
-                try:
-                    holding = kx.memories.containing(conn, t, top_ids)
-                except StaleIndex:
-                    holding = None
+            holding = self._mirror(conn, lambda kx: kx.memories.containing(conn, t, top_ids))
             if holding is not None:
                 for rowid in holding:
                     matched[rowid] = matched.get(rowid, 0.0) + idf[t]
@@ -517,14 +505,8 @@ class Retriever:
         """Memories past their valid_until (a partial index keeps this cheap; clean_expired empties it)."""
         if valid_at is None:
             return set()
-        memo = self._memo
-        if memo is not None and ("expired", valid_at) in memo:
-            return memo[("expired", valid_at)]
-        out = {r[0] for r in conn.execute(
-            "SELECT id FROM memories WHERE valid_until IS NOT NULL AND valid_until <= ?", (valid_at,))}
-        if memo is not None:
-            memo[("expired", valid_at)] = out
-        return out
+        return self._once(("expired", valid_at), lambda: {r[0] for r in conn.execute(
+            "SELECT id FROM memories WHERE valid_until IS NOT NULL AND valid_until <= ?", (valid_at,))})
 
     # -- contradictions -----------------------------------------------------------------------------
     def contradictions(

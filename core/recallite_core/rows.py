@@ -133,7 +133,8 @@ def new_memory(mid: int, p, at: datetime, episode: EpisodeInfo | None = None, ca
     return _new_memory(values)
 
 
-_LOAD = (
+#: Whole memories with their episode and category; add WHERE / ORDER BY on alias ``m``.
+SELECT_MEMORIES = (
     "SELECT " + ", ".join(f"m.{c.strip()}" for c in MEMORY_COLUMNS.split(","))
     + ", e.session, e.role, e.seq, e.event_at, c.category FROM memories m"
     " LEFT JOIN episodes e ON e.memory_id = m.id LEFT JOIN memory_categories c ON c.memory_id = m.id"
@@ -141,35 +142,23 @@ _LOAD = (
 _WIDTH = len(MEMORY_COLUMNS.split(","))
 
 
+def memory_from_select(row: tuple) -> Memory:
+    """The Memory of a SELECT_MEMORIES row."""
+    mem = memory_from_row(row[:_WIDTH])
+    session, role, seq, event_at, category = row[_WIDTH:]
+    if role is not None:  # episodes.role is NOT NULL: None means no episode row
+        _set_field(mem, "episode", _new_episode({"session": session or None, "role": role, "seq": seq,
+                                                 "timestamp": ts(event_at)}))
+    if category is not None:
+        _set_field(mem, "category", category)
+    return mem
+
+
 def load_memories(conn: sqlite3.Connection, ids: list[int]) -> dict[int, Memory]:
     """The memories among ``ids`` that exist, with their episode and category (one query)."""
     out: dict[int, Memory] = {}
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
-        for row in conn.execute(f"{_LOAD} WHERE m.id IN ({','.join('?' * len(chunk))})", chunk):
-            mem = out[row[0]] = memory_from_row(row[:_WIDTH])
-            session, role, seq, event_at, category = row[_WIDTH:]
-            if role is not None:
-                _set_field(mem, "episode", _new_episode({"session": session or None, "role": role, "seq": seq,
-                                                         "timestamp": ts(event_at)}))
-            if category is not None:
-                _set_field(mem, "category", category)
+        for row in conn.execute(f"{SELECT_MEMORIES} WHERE m.id IN ({','.join('?' * len(chunk))})", chunk):
+            out[row[0]] = memory_from_select(row)
     return out
-
-
-def attach_extras(conn: sqlite3.Connection, mems: dict[int, Memory]) -> dict[int, Memory]:
-    """Fill ``episode`` (turn position) and ``category`` from their side tables (episodes.py)."""
-    ids = list(mems)
-    for i in range(0, len(ids), 500):
-        chunk = ids[i : i + 500]
-        marks = ",".join("?" * len(chunk))
-        for mid, session, role, seq, event_at in conn.execute(
-            f"SELECT memory_id, session, role, seq, event_at FROM episodes WHERE memory_id IN ({marks})", chunk
-        ):
-            _set_field(mems[mid], "episode", _new_episode({"session": session or None, "role": role, "seq": seq,
-                                                           "timestamp": ts(event_at)}))
-        for mid, category in conn.execute(
-            f"SELECT memory_id, category FROM memory_categories WHERE memory_id IN ({marks})", chunk
-        ):
-            _set_field(mems[mid], "category", category)
-    return mems
