@@ -110,6 +110,11 @@ __all__ = [
     "ROLES",
     "DRIFT_AFTER_ROUND",
     "INTERFERENCE_PAIRS",
+    "CATALOGS",
+    "Catalog",
+    "load_catalog",
+    "catalog_available",
+    "catalog_pairs",
     "catalog_size",
     "generate_families",
     "query_for",
@@ -158,6 +163,7 @@ class TaskFamily:
     distractors: tuple[MemorySpec, ...]
     drift_replacement: MemorySpec
     queries: tuple[str, ...]
+    catalog: str = "ops"
 
     @property
     def memories(self) -> tuple[MemorySpec, ...]:
@@ -1440,48 +1446,73 @@ Q readable web app stack traces in Sentry
 """
 
 
-def _parse_catalog(text: str) -> tuple[dict, ...]:
+def _parse_catalog(text: str, source: str = "catalog") -> tuple[dict, ...]:
+    """Parse the catalog format (see ``catalogs/README.md``) into one dict per family.
+
+    Each dict has ``key``, ``topic``, ``working``, ``distractors``, ``drift`` (as ``(type, title,
+    content)``), ``queries`` and ``interference`` (``(other family key, query)`` from ``I`` lines).
+    Lines starting with ``#`` are comments."""
     families: list[dict] = []
     cur: dict | None = None
     parts: list[str] | None = None
     for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
+        if not line.strip() or line.startswith("#"):
             continue
         if line.startswith("  "):
             if parts is None:
-                raise ValueError(f"catalog line {lineno}: continuation outside a memory")
+                raise ValueError(f"{source} line {lineno}: continuation outside a memory")
             parts.append(line.strip())
             continue
         tag, _, rest = line.partition(" ")
         parts = None
         if tag == "@":
-            cur = {"key": rest.strip(), "topic": "", "working": None, "distractors": [], "drift": None, "queries": []}
+            cur = {"key": rest.strip(), "topic": "", "working": None, "distractors": [], "drift": None, "queries": [],
+                   "interference": []}
             families.append(cur)
             continue
         if cur is None:
-            raise ValueError(f"catalog line {lineno}: entry before the first family")
+            raise ValueError(f"{source} line {lineno}: entry before the first family")
         if tag == "topic:":
             cur["topic"] = rest.strip()
         elif tag == "Q":
             cur["queries"].append(rest.strip())
+        elif tag == "I":
+            other, sep, query = rest.partition(" | ")
+            if not sep or not other.strip() or not query.strip():
+                raise ValueError(f"{source} line {lineno}: expected 'I <other-family-key> | <query>'")
+            cur["interference"].append((other.strip(), query.strip()))
         elif tag in ("W", "D", "R"):
             mtype, sep, title = rest.partition(" | ")
             if not sep:
-                raise ValueError(f"catalog line {lineno}: expected '<type> | <title>'")
+                raise ValueError(f"{source} line {lineno}: expected '<type> | <title>'")
             parts = []
             memory = [mtype.strip(), title.strip(), parts]
             if tag == "W":
+                if cur["working"] is not None:
+                    raise ValueError(f"{source} line {lineno}: second W in family {cur['key']!r}")
                 cur["working"] = memory
             elif tag == "D":
                 cur["distractors"].append(memory)
             else:
+                if cur["drift"] is not None:
+                    raise ValueError(f"{source} line {lineno}: second R in family {cur['key']!r}")
                 cur["drift"] = memory
         else:
-            raise ValueError(f"catalog line {lineno}: unknown tag {tag!r}")
+            raise ValueError(f"{source} line {lineno}: unknown tag {tag!r}")
     out = []
+    seen: set[str] = set()
     for fam in families:
+        if not re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", fam["key"]):
+            raise ValueError(f"{source}: family key {fam['key']!r} is not lowercase words joined by dashes")
+        if fam["key"] in seen:
+            raise ValueError(f"{source}: family {fam['key']!r} appears twice")
+        seen.add(fam["key"])
         if fam["working"] is None or fam["drift"] is None or not fam["distractors"]:
-            raise ValueError(f"catalog family {fam['key']!r} is incomplete")
+            raise ValueError(f"{source}: family {fam['key']!r} is incomplete")
+        if not 1 <= len(fam["distractors"]) <= 4:
+            raise ValueError(f"{source}: family {fam['key']!r} needs 1-4 distractors")
+        if not fam["queries"]:
+            raise ValueError(f"{source}: family {fam['key']!r} has no Q line")
 
         def done(m: list) -> _M:
             return (m[0], m[1], " ".join(m[2]))
@@ -1494,6 +1525,7 @@ def _parse_catalog(text: str) -> tuple[dict, ...]:
                 "distractors": tuple(done(m) for m in fam["distractors"]),
                 "drift": done(fam["drift"]),
                 "queries": tuple(fam["queries"]),
+                "interference": tuple(fam["interference"]),
             }
         )
     return tuple(out)
@@ -1668,7 +1700,7 @@ def _memory(family_key: str, suffix: str, role: str, spec: _M) -> MemorySpec:
     return MemorySpec(key=f"{family_key}:{suffix}", type=mtype, title=title, content=content, role=role)
 
 
-def _build(raw: dict, seed: int) -> TaskFamily:
+def _build(raw: dict, seed: int, catalog: str = "ops") -> TaskFamily:
     key = raw["key"]
     working = _memory(key, "working", "working", raw["working"])
     distractors = tuple(
@@ -1684,41 +1716,133 @@ def _build(raw: dict, seed: int) -> TaskFamily:
         distractors=distractors,
         drift_replacement=drift,
         queries=tuple(queries),
+        catalog=catalog,
     )
 
 
-def catalog_size() -> int:
-    """Number of families in the catalog (48)."""
-    return len(_CATALOG)
+# ---------------------------------------------------------------------------------------------
+# Catalogs: "ops" (the text above, with INTERFERENCE_PAIRS) and data files under catalogs/
+# ---------------------------------------------------------------------------------------------
+
+CATALOGS = ("ops", "voices-dev", "voices-holdout")
 
 
-def generate_families(n_families: int = 48, seed: int = 7) -> list[TaskFamily]:
-    """Return ``n_families`` task families, deterministically for a given ``seed``.
+@dataclass(frozen=True)
+class Catalog:
+    """A parsed catalog: its families (in catalog order, queries in seeded order) and pairs."""
 
-    With ``n_families`` equal to the catalog size every family is returned in catalog order.
-    With fewer, a seeded subset is chosen: interference pairs count as one unit of two
-    families and are kept whole whenever they fit, so ``interference_pairs`` still finds
-    pairs in a subset. The subset is returned in catalog order. Each family's queries are
-    in a seeded order.
+    name: str
+    families: tuple[TaskFamily, ...]
+    pairs: tuple[InterferencePair, ...]
+
+    def __len__(self) -> int:
+        return len(self.families)
+
+
+_RAW_CACHE: dict[str, tuple[tuple[dict, ...], tuple[InterferencePair, ...]]] = {}
+
+
+def _pairs_from_lines(raw: tuple[dict, ...], source: str) -> tuple[InterferencePair, ...]:
+    keys = {f["key"] for f in raw}
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for fam in raw:
+        for other, query in fam.get("interference", ()):
+            if other not in keys:
+                raise ValueError(f"{source}: family {fam['key']!r} has an I line for unknown family {other!r}")
+            if other == fam["key"]:
+                raise ValueError(f"{source}: family {fam['key']!r} has an I line pointing at itself")
+            grouped.setdefault((other, fam["key"]), []).append(query)
+    return tuple(
+        InterferencePair(
+            a=a,
+            b=b,
+            bridge=f"wording of {a} (from the I lines of {b})",
+            queries=tuple(qs),
+            rationale=f"{a}'s working memory answers {a}'s task, not {b}'s.",
+        )
+        for (a, b), qs in grouped.items()
+    )
+
+
+def _catalog_text(name: str) -> str:
+    from importlib import resources
+
+    try:
+        return resources.files(__package__).joinpath("catalogs", f"{name}.txt").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"catalog {name!r}: no file catalogs/{name}.txt in {__package__}") from None
+
+
+def _raw(catalog: str) -> tuple[tuple[dict, ...], tuple[InterferencePair, ...]]:
+    if catalog not in CATALOGS:
+        raise ValueError(f"unknown catalog {catalog!r}; choose from {', '.join(CATALOGS)}")
+    if catalog == "ops":
+        return _CATALOG, INTERFERENCE_PAIRS
+    if catalog not in _RAW_CACHE:
+        raw = _parse_catalog(_catalog_text(catalog), source=f"catalogs/{catalog}.txt")
+        _RAW_CACHE[catalog] = (raw, _pairs_from_lines(raw, f"catalogs/{catalog}.txt"))
+    return _RAW_CACHE[catalog]
+
+
+def catalog_available(catalog: str) -> bool:
+    """Whether ``catalog`` can be loaded (a data file may not exist yet)."""
+    try:
+        _raw(catalog)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def load_catalog(name: str = "ops", seed: int = 7) -> Catalog:
+    """All families of catalog ``name`` (``ops``, ``voices-dev``, ``voices-holdout``) and its pairs.
+
+    ``ops`` is the built-in catalog with :data:`INTERFERENCE_PAIRS`; the others are read from
+    ``catalogs/<name>.txt`` (package data), their pairs come from the ``I`` lines."""
+    raw, pairs = _raw(name)
+    return Catalog(name=name, families=tuple(_build(r, seed, name) for r in raw), pairs=pairs)
+
+
+def catalog_pairs(catalog: str = "ops") -> tuple[InterferencePair, ...]:
+    """The interference pairs of ``catalog``."""
+    return _raw(catalog)[1]
+
+
+def catalog_size(catalog: str = "ops") -> int:
+    """Number of families in ``catalog`` (48 for ops)."""
+    return len(_raw(catalog)[0])
+
+
+def generate_families(n_families: int | None = None, seed: int = 7, catalog: str = "ops") -> list[TaskFamily]:
+    """Return ``n_families`` task families of ``catalog``, deterministically for a given ``seed``.
+
+    ``None`` (or the catalog size) returns every family in catalog order. With fewer, a seeded
+    subset is chosen: interference pairs count as one unit of two families and are kept whole
+    whenever they fit, so ``interference_pairs`` still finds pairs in a subset. The subset is
+    returned in catalog order. Each family's queries are in a seeded order.
     """
-    total = len(_CATALOG)
+    raw, pairs = _raw(catalog)
+    total = len(raw)
+    if n_families is None:
+        n_families = total
     if not isinstance(n_families, int) or isinstance(n_families, bool):
         raise TypeError("n_families must be an int")
     if n_families < 1 or n_families > total:
         raise ValueError(f"n_families must be between 1 and {total}, got {n_families}")
-    index = {raw["key"]: i for i, raw in enumerate(_CATALOG)}
+    index = {r["key"]: i for i, r in enumerate(raw)}
     if n_families == total:
         chosen = list(range(total))
     else:
         paired: dict[str, tuple[int, ...]] = {}
-        for pair in INTERFERENCE_PAIRS:
+        for pair in pairs:
+            if pair.a in paired or pair.b in paired:
+                continue  # a family in two pairs: the first pair makes the unit
             unit = (index[pair.a], index[pair.b])
             paired[pair.a] = unit
             paired[pair.b] = unit
         units: list[tuple[int, ...]] = []
         seen: set[tuple[int, ...]] = set()
-        for i, raw in enumerate(_CATALOG):
-            unit = paired.get(raw["key"], (i,))
+        for i, r in enumerate(raw):
+            unit = paired.get(r["key"], (i,))
             if unit not in seen:
                 seen.add(unit)
                 units.append(unit)
@@ -1736,7 +1860,7 @@ def generate_families(n_families: int = 48, seed: int = 7) -> list[TaskFamily]:
                     if i not in picked and len(picked) < n_families:
                         picked.append(i)
         chosen = sorted(picked)
-    return [_build(_CATALOG[i], seed) for i in chosen]
+    return [_build(raw[i], seed, catalog) for i in chosen]
 
 
 def _cycle_pick(items: Sequence[str], tag: str, key: str, round_index: int, seed: int) -> str:
@@ -1855,22 +1979,44 @@ def working_key(family: TaskFamily, round_index: int, drifted: bool, drift_after
 # ---------------------------------------------------------------------------------------------
 
 
-def interference_pairs(families: Iterable[TaskFamily]) -> list[tuple[str, str]]:
-    """Ordered pairs (A, B) of :data:`INTERFERENCE_PAIRS` whose two families are both present."""
+def _pairs_for(catalog: str | None, keys: Iterable[str] = ()) -> tuple[InterferencePair, ...]:
+    if catalog is not None:
+        return catalog_pairs(catalog)
+    keys = set(keys)
+    for name in CATALOGS:  # ops first; a data file that does not exist (yet) is skipped
+        if not catalog_available(name):
+            continue
+        raw, pairs = _raw(name)
+        if keys & {r["key"] for r in raw}:
+            return pairs
+    return ()
+
+
+def interference_pairs(families: Iterable[TaskFamily], catalog: str | None = None) -> list[tuple[str, str]]:
+    """Ordered pairs (A, B) of the catalog's interference pairs whose two families are both present.
+
+    ``catalog`` defaults to the catalog the families come from."""
+    families = list(families)
+    if catalog is None and families:
+        catalog = families[0].catalog
     present = {f.key for f in families}
-    return [(p.a, p.b) for p in INTERFERENCE_PAIRS if p.a in present and p.b in present]
+    return [(p.a, p.b) for p in _pairs_for(catalog, present) if p.a in present and p.b in present]
 
 
-def interference_pair(a: str, b: str) -> InterferencePair:
-    """The :class:`InterferencePair` for ``(a, b)``; ``KeyError`` if there is none."""
-    for p in INTERFERENCE_PAIRS:
+def interference_pair(a: str, b: str, catalog: str | None = None) -> InterferencePair:
+    """The :class:`InterferencePair` for ``(a, b)``; ``KeyError`` if there is none.
+
+    ``catalog=None`` looks in the catalog that has family ``a`` (family keys are unique across catalogs)."""
+    for p in _pairs_for(catalog, (a, b)):
         if p.a == a and p.b == b:
             return p
     raise KeyError(f"no interference pair ({a!r}, {b!r})")
 
 
-def interference_query_for(pair: "InterferencePair | tuple[str, str]", round_index: int, seed: int) -> str:
+def interference_query_for(
+    pair: "InterferencePair | tuple[str, str]", round_index: int, seed: int, catalog: str | None = None
+) -> str:
     """B's interference query for ``round_index``, picked like :func:`query_for`."""
     if not isinstance(pair, InterferencePair):
-        pair = interference_pair(*pair)
+        pair = interference_pair(*pair, catalog=catalog)
     return _cycle_pick(pair.queries, "interference", f"{pair.a}>{pair.b}", round_index, seed)
