@@ -361,10 +361,14 @@ def eval_cmd(ctx, benchmark):
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.option("--learning", is_flag=True, help="The closed-loop learning benchmark instead of speed.")
 @click.option("--faults", is_flag=True, help="Concurrency (N servers over stdio, one file) and SIGKILL crash runs, with checks.")
+@click.option("--agent-day", "agent_day", is_flag=True,
+              help="Days of an agent in two projects through real stdio servers, with and without feedback.")
 @click.pass_context
-def bench(ctx, learning, faults):
-    """Benchmarks that print numbers: speed (default), --learning or --faults. Extra options go to the benchmark (--help there)."""
-    if faults:
+def bench(ctx, learning, faults, agent_day):
+    """Benchmarks that print numbers: speed (default), --learning, --faults or --agent-day. Extra options go to the benchmark (--help there)."""
+    if agent_day:
+        from .benchmarks import agent_day as mod
+    elif faults:
         from .benchmarks import faults as mod
     elif learning:
         from .benchmarks import learning as mod

@@ -1,0 +1,51 @@
+"""The agent-day benchmark: a small run of the dev set through real stdio servers (hash embedder, 2 days).
+
+The targets (precision, recall, feedback never worse) are printed by the benchmark, not asserted here."""
+
+from recallite_mcp.benchmarks import agent_day as ad
+
+METRICS = ("tasks", "precision", "recall", "tokens", "served", "success", "memories")
+
+
+def test_catalogs_are_well_formed():
+    for name in ad.SETS:
+        projects = ad.build_projects(ad.load_set(name))
+        assert len(projects) == 2 and len({p.scope for p in projects}) == 2
+        for p in projects:
+            assert 8 <= len(p.tasks) <= 12
+            assert any(m.role == "unrelated" for m in p.memories) and any(m.role == "general" for m in p.memories)
+            for t in p.tasks:
+                assert len(t.phrasings) >= 3 and 1 <= len(t.needed) <= 2 and 1 <= len(t.misleading) <= 2
+
+
+def test_judge_follows_the_agent_model():
+    data = ad.load_set("dev")
+    task = next(t for t in ad.build_projects(data)[0].tasks if t.kind == "deploy-api")
+    key_of = {"m1": "deploy-proc", "m2": "deploy-old", "m3": "g-stack"}
+    assert ad.judge(task, ["m3", "m1", "m2"], key_of)[0] == "success"  # procedure above the misleading one
+    outcome, ok, followed = ad.judge(task, ["m2", "m1"], key_of)  # misleading procedure read first
+    assert outcome == "failure" and ok == [] and followed == ["m2"]
+    assert ad.judge(task, ["m3"], key_of)[0] == "failure"
+
+
+def test_small_run_through_real_servers():
+    res = ad.run_agent_day("dev", days=2, seed=3, embedder="hash", tasks_per_day=4, kinds=3)
+    assert [row["day"] for row in res["days"]] == [1, 2]
+    for row in res["days"]:
+        assert set(row["projects"]) == {"billing-api", "mobile-app"}
+        for scope, r in row["projects"].items():
+            for twin in ("feedback", "no_feedback"):
+                m = r[twin]
+                for k in METRICS:
+                    assert m[k] is not None, (row["day"], scope, twin, k)
+                assert m["tasks"] == 4
+                assert 0.0 <= m["precision"] <= 1.0 and 0.0 <= m["recall"] <= 1.0 and 0.0 <= m["success"] <= 1.0
+                assert m["tokens"] > 0 and m["memories"] > 0
+            assert r["no_feedback"]["feedback_sent"] == 0 and r["feedback"]["feedback_sent"] == 4
+            assert set(r["delta"]) == {"precision", "recall"}
+        # checked through the servers' own stats: the twin without feedback recorded none
+        assert sum(row["stats"]["no_feedback"]["feedback"].values()) == 0
+        assert sum(row["stats"]["feedback"]["feedback"].values()) >= 8
+        assert row["stats"]["no_feedback"]["context_calls"] == row["stats"]["feedback"]["context_calls"]
+    assert res["checks"] and {"day", "project", "check", "value", "ok"} <= set(res["checks"][0])
+    assert "prec fb/no" in ad.format_table(res)
