@@ -21,6 +21,13 @@ memory of a quarter of the families stops working and a new one, never tried, is
 ``interference`` (10 pairs: B's queries pull A's working memory, which fails for B);
 ``none`` (no feedback at all: rankings must not move, whatever is read).
 
+Catalogs (``--catalog``): ``ops`` (built in, 48 families), ``voices-dev`` and ``voices-holdout``
+(``catalogs/*.txt``: paraphrases in different voices, far apart). ``--via recall`` asks with
+``recall(query, limit=3)`` (no exploration) instead of ``build_context``. Besides success per
+round, each scenario reports regressions: the share of family-rounds 2..N that fail although
+the family succeeded in its previous round. The report starts with the distribution of the
+cosine between paraphrases of a family, with the embedder in use.
+
 ``python -m recallite_mcp.benchmarks.learning --help`` or ``recallite-mcp bench --learning``.
 """
 
@@ -40,16 +47,19 @@ import numpy as np
 from . import learning_tasks as lt
 
 SCENARIOS = ("clean", "noise", "drift", "interference", "none")
+VIAS = ("context", "recall")
 
 # The targets of the issue (rounds 1-based) and how each is read:
 #   "at": the success rate at that round;  "first": the first round from `round` on whose rate
 #   reaches the target must come within `within` rounds;  "min-from": every round from `round` on
-#   (interference start when `round` is None);  "last": the final round.
+#   (interference start when `round` is None);  "last": the final round;  "mean": the mean rate of rounds
+#   `round`..`to` (or up to the last round);  "regressions": the scenario's regression share must stay <= target.
 # Each target also reports the lowest rate from its round on ("stays"), for the record.
 TARGETS: dict[str, list[dict[str, Any]]] = {
     "clean": [{"name": "round 3", "group": "all", "how": "at", "round": 3, "target": 0.90},
-              {"name": "round 10", "group": "all", "how": "at", "round": 10, "target": 0.97}],
-    "noise": [{"name": "round 6", "group": "all", "how": "at", "round": 6, "target": 0.85}],
+              {"name": "round 10", "group": "all", "how": "at", "round": 10, "target": 0.97},
+              {"name": "regressions", "group": "all", "how": "regressions", "round": 2, "target": 0.02}],
+    "noise": [{"name": "mean of rounds 6-10", "group": "all", "how": "mean", "round": 6, "to": 10, "target": 0.85}],
     "drift": [{"name": "back within 3 rounds of the change", "group": "all", "how": "first",
                "round": lt.DRIFT_AFTER_ROUND + 1, "within": 3, "target": 0.85},
               {"name": "drifted families alone, within 3 rounds", "group": "drifted", "how": "first",
@@ -164,9 +174,15 @@ def _rate(values: list[bool | float]) -> float:
 def run_scenario(
     scenario: str, families: list[lt.TaskFamily], rounds: int, seed: int, embedder, *, noise: float = 0.15,
     attempts: int = 3, limit: int = 3, config=None, interference_from: int = 4, noise_mode: str = "label",
+    via: str = "context", pairs: list[tuple[str, str]] | None = None, keep_log: bool = False,
 ) -> dict[str, Any]:
+    """One scenario on a fresh store. ``via="context"``: ``build_context`` (exploration on);
+    ``via="recall"``: ``recall(query, limit)`` (no exploration). ``pairs`` defaults to the
+    interference pairs of the families' catalog."""
     from recallite_core import Recallite
 
+    if via not in VIAS:
+        raise ValueError(f"via must be one of {', '.join(VIAS)}, got {via!r}")
     t0 = time.perf_counter()
     mem = Recallite.open(None, embedder=embedder, config=config)
     try:
@@ -180,7 +196,9 @@ def run_scenario(
 
         insert(lt.store_memories(families, seed))
         drifted = set(lt.drift_families(families, seed)) if scenario == "drift" else set()
-        pairs = lt.interference_pairs(families) if scenario in ("interference", "clean") else []
+        if pairs is None:
+            pairs = lt.interference_pairs(families)
+        pairs = list(pairs) if scenario in ("interference", "clean") else []
         noise_rate = noise if scenario == "noise" else 0.0
         rng = random.Random(f"learning-bench|noise|{seed}|{scenario}")
         per_round = []
@@ -188,17 +206,31 @@ def run_scenario(
         repeats = changed = 0
         replacement_first_used: dict[str, int] = {}
         feedback_calls = 0
+        prev_ok: dict[str, bool] = {}
+        regressions = later_rounds = 0
+        log: list[dict[str, Any]] = []
         for r in range(rounds):
             if scenario == "drift" and r == lt.DRIFT_AFTER_ROUND:
                 insert([f.drift_replacement for f in families if f.key in drifted])
             results: dict[str, list[tuple[bool, float]]] = {}
             for task in tasks_for_round(families, scenario, r, seed, drifted, pairs, interference_from):
-                ctx = mem.build_context(task.query, limit=limit, max_tokens=2000)
-                shown = ctx.memory_ids
+                if via == "recall":
+                    got = mem.recall(task.query, limit=limit)
+                    rid, shown = got.retrieval_id, [h.memory.id for h in got.memories]
+                else:
+                    ctx = mem.build_context(task.query, limit=limit, max_tokens=2000)
+                    rid, shown = ctx.retrieval_id, ctx.memory_ids
                 send = None if scenario == "none" else (
-                    lambda mid, outcome, _rid=ctx.retrieval_id: mem.feedback(_rid, outcome, used_memory_ids=[mid]))
+                    lambda mid, outcome, _rid=rid: mem.feedback(_rid, outcome, used_memory_ids=[mid]))
                 ok, rr, sent = agent_turn(shown, key_of, task, rng, noise_rate, attempts, send, noise_mode)
                 feedback_calls += sent
+                if keep_log:
+                    log.append({"round": r + 1, "family": task.family.key, "query": task.query, "retrieval_id": rid,
+                                "ids": list(shown), "ok": ok})
+                if task.family.key in prev_ok:
+                    later_rounds += 1
+                    regressions += prev_ok[task.family.key] and not ok
+                prev_ok[task.family.key] = ok
                 results.setdefault(task.group, []).append((ok, rr))
                 if scenario == "drift" and task.group == "drifted" and r >= lt.DRIFT_AFTER_ROUND and task.working in [key_of.get(i) for i in shown[:sent or 1]]:
                     replacement_first_used.setdefault(task.family.key, r + 1)
@@ -218,7 +250,11 @@ def run_scenario(
                            for g, v in sorted(results.items()) if g != "all"},
             }
             per_round.append(row)
-        out: dict[str, Any] = {"scenario": scenario, "rounds": per_round, "feedback_calls": feedback_calls}
+        out: dict[str, Any] = {"scenario": scenario, "via": via, "rounds": per_round, "feedback_calls": feedback_calls,
+                               "regressions": round(regressions / later_rounds, 4) if later_rounds else float("nan"),
+                               "regression_count": regressions, "family_rounds_after_first": later_rounds}
+        if keep_log:
+            out["log"] = log
         if scenario == "none":
             out["repeated_queries"] = repeats
             out["rankings_changed_by_reads"] = changed
@@ -228,7 +264,7 @@ def run_scenario(
             out["replacement_first_used_round"] = replacement_first_used
         if scenario == "interference":
             out["interference_from"] = interference_from
-        out["targets"] = evaluate(scenario, per_round, interference_from)
+        out["targets"] = evaluate(scenario, per_round, interference_from, regressions=out["regressions"])
         out["seconds"] = round(time.perf_counter() - t0, 2)
         return out
     finally:
@@ -241,7 +277,8 @@ def series(per_round: list[dict], group: str) -> list[float]:
     return [r["groups"].get(group, {}).get("success", float("nan")) for r in per_round]
 
 
-def evaluate(scenario: str, per_round: list[dict], interference_from: int = 4) -> list[dict[str, Any]]:
+def evaluate(scenario: str, per_round: list[dict], interference_from: int = 4,
+             regressions: float | None = None) -> list[dict[str, Any]]:
     out = []
     for t in TARGETS.get(scenario, []):
         s = series(per_round, t["group"])
@@ -251,6 +288,22 @@ def evaluate(scenario: str, per_round: list[dict], interference_from: int = 4) -
         target = t["target"]
         row: dict[str, Any] = {"name": t["name"], "group": t["group"], "how": t["how"], "target": target,
                                "required": not t.get("stricter", False), "from": start}
+        if t["how"] == "regressions":
+            if regressions is None or regressions != regressions:
+                continue
+            row["value"] = round(regressions, 4)
+            row["pass"] = regressions <= target + 1e-9
+            row["lowest_after"] = row["value"]
+            out.append(row)
+            continue
+        if t["how"] == "mean":
+            end = min(len(s), t.get("to") or len(s))
+            row["to"] = end
+            row["value"] = round(float(np.mean(s[start - 1 : end])), 4)
+            row["pass"] = row["value"] >= target - 1e-9
+            row["lowest_after"] = round(min(s[start - 1 :]), 4)
+            out.append(row)
+            continue
         if t["how"] == "first":
             row["by"] = start + t["within"] - 1
         if t["how"] == "at":
@@ -343,20 +396,52 @@ def learner_name(config) -> str:
     return lc.mode
 
 
+def paraphrase_cosine(families: Sequence[lt.TaskFamily], emb) -> dict[str, Any]:
+    """Distribution of the cosine between paraphrases (Q lines) of one family, over all families."""
+    values: list[float] = []
+    for f in families:
+        v = np.asarray(emb.embed(list(f.queries)), dtype=np.float64)
+        v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+        sims = v @ v.T
+        iu = np.triu_indices(len(f.queries), k=1)
+        values.extend(float(x) for x in sims[iu])
+    if not values:
+        return {"embedder": emb.name, "pairs": 0}
+    a = np.asarray(values)
+    return {"embedder": emb.name, "pairs": int(a.size), "min": round(float(a.min()), 4),
+            "p10": round(float(np.percentile(a, 10)), 4), "median": round(float(np.median(a)), 4),
+            "mean": round(float(a.mean()), 4), "p90": round(float(np.percentile(a, 90)), 4),
+            "max": round(float(a.max()), 4)}
+
+
+def format_cosine(pc: dict[str, Any], catalog: str) -> str:
+    if not pc.get("pairs"):
+        return f"paraphrase cosine ({catalog}): no paraphrase pairs"
+    return (f"paraphrase cosine within a family ({catalog}, {pc['pairs']} pairs, embedder {pc['embedder']}): "
+            f"min {pc['min']:.2f}  p10 {pc['p10']:.2f}  median {pc['median']:.2f}  mean {pc['mean']:.2f}  "
+            f"p90 {pc['p90']:.2f}  max {pc['max']:.2f}")
+
+
 def run_learning_benchmark(
-    families: int = 48, rounds: int = 10, seed: int = 7, embedder: Any = "default",
+    families: int | None = None, rounds: int = 10, seed: int = 7, embedder: Any = "default",
     scenarios: Sequence[str] = SCENARIOS, *, noise: float = 0.15, attempts: int = 3, limit: int = 3,
     mcp: bool = True, mcp_families: int = 8, mcp_rounds: int = 4, config=None, interference_from: int = 4,
-    noise_mode: str = "label", progress: Callable[[str], None] | None = None,
+    noise_mode: str = "label", progress: Callable[[str], None] | None = None, catalog: str = "ops",
+    via: str = "context", keep_log: bool = False,
 ) -> dict[str, Any]:
-    """Run the scenarios and return every number (the ``--json`` output)."""
+    """Run the scenarios and return every number (the ``--json`` output).
+
+    ``families=None`` plays every family of ``catalog`` (``ops``: 48)."""
     unknown = [s for s in scenarios if s not in SCENARIOS]
     if unknown:
         raise ValueError(f"unknown scenarios {unknown}; choose from {', '.join(SCENARIOS)}")
+    if via not in VIAS:
+        raise ValueError(f"via must be one of {', '.join(VIAS)}, got {via!r}")
     t0 = time.perf_counter()
     emb = make_embedder(embedder) if isinstance(embedder, str) else (
         embedder if isinstance(embedder, CachingEmbedder) else CachingEmbedder(embedder))
-    fams = lt.generate_families(families, seed=seed)
+    fams = lt.generate_families(families, seed=seed, catalog=catalog)
+    pairs = lt.interference_pairs(fams, catalog=catalog)
     # Embed every text once, up front (memories, replacements, queries): later calls hit the cache.
     texts = []
     from recallite_core.engine import embedding_text
@@ -364,25 +449,41 @@ def run_learning_benchmark(
     for f in fams:
         texts.extend(embedding_text(m.title, m.content) for m in f.all_memories)
         texts.extend(f.queries)
-    for a, b in lt.interference_pairs(fams):
-        texts.extend(lt.interference_pair(a, b).queries)
+    for a, b in pairs:
+        texts.extend(lt.interference_pair(a, b, catalog=catalog).queries)
     emb.embed(texts)
     embed_s = time.perf_counter() - t0
+    cosine = paraphrase_cosine(fams, emb)
+    if progress:
+        progress(format_cosine(cosine, catalog))
     result: dict[str, Any] = {
-        "config": {"families": len(fams), "rounds": rounds, "seed": seed, "embedder": emb.name, "noise": noise,
+        "catalog": catalog,
+        "via": via,
+        "paraphrase_cosine": cosine,
+        "config": {"catalog": catalog, "via": via, "families": len(fams), "rounds": rounds, "seed": seed,
+                   "embedder": emb.name, "noise": noise, "interference_pairs": len(pairs),
                    "attempts": attempts, "limit": limit, "memories": sum(len(f.memories) for f in fams),
                    "interference_from": interference_from, "noise_mode": noise_mode,
                    "learner": learner_name(config)},
         "scenarios": {},
+        "skipped": {},
     }
     for sc in scenarios:
+        if sc == "interference" and not pairs:
+            note = f"interference scenario skipped: no interference pairs among the {len(fams)} families of {catalog}"
+            result["skipped"][sc] = note
+            if progress:
+                progress(f"== interference: {note}")
+            continue
         res = run_scenario(sc, fams, rounds, seed, emb, noise=noise, attempts=attempts, limit=limit, config=config,
-                           interference_from=interference_from, noise_mode=noise_mode)
+                           interference_from=interference_from, noise_mode=noise_mode, via=via, pairs=pairs,
+                           keep_log=keep_log)
         result["scenarios"][sc] = res
         if progress:
             progress(format_scenario(res))
     if mcp:
-        sub = lt.generate_families(min(mcp_families, len(fams)), seed=seed) if mcp_families < 48 else fams
+        sub = (lt.generate_families(min(mcp_families, len(fams)), seed=seed, catalog=catalog)
+               if mcp_families < len(fams) else fams)
         result["mcp"] = run_mcp_check(sub, mcp_rounds, seed, emb)
         if progress:
             progress(format_mcp(result["mcp"]))
@@ -402,14 +503,21 @@ def _f(x: float) -> str:
 def format_scenario(res: dict[str, Any]) -> str:
     groups = sorted({g for r in res["rounds"] for g in r["groups"]})
     head = ["round", "success", "MRR@3"] + [f"{g}" for g in groups]
-    lines = [f"== {res['scenario']} ({res['seconds']}s, {res['feedback_calls']} feedback calls)", "  ".join(f"{h:>8}" for h in head)]
+    lines = [f"== {res['scenario']} (via {res.get('via', 'context')}, {res['seconds']}s, {res['feedback_calls']} feedback calls)",
+             "  ".join(f"{h:>8}" for h in head)]
     for r in res["rounds"]:
         cells = [f"{r['round']:>8}", f"{_f(r['success']):>8}", f"{_f(r['mrr']):>8}"]
         cells += [f"{_f(r['groups'].get(g, {}).get('success', float('nan'))):>8}" for g in groups]
         lines.append("  ".join(cells))
+    if "regressions" in res:
+        lines.append(f"   regressions (failed after a success in the previous round): {_f(res['regressions'])} "
+                     f"({res['regression_count']} of {res['family_rounds_after_first']} family-rounds 2..N)")
     for t in res["targets"]:
         extra = f" (first at round {t['first_round']})" if "first_round" in t else ""
         verdict = ("PASS" if t["pass"] else "FAIL") if t["required"] else ("met" if t["pass"] else "not met") + " (stricter reading)"
+        if t["how"] == "regressions":
+            lines.append(f"   target {t['name']}: {t['value']:.3f} <= {t['target']:.2f}  {verdict}")
+            continue
         lines.append(f"   target {t['name']}: {t['value']:.3f} >= {t['target']:.2f}{extra}  {verdict}"
                      f"; lowest from then on {t['lowest_after']:.3f}")
     if res["scenario"] == "none":
@@ -435,6 +543,10 @@ def target_label(t: dict[str, Any]) -> str:
         core = f"r{TARGETS_ROUND[t['name']]} >= {t['target']:.2f}"
     elif t["how"] == "last":
         core = f"last round >= {t['target']:.2f}"
+    elif t["how"] == "mean":
+        core = f"mean r{t['from']}-r{t.get('to', '?')} >= {t['target']:.2f}"
+    elif t["how"] == "regressions":
+        core = f"regressions {t['value']:.3f} <= {t['target']:.2f}"
     elif t["how"] == "min-from":
         core = f">= {t['target']:.2f} every round from r{t.get('from', '?')}"
     else:
@@ -451,7 +563,7 @@ def final_table(result: dict[str, Any]) -> str:
     """Markdown: success per round (first choice) for each scenario and group, with its targets."""
     sc = result["scenarios"]
     rounds = result["config"]["rounds"]
-    head = ["scenario", "group"] + [f"r{r}" for r in range(1, rounds + 1)] + ["target (rounds 1-based)", "met"]
+    head = ["scenario", "group"] + [f"r{r}" for r in range(1, rounds + 1)] + ["regr.", "target (rounds 1-based)", "met"]
     rows = []
     spec = [("clean", "all"), ("noise", "all"), ("drift", "all"), ("drift", "drifted"), ("interference", "A"),
             ("interference", "B"), ("none", "all")]
@@ -469,7 +581,9 @@ def final_table(result: dict[str, Any]) -> str:
             met = ("yes" if all(t["pass"] for t in targets) else "NO") if targets else ""
             if targets and all(not t["required"] for t in targets):
                 met = met.lower()
-        rows.append([name, group] + [f"{x:.2f}" if x == x else "-" for x in s] + [tt, met])
+        first_row = not rows or rows[-1][0] != name
+        reg = sc[name].get("regressions", float("nan")) if first_row and name != "none" else float("nan")
+        rows.append([name, group] + [f"{x:.2f}" if x == x else "-" for x in s] + [_f(reg).strip(), tt, met])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     fmt = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
     return "\n".join([fmt(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(fmt, rows)])
@@ -506,7 +620,12 @@ def plot(result: dict[str, Any], path: str) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="recallite-mcp bench --learning", description=__doc__.split("\n\n")[0])
-    p.add_argument("--families", type=int, default=48, help="task families (1-48; default 48)")
+    p.add_argument("--catalog", choices=list(lt.CATALOGS), default="ops",
+                   help="task catalog: ops (built-in, 48 families), voices-dev (24, paraphrases in different voices), "
+                        "voices-holdout (held out; catalogs/*.txt)")
+    p.add_argument("--via", choices=list(VIAS), default="context",
+                   help="context: build_context(limit=3), exploration on (default); recall: recall(limit=3), no exploration")
+    p.add_argument("--families", type=int, default=None, help="task families (default: all of the catalog)")
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--embedder", choices=["default", "hash"], default="default",
@@ -541,7 +660,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     say = None if args.json else (lambda text: print(text, flush=True))
     res = run_learning_benchmark(args.families, args.rounds, args.seed, args.embedder, scenarios, noise=args.noise,
                                  attempts=args.attempts, mcp=not args.no_mcp, config=config,
-                                 interference_from=args.interference_from, noise_mode=args.noise_mode, progress=say)
+                                 interference_from=args.interference_from, noise_mode=args.noise_mode, progress=say,
+                                 catalog=args.catalog, via=args.via)
     if args.plot:
         res["plot"] = args.plot if plot(res, args.plot) else None
         if res["plot"] is None:
@@ -550,10 +670,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(res, indent=2))
     else:
         c = res["config"]
-        print(f"\nFinal table: {c['families']} families, {c['memories']} memories, {c['rounds']} rounds, seed {c['seed']}, "
-              f"{c['embedder']}, learner {c['learner']}, agent acts on memory 1 of {c['limit']} "
-              f"(up to {c['attempts']} attempts for feedback)")
+        print(f"\nFinal table: catalog {c['catalog']}, via {c['via']}, {c['families']} families, {c['memories']} memories, "
+              f"{c['rounds']} rounds, seed {c['seed']}, {c['embedder']}, learner {c['learner']}, agent acts on memory 1 "
+              f"of {c['limit']} (up to {c['attempts']} attempts for feedback); regr. = share of family-rounds 2..N "
+              f"failing after a success")
+        print(format_cosine(res["paraphrase_cosine"], c["catalog"]))
         print(final_table(res))
+        for note in res["skipped"].values():
+            print(note)
         print(f"\n{'all targets met' if res['passed'] else 'SOME TARGETS MISSED'}; {res['seconds']}s "
               f"(embedding {res['embed_seconds']}s)")
     return 0
