@@ -153,3 +153,57 @@ def test_default_configuration_meets_the_targets():
         group = {"all": 48, "drifted": 12, "A": 10, "B": 10}[t["group"]]
         assert t["value"] >= t["target"] - 1.0 / group - 1e-9, t
     assert res["scenarios"]["none"]["rankings_changed_by_reads"] == 0
+
+
+# -- catalogs and --via recall -------------------------------------------------------------------------------
+
+
+def test_voices_dev_via_recall_end_to_end():
+    """A small voices-dev run through recall (no exploration): regressions and the paraphrase cosine reported."""
+    res = bench.run_learning_benchmark(families=8, rounds=6, seed=7, embedder="hash", catalog="voices-dev",
+                                       via="recall", attempts=1, mcp=False, scenarios=["clean", "noise", "interference"],
+                                       keep_log=True)
+    assert res["catalog"] == "voices-dev" and res["via"] == "recall" and res["config"]["families"] == 8
+    pc = res["paraphrase_cosine"]
+    assert pc["embedder"] == "hash-v1-384" and pc["pairs"] == 8 * 15
+    assert -1 <= pc["min"] <= pc["p10"] <= pc["median"] <= pc["p90"] <= pc["max"] <= 1
+    assert pc["min"] <= pc["mean"] <= pc["max"]
+    clean = res["scenarios"]["clean"]
+    assert clean["via"] == "recall" and clean["family_rounds_after_first"] == 8 * 5
+    assert 0 <= clean["regressions"] <= 1
+    assert clean["regression_count"] == round(clean["regressions"] * 40)
+    names = {t["name"]: t for t in clean["targets"]}
+    assert names["regressions"]["value"] == clean["regressions"]
+    assert names["regressions"]["pass"] == (clean["regressions"] <= 0.02)
+    noise = {t["name"]: t for t in res["scenarios"]["noise"]["targets"]}["mean of rounds 6-10"]
+    assert noise["to"] == 6 and noise["value"] == round(curve(res, "noise")[5], 4)
+    # recall shows at most 3, each logged with its retrieval id
+    log = clean["log"]
+    assert len(log) == 8 * 6 and all(e["retrieval_id"].startswith("ret_") and len(e["ids"]) <= 3 for e in log)
+    assert "interference" in res["scenarios"] or "interference" in res["skipped"]
+    text = bench.format_scenario(clean)
+    assert "regressions" in text and "via recall" in text
+    table = bench.final_table(res)
+    assert "regr." in table and "regressions" in table
+    json.dumps(res)
+
+
+def test_interference_is_skipped_without_pairs():
+    say: list[str] = []
+    res = bench.run_learning_benchmark(families=1, rounds=2, seed=7, embedder="hash", catalog="voices-dev",
+                                       mcp=False, scenarios=["clean", "interference"], progress=say.append)
+    assert "interference" not in res["scenarios"] and "no interference pairs" in res["skipped"]["interference"]
+    assert any("skipped" in s for s in say) and any(s.startswith("paraphrase cosine") for s in say)
+
+
+def test_cli_passes_catalog_and_via(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "core"), str(ROOT)])}
+    res = subprocess.run(
+        [sys.executable, "-m", "recallite_mcp", "bench", "--learning", "--catalog", "voices-dev", "--via", "recall",
+         "--families", "3", "--rounds", "2", "--embedder", "hash", "--scenarios", "clean", "--no-mcp", "--json"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["catalog"] == "voices-dev" and out["via"] == "recall" and out["config"]["families"] == 3
+    assert "regressions" in out["scenarios"]["clean"] and out["paraphrase_cosine"]["pairs"] == 45

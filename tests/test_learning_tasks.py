@@ -302,3 +302,127 @@ def test_interference_query_for(families):
     assert seq == [lt.interference_query_for(spec, r, seed=3) for r in range(12)]
     assert sorted(seq[:6]) == sorted(spec.queries)
     assert seq != [lt.interference_query_for(spec, r, seed=4) for r in range(12)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Catalog files and load_catalog
+# ---------------------------------------------------------------------------------------------
+
+TEXT_CATALOGS = [name for name in lt.CATALOGS if name != "ops" and lt.catalog_available(name)]
+
+
+def test_parser_reads_interference_lines_and_skips_comments():
+    text = (
+        "# a comment\n"
+        "@ fam-a\n"
+        "topic: task a\n"
+        "W fact | A works\n"
+        "  The working one,\n"
+        "  wrapped.\n"
+        "# another comment between entries\n"
+        "D fact | A fails\n"
+        "  A distractor.\n"
+        "R fact | A new\n"
+        "  The replacement.\n"
+        "Q do task a\n"
+        "@ fam-b\n"
+        "topic: task b\n"
+        "W fact | B works\n"
+        "  B working.\n"
+        "D fact | B fails\n"
+        "  B distractor.\n"
+        "R fact | B new\n"
+        "  B replacement.\n"
+        "Q do task b\n"
+        "I fam-a | do task b the way of task a\n"
+        "I fam-a | another b query that sounds like a\n"
+    )
+    raw = lt._parse_catalog(text)
+    assert [r["key"] for r in raw] == ["fam-a", "fam-b"]
+    assert raw[0]["working"] == ("fact", "A works", "The working one, wrapped.")
+    assert raw[0]["interference"] == ()
+    assert raw[1]["interference"] == (("fam-a", "do task b the way of task a"), ("fam-a", "another b query that sounds like a"))
+    pairs = lt._pairs_from_lines(raw, "test")
+    assert [(p.a, p.b, p.queries) for p in pairs] == [
+        ("fam-a", "fam-b", ("do task b the way of task a", "another b query that sounds like a"))
+    ]
+    with pytest.raises(ValueError):
+        lt._pairs_from_lines(lt._parse_catalog(text.replace("I fam-a |", "I fam-x |")), "test")
+    with pytest.raises(ValueError):
+        lt._parse_catalog(text.replace("I fam-a | do", "I fam-a do"))
+    with pytest.raises(ValueError):
+        lt._parse_catalog(text.replace("@ fam-b", "@ fam-a"))  # duplicate key
+
+
+def test_ops_catalog_is_unchanged():
+    """The ops catalog through load_catalog/generate_families(catalog="ops") is the one of before."""
+    cat = lt.load_catalog("ops", seed=7)
+    assert len(cat) == lt.catalog_size() == lt.catalog_size("ops") == 48
+    assert list(cat.families) == lt.generate_families(seed=7) == lt.generate_families(48, seed=7)
+    assert cat.pairs == lt.INTERFERENCE_PAIRS == lt.catalog_pairs("ops")
+    fams = lt.generate_families(30, seed=4)
+    data = [[f.key, list(f.queries), [lt.query_for(f, r, 4) for r in range(12)]] for f in fams]
+    data.append([m.key for m in lt.store_memories(fams, 4)])
+    data.append(lt.drift_families(fams, 4))
+    # digest of the generator's output for seed 4 before catalogs became files
+    assert hashlib.sha256(json.dumps(data).encode()).hexdigest() == OPS_DIGEST_SEED4
+    assert lt.interference_pairs(lt.generate_families()) == [(p.a, p.b) for p in lt.INTERFERENCE_PAIRS]
+
+
+OPS_DIGEST_SEED4 = "8ee22d98f5b6f7029c6beac97bb28617528399e22f17fc118922c49b9fbce601"
+
+
+def test_unknown_catalog():
+    with pytest.raises(ValueError):
+        lt.load_catalog("nope")
+
+
+@pytest.mark.parametrize("name", TEXT_CATALOGS)
+def test_text_catalogs_parse_and_are_well_formed(name):
+    cat = lt.load_catalog(name, seed=7)
+    assert len(cat) >= 20
+    assert lt.catalog_size(name) == len(cat)
+    by_key = {f.key: f for f in cat.families}
+    for fam in cat.families:
+        assert fam.catalog == name
+        assert fam.topic.strip(), fam.key
+        assert len(fam.distractors) == 2, fam.key
+        assert len(fam.queries) == 6 and len(set(fam.queries)) == 6, fam.key
+        assert len({m.type for m in fam.all_memories}) == 1, fam.key
+        unique = lt.solution_tokens(fam)
+        assert unique, fam.key
+        for q in fam.queries:
+            assert not set(lt.tokenize(q)) & unique, (fam.key, q, set(lt.tokenize(q)) & unique)
+        for mem in fam.all_memories:
+            assert mem.title.strip() and mem.content.strip() and "  " not in mem.content, mem.key
+    for p in cat.pairs:
+        assert p.a in by_key and p.b in by_key and p.a != p.b
+        assert len(p.queries) >= 1
+        unique = lt.solution_tokens(by_key[p.b])
+        for q in p.queries:
+            assert not set(lt.tokenize(q)) & unique, (p.b, q)
+    assert lt.interference_pairs(cat.families) == [(p.a, p.b) for p in cat.pairs]
+    for a, b in lt.interference_pairs(cat.families):
+        assert lt.interference_pair(a, b) == lt.interference_pair(a, b, catalog=name)
+        assert lt.interference_query_for((a, b), 0, 7) in lt.interference_pair(a, b).queries
+    sub = lt.generate_families(9, seed=3, catalog=name)
+    assert len(sub) == 9 and all(f.catalog == name for f in sub)
+    present = {f.key for f in sub}
+    for p in cat.pairs:
+        assert (p.a in present) == (p.b in present)
+
+
+def test_voices_dev_has_24_families_and_3_pairs():
+    cat = lt.load_catalog("voices-dev")
+    assert len(cat) == 24 and len(cat.pairs) == 3
+    assert all(len(p.queries) == 6 for p in cat.pairs)
+    keys = [k for p in cat.pairs for k in (p.a, p.b)]
+    assert len(set(keys)) == 6
+
+
+def test_family_keys_are_unique_across_catalogs():
+    keys = [f.key for name in ("ops", *TEXT_CATALOGS) for f in lt.load_catalog(name).families]
+    assert len(keys) == len(set(keys))
+    titles = [m.title.lower() for name in ("ops", *TEXT_CATALOGS) for f in lt.load_catalog(name).families
+              for m in f.all_memories]
+    assert len(titles) == len(set(titles))
