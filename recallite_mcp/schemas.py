@@ -28,6 +28,8 @@ class RememberOut(BaseModel):
     source: str = Field(description="The source recorded (clients claiming user/system are recorded as agent unless the server trusts them).")
     duplicate_of: Optional[str] = Field(None, description="Set when an identical memory already existed; nothing new was stored.")
     layer: str = Field("semantic", description="working (this session only, in RAM), episodic, semantic or procedural.")
+    hint: Optional[str] = Field(None, exclude_if=lambda v: v is None,
+                                description="For a candidate: how it gets validated.")
 
 
 class UsefulnessChangeOut(BaseModel):
@@ -44,6 +46,8 @@ class FeedbackOut(BaseModel):
     score: float
     changes: list[UsefulnessChangeOut] = Field(description="Each credited memory with its usefulness before and after.")
     duplicate: bool = Field(description="True when this client_key was already applied; nothing changed.")
+    promoted: list[str] = Field(default_factory=list, exclude_if=lambda v: not v,
+                                description="Candidates this feedback validated: they kept helping (omitted when none).")
 
 
 class TurnOut(BaseModel):

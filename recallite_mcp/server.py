@@ -9,6 +9,7 @@ import threading
 import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Callable, Literal, Optional, TypeVar
 
@@ -20,6 +21,8 @@ from mcp_types import NotificationParams, ToolAnnotations
 from pydantic import Field
 
 from recallite_core import Recallite, RecalliteConfig, RecalliteError
+from recallite_core import policy
+from recallite_core.redaction import redact_text
 from recallite_core.validation import Limits
 
 from . import __version__
@@ -45,7 +48,7 @@ from .schemas import (
     WhyOut,
 )
 from .scoping import ScopeDecision, level_for
-from .sessions import connection_key
+from .sessions import PROCESS_SESSION, AwaitingFeedback, connection_key, feedback_key
 from .settings import Settings
 from .slm_tools import register_slm_tools, working_session
 
@@ -67,17 +70,53 @@ INSTRUCTIONS = (
 WARMUP_DELAY_S = 1.0
 
 
+# The client session of the tool call being served (set by state_of), so a tool that only
+# says ``st.last_retrieval_id = ...`` records the retrieval for its own caller.
+_caller: ContextVar[Optional[str]] = ContextVar("recallite_caller", default=PROCESS_SESSION)
+
+
 @dataclass
 class AppState:
     memory: Optional[Recallite]  # None when the database could not be opened (see open_error)
     settings: Settings
     embedder_ready: threading.Event = field(default_factory=threading.Event)
-    last_retrieval_id: Optional[str] = None
+    # Per client session: retrievals served and not yet given feedback. recallite_feedback
+    # without retrieval_id may only mean one of the caller's own (never "the last one this
+    # server served", which over HTTP may be another client's).
+    awaiting: AwaitingFeedback = field(default_factory=AwaitingFeedback)
     # Active scope per client session (stdio has one; HTTP may have several), dropped when the
     # client says its roots changed.
     scopes: dict[str, ScopeDecision] = field(default_factory=dict)
     scope_lock: threading.Lock = field(default_factory=threading.Lock)
     open_error: Optional[str] = None
+
+    @property
+    def last_retrieval_id(self) -> Optional[str]:
+        """The newest retrieval awaiting feedback in the calling client session."""
+        key = _caller.get()
+        waiting = self.awaiting.pending(key) if key is not None else []
+        return waiting[0][0] if waiting else None
+
+    @last_retrieval_id.setter
+    def last_retrieval_id(self, retrieval_id: Optional[str]) -> None:
+        self.served(_caller.get(), retrieval_id)
+
+    def served(self, key: Optional[str], retrieval_id: Optional[str], query: Optional[str] = None) -> None:
+        """A retrieval was served to this client session and awaits its feedback."""
+        if key is not None and retrieval_id:
+            self.awaiting.add(key, retrieval_id, query)
+
+
+def session_key(ctx: Context) -> str:
+    """The client session a request belongs to (sessions.connection_key)."""
+    return connection_key(ctx.session, getattr(ctx.request_context, "protocol_version", None))
+
+
+def awaiting_key(ctx: Context) -> Optional[str]:
+    """The session key of the retrievals awaiting feedback (None: this client cannot be told
+    apart from others, so nothing is assumed for it; see sessions.feedback_key)."""
+    rc = ctx.request_context
+    return feedback_key(ctx.session, getattr(rc, "protocol_version", None), getattr(rc, "request", None))
 
 
 def fetch_roots(ctx: Context) -> Optional[list[str]]:
@@ -97,7 +136,7 @@ def fetch_roots(ctx: Context) -> Optional[list[str]]:
 
 
 def active_scope(st: AppState, ctx: Context) -> ScopeDecision:
-    key = connection_key(ctx.session, getattr(ctx.request_context, "protocol_version", None))
+    key = session_key(ctx)
     with st.scope_lock:
         decision = st.scopes.get(key)
     if decision is None:
@@ -234,6 +273,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         st = ctx.request_context.lifespan_context
         if st.memory is None:
             raise ToolError(f"{st.open_error} The server is running without its database: fix this, then restart it.")
+        _caller.set(awaiting_key(ctx))
         return st
 
     async def on_roots_changed(ctx: ServerRequestContext, params: NotificationParams) -> None:
@@ -277,7 +317,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
                                     profile=profile, scope=scopes, min_trust=min_trust, include_teams=include_teams,
                                     expand_beliefs=expand_beliefs, working_session=working_session(st, ctx),
                                     conversation=session)
-        st.last_retrieval_id = r.retrieval_id
+        st.served(awaiting_key(ctx), r.retrieval_id, redact_text(query)[0])
         return ContextOut(context=r.context, retrieval_id=r.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
                           truncated=r.truncated, omitted=r.omitted, scope=scopes[0])
 
@@ -293,7 +333,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         importance: Annotated[Optional[float], Field(ge=0, le=1, description="0..1; 0.5 if omitted.")] = None,
         scope: Annotated[Optional[str], Field(description="Store in this scope instead of the active project (or user) scope.")] = None,
         level: Annotated[Optional[Literal["project", "user"]], Field(description="user: follows the user into every project (default for preferences); project: this project only (default for everything else).")] = None,
-        source: Annotated[SourceArg, Field(description="Who wrote it: agent (you, from what you observed), llm (generated or inferred text), tool (tool output), imported, user (the user said it verbatim).")] = "agent",
+        source: Annotated[SourceArg, Field(description="Who wrote it: agent (you, from what you observed), llm (generated or inferred text), tool (tool output), imported, user (the user said it verbatim; recorded as agent unless the server trusts client sources, as any injected text can claim to be the user).")] = "agent",
         source_id: Annotated[Optional[str], Field(description="Optional id of the writer (agent name, run id).")] = None,
         cites: Annotated[Optional[list[str]], Field(description="Ids of the conversation turns (from recallite_record or a recall) this was learned from; recallite_why returns them.")] = None,
         category: Annotated[Optional[str], Field(description="Optional label (e.g. health, work) that recall can filter on.")] = None,
@@ -309,7 +349,14 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         st = state_of(ctx)
         src = source
         if src in ("user", "system") and not st.settings.trust_client_sources:
-            src = "agent"  # a client cannot vouch for itself unless the server is told to trust it
+            # The one place a client's claim to speak for the user is decided. Any text that reached
+            # the model (a web page, a file, a tool result) can claim "the user said", so the claim
+            # alone earns medium trust (agent): facts and lessons are validated at once, preferences
+            # and constraints wait as candidates. The user's own rule is not stuck there: the agent
+            # validates it with recallite_update action=validate (the hint below says when), and any
+            # candidate that keeps helping is validated by feedback. --trust-client-sources trusts
+            # the claim (single-user setups whose client never relays outside text as the user).
+            src = "agent"
         if cites:
             guard_memories(st, ctx, cites)
         if working:
@@ -325,29 +372,29 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
                                    scope=write_scope(st, ctx, scope, type, level), source={"type": src, "id": source_id},
                                    valid_until=valid_until, cites=cites, category=category)
         return RememberOut(id=m.id, status=m.status, type=m.type, title=m.title, scope=m.scope, source=m.source.type,
-                           duplicate_of=m.duplicate_of, layer=m.layer or "semantic")
+                           duplicate_of=m.duplicate_of, layer=m.layer or "semantic", hint=candidate_hint(m))
 
     @server.tool(title="Report a task outcome", annotations=writes)
     @edge
     def recallite_feedback(
         outcome: Annotated[Literal["success", "failure", "partial"], Field(description="How the task went.")],
         ctx: Context,
-        retrieval_id: Annotated[Optional[str], Field(description="The retrieval_id from recallite_context/recallite_recall; defaults to the last one this server served.")] = None,
+        retrieval_id: Annotated[Optional[str], Field(description="The retrieval_id from recallite_context/recallite_recall. Omit it only when exactly one retrieval of this session awaits feedback.")] = None,
         score: Annotated[Optional[float], Field(ge=0, le=1, description="Optional 0..1 quality of the outcome.")] = None,
-        used_memory_ids: Annotated[Optional[list[str]], Field(description="Ids of the memories you actually relied on. If omitted, every shown memory is credited by rank.")] = None,
+        used_memory_ids: Annotated[Optional[list[str]], Field(description="Ids of the memories you actually relied on. If omitted, every memory you were shown is credited by rank.")] = None,
         reason: Annotated[Optional[str], Field(description="One sentence: why it worked or failed.")] = None,
         client_key: Annotated[Optional[str], Field(description="Optional idempotency key: a retried call with the same key is applied once.")] = None,
     ) -> FeedbackOut:
         """Call when a task ends. Memories you used that helped rise; memories that misled you fall, so
-        the next recallite_context ranks better. Name the memories you relied on in used_memory_ids."""
+        the next recallite_context ranks better. Name the memories you relied on in used_memory_ids.
+        Candidates that keep helping (3 successes over 2 tasks, no failure) are validated: see promoted."""
         st = state_of(ctx)
-        rid = retrieval_id or st.last_retrieval_id
-        if not rid:
-            raise ToolError("No retrieval_id given and none served yet: call recallite_context first, then pass its retrieval_id.")
+        rid = retrieval_id or default_retrieval(st, awaiting_key(ctx))
         r = st.memory.feedback(rid, outcome, score=score, used_memory_ids=used_memory_ids, reason=reason, client_key=client_key)
+        st.awaiting.settle(r.retrieval_id)
         return FeedbackOut(
             feedback_id=r.feedback_id, retrieval_id=r.retrieval_id, outcome=r.outcome, score=r.score, duplicate=r.duplicate,
-            changes=[UsefulnessChangeOut(**c.model_dump()) for c in r.changes],
+            changes=[UsefulnessChangeOut(**c.model_dump()) for c in r.changes], promoted=r.promoted,
         )
 
     @server.tool(title="Memory health and token savings", annotations=read_only)
@@ -413,7 +460,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
                              include_teams=include_teams, expand_beliefs=expand_beliefs,
                              working_session=working_session(st, ctx), session=session, roles=roles,
                              categories=categories, expand_episodes=window or None)
-        st.last_retrieval_id = r.retrieval_id
+        st.served(awaiting_key(ctx), r.retrieval_id, r.query)
         return RecallOut(retrieval_id=r.retrieval_id, scope=scopes[0],
                          memories=[HitOut.of(h, st.settings.user_scope) for h in r.memories])
 
@@ -575,6 +622,34 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         return agent_rules()
 
     return server
+
+
+def candidate_hint(m) -> Optional[str]:
+    """How a candidate gets validated, in one line (None for anything else)."""
+    if m.status != "candidate" or m.layer == "working":
+        return None
+    confirm = "if the user stated or confirmed it, recallite_update action=validate"
+    if m.metadata.get("flagged"):
+        return f"Reads like instructions to an agent: stays a candidate; {confirm}."
+    return (f"Validated automatically after {policy.PROMOTION_SUCCESSES} successful uses in "
+            f"{policy.PROMOTION_RETRIEVALS} tasks with no failure; {confirm}.")
+
+
+def default_retrieval(st: AppState, session: Optional[str]) -> str:
+    """The retrieval a feedback without retrieval_id is about: the one awaiting feedback in the
+    caller's session, or a one-line error saying what to pass."""
+    if session is None:
+        raise ToolError("This HTTP connection has no session, so the server cannot tell your retrievals from other "
+                        "clients': pass retrieval_id (the one recallite_context returned).")
+    waiting = st.awaiting.pending(session)
+    if len(waiting) == 1:
+        return waiting[0][0]
+    if not waiting:
+        raise ToolError("No retrieval of this session awaits feedback: pass retrieval_id "
+                        "(call recallite_context first, then pass its retrieval_id).")
+    listed = ", ".join(f'{rid} "{q}"' if q else rid for rid, q in waiting[:5])
+    raise ToolError(f"{len(waiting)} retrievals of this session await feedback; pass retrieval_id, one of "
+                    f"(newest first): {listed}.")
 
 
 def update_out(m) -> UpdateOut:

@@ -33,3 +33,55 @@ def connection_key(session: Any, protocol_version: str | None) -> str:
             _counter[0] += 1
             name = _by_connection[conn] = f"mcp-{_counter[0]}"
     return name
+
+
+def feedback_key(session: Any, protocol_version: str | None, request: Any) -> str | None:
+    """The client session whose retrievals a feedback without retrieval_id may default to, or
+    None when this request cannot be told apart from other clients': an HTTP request without a
+    connection of its own (protocol 2026-07-28, stateless HTTP) shares the process key with every
+    other HTTP client. stdio and in-process clients are alone on their key."""
+    key = connection_key(session, protocol_version)
+    if key == PROCESS_SESSION and request is not None:
+        return None
+    return key
+
+
+AWAITING_PER_SESSION = 20  # retrievals kept per client session until their feedback
+AWAITING_SESSIONS = 1000  # client sessions remembered (least recently served dropped first)
+
+
+class AwaitingFeedback:
+    """Per client session, the retrievals it was served (recallite_context, recallite_recall, ...)
+    that have not had feedback yet, oldest first, with a short query snippet. Feedback without
+    a retrieval_id may only ever mean one of the caller's own; with one, it settles it."""
+
+    def __init__(self, per_session: int = AWAITING_PER_SESSION, sessions: int = AWAITING_SESSIONS):
+        self.per_session, self.sessions = per_session, sessions
+        self._lock = threading.Lock()
+        self._by_session: dict[str, dict[str, str]] = {}  # insertion-ordered: oldest first
+
+    def add(self, session: str, retrieval_id: str, query: str | None = None) -> None:
+        snippet = " ".join((query or "").split())
+        snippet = snippet if len(snippet) <= 40 else snippet[:39] + "…"
+        with self._lock:
+            waiting = self._by_session.pop(session, None)
+            if waiting is None:
+                waiting = {}
+                while len(self._by_session) >= self.sessions:
+                    self._by_session.pop(next(iter(self._by_session)))
+            self._by_session[session] = waiting  # most recently served session last
+            waiting.pop(retrieval_id, None)
+            waiting[retrieval_id] = snippet
+            while len(waiting) > self.per_session:
+                waiting.pop(next(iter(waiting)))
+
+    def pending(self, session: str) -> list[tuple[str, str]]:
+        """(retrieval_id, query snippet) awaiting feedback in this session, newest first."""
+        with self._lock:
+            return list(reversed(self._by_session.get(session, {}).items()))
+
+    def settle(self, retrieval_id: str) -> None:
+        """It got feedback: no session awaits it any more."""
+        with self._lock:
+            for waiting in self._by_session.values():
+                waiting.pop(retrieval_id, None)

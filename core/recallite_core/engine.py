@@ -50,6 +50,7 @@ from .models import (
     Stats,
     UsefulnessChange,
 )
+from .promotion import promote_earned
 from .reconcile import Reconciler
 from .retriever import RecallFilter, Retriever
 from .slm import SlmLite
@@ -757,11 +758,19 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         matched = sum(h.memory.tokens for h in result.memories)
         try:
             rid = parse_id(result.retrieval_id, "ret")
+            # The hits the budget or limit left out were logged but never shown: feedback that
+            # names no memory must not credit them (retrieval_items.served, migration 0012).
+            shown = set(r.memory_ids)
+            unserved = [parse_id(h.memory.id) for h in result.memories
+                        if h.memory.layer != "working" and h.memory.id not in shown]
             with self.store.transaction() as conn:
                 conn.execute(
                     "UPDATE retrievals SET kind = 'context', tokens_served = ?, tokens_matched = ? WHERE id = ?",
                     (r.tokens, matched, rid),
                 )
+                if unserved:
+                    conn.executemany("UPDATE retrieval_items SET served = 0 WHERE retrieval_id = ? AND memory_id = ?",
+                                     [(rid, mid) for mid in unserved])
         except InvalidInputError:
             pass
         return ContextResult(
@@ -818,8 +827,11 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         *,
         client_key: str | None = None,
     ) -> FeedbackResult:
-        """Report how the task went. Used memories (or, if none are named, every shown memory
-        with rank-decayed weight) move their usefulness toward the outcome. Never changes status.
+        """Report how the task went. Used memories (or, if none are named, the ones the agent
+        opened, else every memory it was shown, with rank-decayed weight; hits a context left
+        out for its budget were not shown) move their usefulness toward the outcome.
+        A success may validate candidates that earned it (policy.earns_validation; listed in
+        ``promoted``); nothing else changes status.
         A repeated ``client_key`` is applied once. Working-memory ids (``wm_…``) in
         ``used_memory_ids`` credit those entries (and count toward their promotion)."""
         used_memory_ids, working_used = self._split_working_ids(used_memory_ids)
@@ -860,7 +872,8 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
                 if prev is not None:
                     return self._feedback_result(conn, prev[0], duplicate=True)
             shown = conn.execute(
-                "SELECT memory_id, rank, expanded FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank", (rid,)
+                "SELECT memory_id, rank, expanded, served FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank",
+                (rid,),
             ).fetchall()
             if used is not None:
                 if used:
@@ -870,10 +883,12 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
                     if missing:
                         raise MemoryNotFoundError(f"used_memory_ids names unknown memories: {', '.join(missing)}.")
                 credits = [(i, 1.0) for i in used]
-            elif any(e for _, _, e in shown):
-                credits = [(mid, 1.0) for mid, _, e in shown if e]  # the ones the agent opened
+            elif any(e for _, _, e, _ in shown):
+                credits = [(mid, 1.0) for mid, _, e, _ in shown if e]  # the ones the agent opened
             else:
-                credits = [(mid, policy.rank_weight(rank - 1)) for mid, rank, _ in shown]
+                # Only what the agent was shown, weighted by its place in what it saw.
+                credits = [(mid, policy.rank_weight(place))
+                           for place, mid in enumerate(mid for mid, _, _, s in shown if s)]
             cur = conn.execute(
                 "INSERT INTO feedback (retrieval_id, outcome, score, used_ids, reason, client_key, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -881,11 +896,15 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             )
             fid = cur.lastrowid
             olds: dict[int, float] = {}
+            candidates: list[int] = []
             cids = [mid for mid, _ in credits]
             for i in range(0, len(cids), 500):
                 chunk = cids[i : i + 500]
-                olds.update(conn.execute(
-                    f"SELECT id, usefulness FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+                for mid, usefulness, status in conn.execute(
+                        f"SELECT id, usefulness, status FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk):
+                    olds[mid] = usefulness
+                    if status == "candidate":
+                        candidates.append(mid)
             succ = 1 if target >= 0.5 and outcome != "failure" else 0
             fail = 1 if outcome == "failure" else 0
             updates, outcomes = [], []
@@ -904,12 +923,15 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 outcomes,
             )
+            # Candidates that keep helping earn validation (policy.earns_validation).
+            promoted = promote_earned(conn, candidates, now) if outcome == "success" and candidates else []
             self.learning.on_feedback(conn, rid, qvec, target, used, now)
         # What was just written, without reading it back.
         return FeedbackResult(
             feedback_id=fmt_id("fb", fid), retrieval_id=fmt_id("ret", rid), outcome=outcome, score=recorded_score,
             changes=[UsefulnessChange(id=f"mem_{m}", weight=w, old_usefulness=o, new_usefulness=n)
                      for _f, m, w, _t, o, n, _c in outcomes],
+            promoted=[f"mem_{m}" for m in promoted],
         )
 
     def _feedback_result(self, conn, fid: int, duplicate: bool = False) -> FeedbackResult:

@@ -367,6 +367,15 @@ MIGRATIONS: list[tuple[str, str]] = [
         DROP INDEX memories_scope_status;
         """,
     ),
+    (
+        # Which logged hits the agent was actually shown: a context rendered within its token
+        # budget leaves some ranked hits out (served = 0), and feedback that names no memory
+        # credits only the served ones. A plain recall serves every hit (the default).
+        "0012_retrieval_items_served",
+        """
+        ALTER TABLE retrieval_items ADD COLUMN served INTEGER NOT NULL DEFAULT 1;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -176,6 +176,8 @@ class FeedbackResult(BaseModel):
     score: float
     changes: list[UsefulnessChange]
     duplicate: bool = Field(False, description="True when this client_key was already applied; nothing changed.")
+    promoted: list[str] = Field(default_factory=list, description="Candidates this feedback validated: they earned it "
+                                "(policy.earns_validation).")
 
 
 class Relation(BaseModel):

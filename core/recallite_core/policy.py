@@ -231,6 +231,38 @@ def confidence_after_contradiction(c: float) -> float:
     return clamp01(max(0.05, c - 0.1))
 
 
+# -- Earned validation ----------------------------------------------------------------------------------------------
+# A candidate is validated by evidence from use, whoever wrote it (llm and imported text included:
+# that is how untrusted text earns trust), when, over its whole outcome record:
+#   - at least PROMOTION_SUCCESSES successes credited to it, from at least PROMOTION_RETRIEVALS
+#     distinct retrievals (one task reported twice is one piece of evidence);
+#   - a success counts only with weight >= PROMOTION_MIN_WEIGHT: the agent named or opened the
+#     memory, or it was among the first two it was shown; a faint rank-decayed credit is not use;
+#   - no failure was ever credited to it (any weight);
+#   - no contradicts link with a validated or active memory (either direction);
+#   - it is not flagged as possible prompt injection (those wait for a person).
+# Applied in the feedback transaction (engine._feedback); recorded like validate(), with the reason.
+PROMOTION_SUCCESSES = 3
+PROMOTION_RETRIEVALS = 2
+PROMOTION_MIN_WEIGHT = 0.5
+
+
+def earns_validation(successes: int, retrievals: int, failures: int, contradicted: bool, flagged: bool) -> bool:
+    """Whether a candidate's outcome record validates it (see the rule above)."""
+    return (
+        successes >= PROMOTION_SUCCESSES
+        and retrievals >= PROMOTION_RETRIEVALS
+        and failures == 0
+        and not contradicted
+        and not flagged
+    )
+
+
+def earned_reason(successes: int, retrievals: int) -> str:
+    """The reason recorded with an earned validation (metadata validated_reason)."""
+    return f"earned: {successes} successes in {retrievals} retrievals, no failures"
+
+
 # -- SLM-Lite: layers ---------------------------------------------------------------------------------------------
 # Working memory is per session and in process only; the other three layers are stored, and a
 # stored memory's layer follows from its type.
