@@ -672,7 +672,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         c = res["config"]
         print(f"\nFinal table: catalog {c['catalog']}, via {c['via']}, {c['families']} families, {c['memories']} memories, "
               f"{c['rounds']} rounds, seed {c['seed']}, {c['embedder']}, learner {c['learner']}, agent acts on memory 1 "
-              f"of {c['limit']} (up to {c['attempts']} attempts for feedback); regr. = share of family-rounds 2..N "
+              f"of {c['limit']} (up to {c['attempts']} attempt{'s' if c['attempts'] != 1 else ''} for feedback); regr. = share of family-rounds 2..N "
               f"failing after a success")
         print(format_cosine(res["paraphrase_cosine"], c["catalog"]))
         print(final_table(res))

@@ -1768,7 +1768,7 @@ def _catalog_text(name: str) -> str:
     from importlib import resources
 
     try:
-        return resources.files(__package__).joinpath("catalogs", f"{name}.txt").read_text(encoding="utf-8")
+        return resources.files(__package__).joinpath("catalogs").joinpath(f"{name}.txt").read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FileNotFoundError(f"catalog {name!r}: no file catalogs/{name}.txt in {__package__}") from None
 
