@@ -347,16 +347,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         (duplicate_of). LLM-written or imported memories, and text that reads like instructions to an
         agent, start as candidates until validated."""
         st = state_of(ctx)
-        src = source
-        if src in ("user", "system") and not st.settings.trust_client_sources:
-            # The one place a client's claim to speak for the user is decided. Any text that reached
-            # the model (a web page, a file, a tool result) can claim "the user said", so the claim
-            # alone earns medium trust (agent): facts and lessons are validated at once, preferences
-            # and constraints wait as candidates. The user's own rule is not stuck there: the agent
-            # validates it with recallite_update action=validate (the hint below says when), and any
-            # candidate that keeps helping is validated by feedback. --trust-client-sources trusts
-            # the claim (single-user setups whose client never relays outside text as the user).
-            src = "agent"
+        src = client_source(st.settings, source)
         if cites:
             guard_memories(st, ctx, cites)
         if working:
@@ -483,7 +474,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         moves return an error naming the allowed ones."""
         st = state_of(ctx)
         mem = st.memory
-        by = "agent" if source in ("user", "system") and not st.settings.trust_client_sources else source
+        by = client_source(st.settings, source)
         for name, value, owner in (("content", content, "revise"), ("layer", layer, "promote"), ("team_scope", team_scope, "share")):
             if value is not None and action != owner:
                 raise ToolError(f"{name} is only for action={owner}.")
@@ -622,6 +613,21 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         return agent_rules()
 
     return server
+
+
+def client_source(settings: Settings, source: str) -> str:
+    """What a client's claimed source is recorded (or acts) as. The one place this is decided.
+
+    A client's "user" or "system" counts as "agent" unless the server runs with
+    --trust-client-sources: any text that reached the model (a web page, a file, a tool result)
+    can claim "the user said", so the claim alone earns medium trust; facts and lessons are
+    validated at once, preferences and constraints wait as candidates. A user's own rule is not
+    stuck there: the agent validates it with recallite_update action=validate (the remember hint
+    and the agent rules say when), and a candidate that keeps helping is validated by feedback.
+    --trust-client-sources is for setups whose client never relays outside text as the user."""
+    if source in ("user", "system") and not settings.trust_client_sources:
+        return "agent"
+    return source
 
 
 def candidate_hint(m) -> Optional[str]:
