@@ -49,7 +49,7 @@ def test_answer_in_the_next_turn_is_lifted_by_its_question(chat):
 
 
 def test_turns_of_the_named_speaker_rise(chat):
-    r = chat.recall("What did Caroline adopt?", scope="c", limit=4)
+    r = chat.recall("What did Caroline adopt? a puppy that chewed shoes?", scope="c", limit=4)
     top = r.memories[0]
     assert top.memory.content.startswith("I adopted a puppy") and top.breakdown.speaker_boost == 2.0
     other = next(h for h in r.memories if h.memory.content.startswith("My puppy"))

@@ -36,6 +36,13 @@ class RecalliteConfig:
     candidate_depth: int = 100  # per channel
     rerank_pool: int = 40  # fused candidates that get the policy multipliers
     semantic_match_threshold: float = 0.25
+    # Relevance floor: a memory is returned (and may be explored) only with some evidence for
+    # the query: cosine at least relevance_floor (None: the embedder's own `relevance_floor`,
+    # 0.2 for MiniLM, 0.1 for the hash embedder, none for an embedder that names none), or its
+    # words covering at least keyword_relevance of the query's IDF mass. Nothing is returned
+    # just to fill the limit.
+    relevance_floor: float | None = None
+    keyword_relevance: float = 0.3
     profiles: dict[str, dict[str, float]] = field(default_factory=lambda: {k: dict(v) for k, v in PROFILES.items()})
     # Learning
     learning_rate: float = 0.35

@@ -62,6 +62,11 @@ class HashEmbedder:
             raise InvalidInputError("HashEmbedder needs at least 8 dimensions.")
         self.dimensions = int(dimensions)
         self.name = f"hash-v1-{self.dimensions}"
+        # Cosine below which a text shares too little surface with a query to count as related by
+        # its vector alone. High, because stopwords weigh as much as any word here ("lint the code"
+        # is closer to a sentence about the kitchen than to the lint rule); the keyword share
+        # (stopwords left out) vouches for the rest.
+        self.relevance_floor = 0.3
         self._words: dict[str, tuple[int, bytes, tuple[int, ...]]] = {}
 
     def _word(self, w: str) -> tuple[int, bytes, tuple[int, ...]]:

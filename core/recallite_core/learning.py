@@ -57,6 +57,11 @@ class LearningConfig:
     # change_discount ** run. Drift is seen within two failures; one noisy label is not drift.
     change_after: int = 2
     change_discount: float = 0.3
+    # ... counting only failures on the same task as the outcomes before them: where those reach
+    # at least change_reach (task vectors of one task's phrasings: median cosine .85, a quarter
+    # below .77; of different tasks: 99% below .62). A failure on a neighbouring task that
+    # happened to retrieve this memory says nothing about whether it still works for its own.
+    change_reach: float = 0.5
     # A failure on a retrieval where another memory, there all along (not newer), succeeded is read
     # as a different task (the agent needed that other memory), not as a change: it counts in the
     # posterior like any failure, but not towards the run.
@@ -64,7 +69,7 @@ class LearningConfig:
     # Coverage: how much of a memory's evidence applies to a query is ramp(reach, *coverage),
     # reach = the regression's prediction of the constant 1 at the query (about 1 among the
     # queries it has outcomes for, falling towards 0 away from them); `uncovered_weight` at least.
-    coverage: tuple[float, float] = (0.3, 0.7)
+    coverage: tuple[float, float] = (0.2, 0.5)
     uncovered_weight: float = 0.0
     # Success locality: a memory's success evidence counts exp((s - s*) / success_locality), where s
     # is how close its closest success comes to the query (cosine + success_locality * ln(weight of
@@ -72,6 +77,11 @@ class LearningConfig:
     # worked on a task a little like this one does not outrank one that worked on this very task.
     # Failures are not discounted this way. 0 turns it off.
     success_locality: float = 0.05
+    # Outcomes are placed by the TASK vector of their retrieval, not the bare query vector: the
+    # query plus task_weight times the centroid of its top task_depth fused candidates (see
+    # blend_task). Paraphrases of one task whose words share little still land together.
+    task_weight: float = 2.0
+    task_depth: int = 5
     explore_bonus: float = 0.35  # optimism when exploring: u = mean + explore_bonus * sd
     # ... for a memory never tried although it was offered in retrievals that got feedback (the
     # agent was shown it and needed something else): its chance came and went.
@@ -82,12 +92,19 @@ class LearningConfig:
     newcomer_bonus: float = 1.2
     cache_size: int = 4096  # memories whose fitted outcome model is kept in memory
     cache_seconds: float = 3600.0  # refit after this long (time decay moves)
-    # recallite_context auto-tuning: (limit, min score as a fraction of the best hit's score)
+    # recallite_context auto-tuning: (limit, min score as a fraction of the best hit's score). The
+    # first arm is the default. Arms cut by count only: a score-ratio cut dropped memories that
+    # pass the relevance floor (the lesson the next task needed), whatever feedback said.
     tune_context: bool = True
-    arms: tuple[tuple[int, float], ...] = ((10, 0.0), (5, 0.0), (5, 0.3), (3, 0.0), (3, 0.3))
+    arms: tuple[tuple[int, float], ...] = ((10, 0.0), (5, 0.0), (3, 0.0))
     arm_token_cost: float = 0.2  # reward = outcome - cost * tokens / max_tokens
     arm_decay: float = 0.98  # discount of older rewards (per update)
-    arm_ucb: float = 0.25  # UCB exploration of the bandit
+    # No arm but the default before this many judged contexts in the scope. Each judged context
+    # scores every arm nested in the one served (what it would have served is in the log), and
+    # one context whose used memory a smaller arm would have cut costs that arm a whole outcome:
+    # with 20, a single miss (-1/20) outweighs the tokens a smaller context saves (at most
+    # arm_token_cost), so an arm is chosen only when the used memories sat inside it every time.
+    min_judged: int = 20
 
 
 # -- pure maths -------------------------------------------------------------------------------------
@@ -186,6 +203,37 @@ def failure_run(vectors: np.ndarray, targets: np.ndarray, weights: np.ndarray, h
     return run, rows
 
 
+def blend_task(qvec: np.ndarray, vectors: np.ndarray, scores: np.ndarray, weight: float) -> np.ndarray:
+    """A query's task vector: ``qvec + weight * c``, normalised, where ``c`` is the unit centroid of
+    the vectors of the memories it retrieved, weighted by their scores. Two phrasings of one task
+    share their memories, so their task vectors are close even when their words are not."""
+    w = np.maximum(np.asarray(scores, dtype=np.float64), 0.0)
+    w = w / w.sum() if w.sum() > 0 else np.full(len(w), 1.0 / max(1, len(w)))
+    centre = w @ np.asarray(vectors, dtype=np.float64)
+    norm = float(np.linalg.norm(centre))
+    if weight <= 0 or norm <= 1e-9:
+        return np.asarray(qvec, dtype=np.float32)
+    t = np.asarray(qvec, dtype=np.float64) + weight * centre / norm
+    return (t / max(float(np.linalg.norm(t)), 1e-12)).astype(np.float32)
+
+
+def seen_from(vectors: np.ndarray, own: np.ndarray | None) -> np.ndarray:
+    """Task vectors as one memory sees them: its own direction removed, rows renormalised.
+
+    A query retrieves a memory because it resembles it, so two unrelated tasks that both pull the
+    same memory up have close task vectors; what tells them apart is the rest of what they
+    retrieved. Seen from the memory, a failure on a neighbouring task that happened to retrieve
+    it no longer lands on its own task (on the dev catalog: phrasings of one task keep a median
+    cosine of .58, different tasks sharing their top memory drop from .71 to .17)."""
+    if own is None or vectors.size == 0:
+        return vectors
+    v = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
+    v = v - np.outer(v @ own, own)
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    out = np.divide(v, norms, out=np.zeros_like(v), where=norms > 1e-9)
+    return out if np.ndim(vectors) == 2 else out[0]
+
+
 def beta_mean_sd(alpha: float, beta: float) -> tuple[float, float]:
     n = alpha + beta
     if n <= 0:
@@ -219,6 +267,7 @@ class _Model:
     novec_target: float  # their weighted mean target
     run: int
     built_at: float
+    own: np.ndarray | None = None  # the memory's own unit vector, projected out of every task vector
 
     @property
     def n(self) -> int:
@@ -242,10 +291,23 @@ class OutcomeModel:
         self._seen_rowid = -1
         self._epoch: int | None = None
         self._empty = self._fit([], 0.0)
+        # Task vectors of recent retrievals (ret id -> vector), kept until their feedback arrives.
+        self._tasks: OrderedDict[int, np.ndarray] = OrderedDict()
 
     @property
     def enabled(self) -> bool:
         return self.cfg.mode in ("contextual", "global")
+
+    TASKS_KEPT = 1024
+
+    def note_task(self, retrieval_id: int, vector: np.ndarray) -> None:
+        """Remember the task vector a retrieval was ranked with (its feedback stores it)."""
+        self._tasks[retrieval_id] = vector
+        while len(self._tasks) > self.TASKS_KEPT:
+            self._tasks.popitem(last=False)
+
+    def task_of(self, retrieval_id: int) -> np.ndarray | None:
+        return self._tasks.get(retrieval_id)
 
     def invalidate(self) -> None:
         self._cache.clear()
@@ -303,16 +365,34 @@ class OutcomeModel:
                     [*chunk, self.cfg.max_outcomes],
                 ):
                     fetched[row[0]].append(row[1:])
+            own = self.own_vectors(conn, [mid for mid, rs in fetched.items() if rs])
             for mid, rs in fetched.items():
-                m = self._fit(rs, now) if rs else self._empty
+                m = self._fit(rs, now, own.get(mid)) if rs else self._empty
                 self._cache[mid] = m
                 out[mid] = m
             while len(self._cache) > self.cfg.cache_size:
                 self._cache.popitem(last=False)
         return out
 
-    def _fit(self, rs: list, now: float) -> _Model:
-        """Rows newest first: (target, credit, time, newer rival succeeded, older rival succeeded, vector)."""
+    def own_vectors(self, conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, np.ndarray]:
+        """The stored vectors of ``ids`` (unit length), for projecting them out of task vectors."""
+        out: dict[int, np.ndarray] = {}
+        if self.cfg.mode != "contextual":
+            return out
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            for mid, blob in conn.execute(
+                    f"SELECT memory_id, vector FROM vectors WHERE memory_id IN ({','.join('?' * len(chunk))})", chunk):
+                if blob is not None and len(blob) == 4 * self.dimensions:
+                    v = decode_many([blob], self.dimensions)[0].astype(np.float64)
+                    norm = float(np.linalg.norm(v))
+                    if norm > 1e-9:
+                        out[mid] = v / norm
+        return out
+
+    def _fit(self, rs: list, now: float, own: np.ndarray | None = None) -> _Model:
+        """Rows newest first: (target, credit, time, newer rival succeeded, older rival succeeded, vector).
+        ``own``: the memory's vector, projected out of the task vectors (see :func:`seen_from`)."""
         cfg, d = self.cfg, self.dimensions
         n = len(rs)
         targets = np.array([r[0] for r in rs], dtype=np.float64)
@@ -325,11 +405,12 @@ class OutcomeModel:
             has[:] = False
         vecs = decode_many([v for (*_, v), h in zip(rs, has) if h], d).astype(np.float64) if has.any() \
             else np.empty((0, d))
+        vecs = seen_from(vecs, own)
         allvecs = np.zeros((n, d))
         if has.any():
             allvecs[has] = vecs
         weights = credit * recency_weights(n, now - times, cfg.decay, cfg.half_life_days)
-        run, rows = failure_run(allvecs, targets, weights, has, cfg.ridge, confirmed=rival,
+        run, rows = failure_run(allvecs, targets, weights, has, cfg.ridge, min_reach=cfg.change_reach, confirmed=rival,
                                 explained=explained) if n else (0, 0)
         if run >= cfg.change_after:
             weights = weights.copy()
@@ -344,7 +425,8 @@ class OutcomeModel:
         nt = float(np.dot(weights[~has], targets[~has]) / nw) if nw > 0 else 0.5
         return _Model(targets=targets, weights=weights, times=times, vectors=vecs.astype(np.float32), dual=dual,
                       support=support, dir_support=dir_support,
-                      vec_weights=vw, vec_targets=targets[has], novec_weight=nw, novec_target=nt, run=run, built_at=now)
+                      vec_weights=vw, vec_targets=targets[has], novec_weight=nw, novec_target=nt, run=run, built_at=now,
+                      own=own)
 
     def success_closeness(self, m: _Model, sims: np.ndarray) -> float | None:
         """How close the memory's closest success comes to the query: max over its successes of
@@ -362,7 +444,7 @@ class OutcomeModel:
         if q is None or self.cfg.success_locality <= 0:
             return None
         near = [c for m in models if m.vectors.shape[0] and m.run < self.cfg.change_after
-                and (c := self.success_closeness(m, (m.vectors @ q).astype(np.float64))) is not None]
+                and (c := self.success_closeness(m, (m.vectors @ seen_from(q, m.own)).astype(np.float64))) is not None]
         return max(near) if near else None
 
     def assess_model(self, m: _Model, qvec: np.ndarray | None, prior_mean: float, explore: bool,
@@ -385,7 +467,7 @@ class OutcomeModel:
             mass_v = 0.0
             p_v = 0.5
             if m.vectors.shape[0] and qvec is not None:
-                sims = (m.vectors @ qvec).astype(np.float64)
+                sims = (m.vectors @ seen_from(qvec, m.own)).astype(np.float64)
                 nearest = float(sims.max())
                 if closest is not None and cfg.success_locality > 0:
                     mine = self.success_closeness(m, sims)
@@ -553,18 +635,22 @@ class ContextTuner:
         return [ArmStats(a, *got.get(a.key, (0.0, 0.0))) for a in self.arm_list]
 
     def choose(self, conn: sqlite3.Connection, scope: str) -> Arm:
-        st = self.stats(conn, scope)
-        total = sum(s.pulls for s in st)
-        if total <= 0:
-            return self.arm_list[0]
-        best, best_v = st[0].arm, -math.inf
-        for s in st:
-            if s.pulls <= 1e-9:
-                return s.arm
-            v = s.mean + self.cfg.arm_ucb * math.sqrt(math.log(1 + total) / s.pulls)
-            if v > best_v + 1e-12:
-                best, best_v = s.arm, v
-        return best
+        return self.decide(self.stats(conn, scope))[0]
+
+    def decide(self, st: list[ArmStats]) -> tuple[Arm, str]:
+        """The arm to serve and why: the default arm until ``min_judged`` judged contexts, then the
+        one with the best mean reward (the default on a tie). Deterministic."""
+        default = st[0]
+        judged = default.pulls
+        d = self.cfg.arm_decay  # pulls are discounted: n judged contexts count (1 - d^n) / (1 - d)
+        enough = self.cfg.min_judged if d >= 1 else (1 - d ** self.cfg.min_judged) / (1 - d)
+        if judged < enough - 1e-9:
+            return default.arm, f"default until {self.cfg.min_judged} judged contexts"
+        best = max((s for s in st if s.pulls >= enough - 1e-9), key=lambda s: s.mean - 1e-9 * (s is not default))
+        if best is default:
+            return default.arm, "default: no smaller context did better on the judged contexts"
+        return best.arm, (f"limit {best.arm.limit}: mean reward {best.mean:.3f} vs {default.mean:.3f} at limit "
+                          f"{default.arm.limit} on the judged contexts")
 
     def log(self, conn: sqlite3.Connection, retrieval_id: int, scope: str, arm: Arm, max_tokens: int) -> None:
         conn.execute(
@@ -608,10 +694,11 @@ class ContextTuner:
             st = self.stats(conn, sc)
             if not any(s.pulls for s in st):
                 continue
-            cur = self.choose(conn, sc)
+            cur, why = self.decide(st)
             out[sc] = {
                 "limit": cur.limit,
                 "min_score_ratio": cur.min_score_ratio,
+                "why": why,
                 "arms": [{"limit": s.arm.limit, "min_score_ratio": s.arm.min_score_ratio, "pulls": round(s.pulls, 3),
                           "mean_reward": round(s.mean, 4)} for s in st],
             }
@@ -633,7 +720,8 @@ class Learning:
         self.query_cache = query_cache
 
     def query_vector(self, retrieval_id: int) -> np.ndarray | None:
-        """The query embedding of a retrieval (from the LRU when it was just served). Call outside a transaction."""
+        """The task vector of a retrieval (the one it was ranked with, when this process served it;
+        else rebuilt from its query and logged items). Call outside a transaction."""
         if not self.outcomes.enabled:
             return None
         with self.store.reading() as conn:
@@ -642,7 +730,23 @@ class Learning:
                 "WHERE r.id = ?", (retrieval_id,)).fetchone()
         if row is None or row[1] is not None:
             return None
-        return self.query_cache.get(self.embedder, row[0])
+        task = self.outcomes.task_of(retrieval_id)
+        return task if task is not None else self.rebuild_tasks([(retrieval_id, row[0])])[0]
+
+    def rebuild_tasks(self, rows: Sequence[tuple[int, str]]) -> list[np.ndarray]:
+        """Task vectors of logged retrievals (id, query), from their query and top logged items: close
+        to what ranking used (the log holds the served order, after learning). Embeds outside the lock."""
+        depth, d = self.cfg.task_depth, self.embedder.dimensions
+        with self.store.reading() as conn:
+            items = [conn.execute(
+                "SELECT v.vector, ri.score FROM retrieval_items ri JOIN vectors v ON v.memory_id = ri.memory_id "
+                "WHERE ri.retrieval_id = ? ORDER BY ri.rank LIMIT ?", (rid, depth)).fetchall() for rid, _ in rows]
+        out = []
+        for start in range(0, len(rows), 256):
+            chunk = rows[start : start + 256]
+            out.extend(np.asarray(self.embedder.embed([q for _, q in chunk]), dtype=np.float32))
+        return [blend_task(q, decode_many([b for b, _ in got], d), np.array([sc for _, sc in got]), self.cfg.task_weight)
+                if got else q for q, got in zip(out, items)]
 
     def on_feedback(self, conn: sqlite3.Connection, retrieval_id: int, qvec: np.ndarray | None, target: float,
                     used: Sequence[int] | None, now: float) -> None:
@@ -664,10 +768,7 @@ class Learning:
                     "WHERE r.id NOT IN (SELECT retrieval_id FROM retrieval_vectors)").fetchall()
         if not rows and not rebuild:
             return 0
-        vecs = []
-        for start in range(0, len(rows), 256):
-            chunk = rows[start : start + 256]
-            vecs.extend(np.asarray(self.embedder.embed([q for _, q in chunk]), dtype=np.float32))
+        vecs = self.rebuild_tasks(rows)
         with self.store.transaction() as conn:
             if rebuild:
                 conn.execute("DELETE FROM retrieval_vectors")

@@ -94,6 +94,9 @@ class OnnxMiniLMEmbedder:
 
     name = "all-MiniLM-L6-v2-int8"
     dimensions = _HIDDEN
+    # Cosine below which a memory is unrelated to a query: on the learning catalog 99% of a
+    # task's own memories score above it, 90% of other tasks' memories below.
+    relevance_floor = 0.2
 
     def __init__(
         self,

@@ -25,7 +25,7 @@ from .errors import ScanError, WorkerTimeoutError
 from .fts import fts_query, query_terms
 from .keyword_index import KeywordIndexes, StaleIndex, top_order
 from .fusion import keyword_moments, keyword_weight, reciprocal_rank_fusion, zscore_arrays
-from .learning import Assessment, OutcomeModel, outcome_reasons
+from .learning import Assessment, OutcomeModel, blend_task, outcome_reasons
 from .models import Memory, RecallHit, ScoreBreakdown
 from .rows import load_memories
 from .store import Store
@@ -173,6 +173,7 @@ class Retriever:
         self._memo: dict | None = None  # per-snapshot facts, see _snapshot
         # The outcome learner (set by the engine); None ranks by the usefulness column alone.
         self.learning: OutcomeModel | None = None
+        self._task_pending: tuple[str, np.ndarray] | None = None  # (query, task vector) of the last rank
 
     # -- channels -------------------------------------------------------------------------------
     def _keyword_cache(self, conn: sqlite3.Connection) -> KeywordIndexes | None:
@@ -476,8 +477,12 @@ class Retriever:
 
     def keyword_coverage(self, conn: sqlite3.Connection, terms: list[str], top_ids: list[int]) -> float:
         """Share of the query's IDF mass matched by its best keyword hit (0..1)."""
+        return max(self.keyword_shares(conn, terms, top_ids).values(), default=0.0)
+
+    def keyword_shares(self, conn: sqlite3.Connection, terms: list[str], top_ids: list[int]) -> dict[int, float]:
+        """Share of the query's IDF mass that each of ``top_ids`` holds (ids holding no term are absent)."""
         if not terms or not top_ids:
-            return 0.0
+            return {}
         # Whichever engine scanned (inline or workers), the store's vector count is the collection size.
         n = max(1, self.vector_count(conn))
         idf = {}
@@ -486,7 +491,7 @@ class Retriever:
             idf[t] = math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else math.log(1 + (n + 0.5) / 0.5)
         total = sum(idf.values())
         if total <= 0:
-            return 0.0
+            return {}
         matched: dict[int, float] = {}
         marks = ",".join("?" * len(top_ids))
         for t in terms:
@@ -499,7 +504,60 @@ class Retriever:
                 f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({marks})", [f'"{t}"', *top_ids]
             ):
                 matched[rowid] = matched.get(rowid, 0.0) + idf[t]
-        return max(matched.values(), default=0.0) / total
+        return {i: v / total for i, v in matched.items()}
+
+    # -- relevance and the task a query is about -------------------------------------------------
+    @property
+    def semantic_floor(self) -> float:
+        """Cosine from which a memory counts as related to a query (config, else the embedder's)."""
+        floor = self.config.relevance_floor
+        return float(getattr(self.embedder, "relevance_floor", 0.0) if floor is None else floor)
+
+    def vectors_of(self, conn: sqlite3.Connection, ids: list[int]) -> dict[int, np.ndarray]:
+        """Stored vectors of ``ids`` (from the inline matrix where it holds them, else SQL)."""
+        out: dict[int, np.ndarray] = {}
+        arr = np.asarray(ids, dtype=np.int64)
+        rows = self.index.rows_of(arr) if len(self.index) else np.full(len(arr), -1, dtype=np.int64)
+        have = rows >= 0
+        if have.any():
+            out.update(zip(arr[have].tolist(), self.index.matrix[rows[have]]))
+        missing = arr[~have].tolist()
+        for i in range(0, len(missing), 500):
+            chunk = missing[i : i + 500]
+            for mid, blob in conn.execute(
+                f"SELECT memory_id, vector FROM vectors WHERE memory_id IN ({','.join('?' * len(chunk))})", chunk
+            ):
+                out[mid] = decode_vector(blob, self.embedder.dimensions)
+        return out
+
+    def relevant(self, conn: sqlite3.Connection, query: str, ids: list[int], cos: dict[int, float],
+                 vouched: set[int] = frozenset()) -> set[int]:
+        """The candidates with evidence for the query: cosine at the semantic floor, or words that
+        cover ``keyword_relevance`` of the query's IDF mass (asked only for those below the floor),
+        or ``vouched`` for by another signal (a neighbouring turn, a named speaker)."""
+        cfg = self.config
+        floor = self.semantic_floor if cfg.channels != "keyword" else math.inf
+        out = {i for i in ids if cos.get(i, -1.0) >= floor or i in vouched}
+        rest = [i for i in ids if i not in out]
+        if rest and cfg.channels != "vector":
+            shares = self.keyword_shares(conn, query_terms(query), rest)
+            out.update(i for i in rest if shares.get(i, 0.0) >= cfg.keyword_relevance)
+        return out
+
+    def task_vector(self, conn: sqlite3.Connection, qvec: np.ndarray, ordered: list[tuple[int, float]]) -> np.ndarray:
+        """The query placed among the memories it retrieves: its vector plus ``task_weight`` times the
+        score-weighted centroid of the top ``task_depth`` fused candidates, normalised. Paraphrases of
+        one task retrieve the same memories, so their task vectors stay close even when their words
+        differ; the outcome learner compares tasks with it. Before any outcome it is not needed."""
+        lc = self.config.learning
+        top = ordered[: lc.task_depth]
+        if lc.task_weight <= 0 or not top:
+            return qvec
+        vecs = self.vectors_of(conn, [i for i, _ in top])
+        got = [(vecs[i], s) for i, s in top if i in vecs]
+        if not got:
+            return qvec
+        return blend_task(qvec, np.stack([v for v, _ in got]), np.array([s for _, s in got]), lc.task_weight)
 
     def expired_ids(self, conn: sqlite3.Connection, valid_at: float | None) -> set[int]:
         """Memories past their valid_until (a partial index keeps this cheap; clean_expired empties it)."""
@@ -672,6 +730,15 @@ class Retriever:
                                      present=self._side_tables(conn))
                 ordered = [(i, s) for i, s in ordered if trust.get(i, 0.0) >= min_trust]
             pool = ordered[: max(cfg.rerank_pool, limit * 3)]
+            # The relevance floor: what has no evidence for the query is not returned, nor explored.
+            cos = dict(sims) if alpha is not None and use_vec else dict(vec)
+            if use_vec:
+                unseen = [i for i, _ in pool if i not in cos]
+                if unseen:
+                    cos.update(self.similarities(conn, qvec, unseen))
+            _, _, nshare, sboost = fz.about([i for i, _ in pool])
+            keep = self.relevant(conn, query, [i for i, _ in pool], cos, nshare.keys() | sboost.keys())
+            pool = [(i, s) for i, s in pool if i in keep]
             pool_ids = [i for i, _ in pool]
             pooled = dict(pool)
             contra = self.contradictions(conn, pool_ids, flt.scopes)
@@ -679,7 +746,11 @@ class Retriever:
             # (and their explanations) are built only for the hits that are returned.
             weights = cfg.profiles[profile]
             columns = _policy_columns(conn, pool_ids)
-            learned = self._assess(conn, qvec, columns, explore)
+            task = None
+            if self.learning is not None and self.learning.enabled and use_vec:
+                task = self.task_vector(conn, qvec, pool)
+                self._task_pending = (query, task)  # log() hands it to the learner with the retrieval id
+            learned = self._assess(conn, qvec if task is None else task, columns, explore)
             scored: list[tuple[float, str, int, float, tuple]] = []
             for mid, mtype, status, confidence, usefulness, importance in columns:
                 judged = learned.get(mid)
@@ -795,6 +866,9 @@ class Retriever:
             (query, profile, None if scopes is None else json.dumps(list(scopes)), kind, now),
         )
         rid = cur.lastrowid
+        pending, self._task_pending = self._task_pending, None
+        if pending is not None and pending[0] == query and self.learning is not None:
+            self.learning.note_task(rid, pending[1])
         if hits:
             conn.executemany(
                 "INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score) VALUES (?, ?, ?, ?)",

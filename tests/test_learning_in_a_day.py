@@ -1,0 +1,120 @@
+"""Regression tests for the learning loop in a real agent's day (issue #13): each is named after
+what broke. Hash embedder, in-memory stores."""
+
+from __future__ import annotations
+
+import pytest
+
+from recallite_core import Recallite, RecalliteConfig
+from recallite_core.learning import LearningConfig
+
+SHRINK = [
+    "Shrink the docker container image of the api: build it with a multi-stage Dockerfile and a slim runtime base image.",
+    "Shrink the docker container image of the api: add a .dockerignore so the build context leaves out the test data.",
+    "Shrink the docker container image of the api: squash the image layers with the experimental squash flag on build.",
+]
+OTHERS = [
+    "Rotate the api database password: generate it in the vault, update the secret, restart the api pods.",
+    "The api pods log to stdout in JSON; ship the logs to the central cluster with the collector daemonset.",
+]
+PROCEDURES = [
+    "Run the database migrations with alembic upgrade head from the release job, never at container start.",
+    "Deploy the branch to staging with helm upgrade --install and the staging values file.",
+    "Lint the code with ruff check . and format it with ruff format before every commit.",
+    "Rotate the database password in the vault, then restart the api pods so they read the new secret.",
+    "Fix flaky integration tests by marking them with pytest flaky reruns and filing a ticket.",
+    "Build the frontend with npm ci and npm run build; the bundle goes to the cdn bucket.",
+]
+COFFEE = "The office coffee machine is on the third floor next to the kitchen."
+
+
+@pytest.fixture
+def mem():
+    m = Recallite.open(None, embedder="hash")
+    yield m
+    m.close()
+
+
+def test_learning_transfers_across_phrasings_of_one_task(mem):
+    """Two phrasings of one task that share few words (hash cosine 0.17): what failed and what worked
+    on the first carries over to the second, because both retrieve the same memories."""
+    ids = [mem.remember(t, type="procedure").id for t in SHRINK + OTHERS]
+    first = "the api docker image is too big, shrink it"
+    second = "reduce the size of the container we ship for the api"
+    assert mem.recall(second, limit=3).memories[0].memory.id != ids[1]  # not the working one before feedback
+    r = mem.recall(first, limit=3)
+    mem.feedback(r.retrieval_id, "failure", used_memory_ids=[ids[0]])
+    mem.feedback(r.retrieval_id, "success", used_memory_ids=[ids[1]])
+    top = mem.recall(second, limit=3).memories
+    assert top[0].memory.id == ids[1]
+    assert ids[0] not in [h.memory.id for h in top[:2]]
+
+
+def test_evidence_stays_local_to_its_task(mem):
+    """A memory that worked for one task gains nothing on an unrelated task's ranking."""
+    ids = [mem.remember(t, type="procedure").id for t in SHRINK + OTHERS]
+    r = mem.recall("rotate the api database password", limit=3)
+    assert r.memories[0].memory.id == ids[3]
+    for _ in range(3):
+        mem.feedback(r.retrieval_id, "success", used_memory_ids=[ids[3]])
+    hits = mem.recall("the api docker image is too big, shrink it", limit=3).memories
+    assert ids[3] not in [h.memory.id for h in hits]
+
+
+def test_exploration_never_lifts_an_unrelated_newcomer_into_a_context(mem):
+    """Six procedures, one success, then a memory about the office coffee machine: exploration
+    favoured it as an untried newcomer and put it into every context."""
+    ids = [mem.remember(t, type="procedure").id for t in PROCEDURES]
+    ctx = mem.build_context("deploy the branch to staging", limit=3)
+    mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[ids[1]])
+    coffee = mem.remember(COFFEE, type="fact").id
+    for task in ("how do I run the database migrations", "deploy the branch to staging", "lint the code"):
+        served = mem.build_context(task, limit=3).memory_ids
+        assert served and coffee not in served, task
+    # it is still found when it is what the task is about
+    assert mem.build_context("where is the coffee machine", limit=3).memory_ids[0] == coffee
+
+
+def test_recall_does_not_fill_the_limit_with_unrelated_memories(mem):
+    for t in PROCEDURES:
+        mem.remember(t, type="procedure")
+    assert mem.recall("what is the capital of mongolia", limit=5).memories == []
+    assert mem.recall('"foo NEAR(', limit=5).memories == []
+    hits = mem.recall("run the database migrations", limit=5).memories
+    assert hits and "migrations" in hits[0].memory.content
+
+
+def test_relevance_floor_can_be_turned_off():
+    m = Recallite.open(None, embedder="hash", config=RecalliteConfig(relevance_floor=-1.0))
+    try:
+        for t in PROCEDURES:
+            m.remember(t, type="procedure")
+        assert len(m.recall("what is the capital of mongolia", limit=5).memories) == 5
+    finally:
+        m.close()
+
+
+def test_context_tuning_waits_for_evidence(mem):
+    """After one success and one failure on other tasks the scope's context went from 10
+    memories to 3 and dropped the lesson the next task needed."""
+    for i in range(12):
+        mem.remember(f"Deploy note {i}: run the deploy with step {i} of the checklist.", type="procedure", scope="p")
+    for outcome in ("success", "failure"):
+        ctx = mem.build_context("deploy with the checklist", scope="p")
+        mem.feedback(ctx.retrieval_id, outcome, used_memory_ids=[ctx.memory_ids[0]])
+    assert len(mem.build_context("deploy with the checklist", scope="p").memory_ids) == 10
+    tuning = mem.stats().context_tuning["p"]
+    assert tuning["limit"] == 10 and "until" in tuning["why"]
+
+
+def test_context_tuning_keeps_the_default_when_a_smaller_context_would_miss(mem):
+    """Once in a while the used memory sits at rank 6: the 3- and 5-arms lose that outcome and
+    the default stays, however many judged contexts there are."""
+    for i in range(12):
+        mem.remember(f"Deploy note {i}: run the deploy with step {i} of the checklist.", type="procedure", scope="p")
+    for n in range(LearningConfig().min_judged + 10):
+        ctx = mem.build_context("deploy with the checklist", scope="p")
+        used = ctx.memory_ids[5] if n % 4 == 0 else ctx.memory_ids[0]
+        mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[used])
+    tuning = mem.stats().context_tuning["p"]
+    assert tuning["limit"] == 10 and tuning["why"].startswith("default")
