@@ -367,7 +367,7 @@ def test_forget_drops_cached_evidence(mem):
     epoch = mem.store.conn.execute("SELECT value FROM counters WHERE name = 'learning_epoch'").fetchone()[0]
     mem.forget(good.id)
     assert mem.store.conn.execute("SELECT value FROM counters WHERE name = 'learning_epoch'").fetchone()[0] > epoch
-    hit = mem.recall(CONFIG_TASKS[1], limit=2).memories[0]
+    hit = mem.recall(RELEASE_TASKS[0], limit=2).memories[0]  # (the config tasks have nothing in common with it)
     assert hit.memory.id == other.id and hit.breakdown.learning.outcomes == 1
 
 
@@ -393,7 +393,7 @@ def test_context_size_is_tuned_per_scope_from_feedback(mem):
     ctx = mem.build_context("deploy with the checklist", scope="proj")
     assert len(ctx.memory_ids) == 10  # the default arm until there is feedback
     assert mem.stats().context_tuning == {}
-    for _ in range(12):
+    for _ in range(LearningConfig().min_judged + 2):
         ctx = mem.build_context("deploy with the checklist", scope="proj")
         mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[ctx.memory_ids[0]])
     tuning = mem.stats().context_tuning["proj"]
