@@ -114,5 +114,5 @@ async def test_roots_scopes_over_stdio(tmp_path):
             if s["active_scope"].startswith("docs-"):
                 break
         assert s["active_scope"].startswith("docs-") and s["scope_rule"] == "roots"
-        r1 = await call(c1, "recallite_recall", query="before the build", limit=10)
+        r1 = await call(c1, "recallite_recall", query="before the build tabs spaces", limit=10)
         assert w["id"] not in {m["id"] for m in r1["memories"]} and p["id"] in {m["id"] for m in r1["memories"]}

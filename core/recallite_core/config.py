@@ -42,7 +42,7 @@ class RecalliteConfig:
     # words covering at least keyword_relevance of the query's IDF mass. Nothing is returned
     # just to fill the limit.
     relevance_floor: float | None = None
-    keyword_relevance: float = 0.3
+    keyword_relevance: float = 0.15
     profiles: dict[str, dict[str, float]] = field(default_factory=lambda: {k: dict(v) for k, v in PROFILES.items()})
     # Learning
     learning_rate: float = 0.35

@@ -57,11 +57,11 @@ class LearningConfig:
     # change_discount ** run. Drift is seen within two failures; one noisy label is not drift.
     change_after: int = 2
     change_discount: float = 0.3
-    # ... counting only failures on the same task as the outcomes before them: where those reach
-    # at least change_reach (task vectors of one task's phrasings: median cosine .85, a quarter
-    # below .77; of different tasks: 99% below .62). A failure on a neighbouring task that
-    # happened to retrieve this memory says nothing about whether it still works for its own.
-    change_reach: float = 0.5
+    # ... counting only failures on the very task of the outcomes before them: where those reach
+    # at least change_reach (task vectors of one task's phrasings: median cosine .85; of two tasks
+    # that share their top memory: median .71). A failure on a neighbouring task that happened to
+    # retrieve this memory says nothing about whether it still works for its own.
+    change_reach: float = 0.8
     # A failure on a retrieval where another memory, there all along (not newer), succeeded is read
     # as a different task (the agent needed that other memory), not as a change: it counts in the
     # posterior like any failure, but not towards the run.
@@ -268,6 +268,7 @@ class _Model:
     run: int
     built_at: float
     own: np.ndarray | None = None  # the memory's own unit vector, projected out of every task vector
+    whole: np.ndarray | None = None  # the task vectors as stored (success locality compares memories in one space)
 
     @property
     def n(self) -> int:
@@ -405,10 +406,12 @@ class OutcomeModel:
             has[:] = False
         vecs = decode_many([v for (*_, v), h in zip(rs, has) if h], d).astype(np.float64) if has.any() \
             else np.empty((0, d))
-        vecs = seen_from(vecs, own)
+        # Change detection compares whole task vectors (is this failure on the very task the memory
+        # used to work for?); the posterior compares them as the memory sees them (seen_from).
         allvecs = np.zeros((n, d))
         if has.any():
             allvecs[has] = vecs
+        vecs = seen_from(vecs, own)
         weights = credit * recency_weights(n, now - times, cfg.decay, cfg.half_life_days)
         run, rows = failure_run(allvecs, targets, weights, has, cfg.ridge, min_reach=cfg.change_reach, confirmed=rival,
                                 explained=explained) if n else (0, 0)
@@ -424,6 +427,7 @@ class OutcomeModel:
         nw = float(weights[~has].sum())
         nt = float(np.dot(weights[~has], targets[~has]) / nw) if nw > 0 else 0.5
         return _Model(targets=targets, weights=weights, times=times, vectors=vecs.astype(np.float32), dual=dual,
+                      whole=allvecs[has].astype(np.float32),
                       support=support, dir_support=dir_support,
                       vec_weights=vw, vec_targets=targets[has], novec_weight=nw, novec_target=nt, run=run, built_at=now,
                       own=own)
@@ -444,7 +448,7 @@ class OutcomeModel:
         if q is None or self.cfg.success_locality <= 0:
             return None
         near = [c for m in models if m.vectors.shape[0] and m.run < self.cfg.change_after
-                and (c := self.success_closeness(m, (m.vectors @ seen_from(q, m.own)).astype(np.float64))) is not None]
+                and (c := self.success_closeness(m, (m.whole @ q).astype(np.float64))) is not None]
         return max(near) if near else None
 
     def assess_model(self, m: _Model, qvec: np.ndarray | None, prior_mean: float, explore: bool,
@@ -470,7 +474,7 @@ class OutcomeModel:
                 sims = (m.vectors @ seen_from(qvec, m.own)).astype(np.float64)
                 nearest = float(sims.max())
                 if closest is not None and cfg.success_locality > 0:
-                    mine = self.success_closeness(m, sims)
+                    mine = self.success_closeness(m, (m.whole @ qvec).astype(np.float64))
                     if mine is not None:
                         locality = math.exp(min(0.0, mine - closest) / cfg.success_locality)
                 raw = float(sims @ m.dual)

@@ -479,8 +479,11 @@ class Retriever:
         """Share of the query's IDF mass matched by its best keyword hit (0..1)."""
         return max(self.keyword_shares(conn, terms, top_ids).values(), default=0.0)
 
-    def keyword_shares(self, conn: sqlite3.Connection, terms: list[str], top_ids: list[int]) -> dict[int, float]:
-        """Share of the query's IDF mass that each of ``top_ids`` holds (ids holding no term are absent)."""
+    def keyword_shares(self, conn: sqlite3.Connection, terms: list[str], top_ids: list[int],
+                       known_only: bool = False) -> dict[int, float]:
+        """Share of the query's IDF mass that each of ``top_ids`` holds (ids holding no term are absent).
+        ``known_only``: of the mass of the words some memory holds (a word no memory has is no
+        evidence against any of them)."""
         if not terms or not top_ids:
             return {}
         # Whichever engine scanned (inline or workers), the store's vector count is the collection size.
@@ -488,7 +491,9 @@ class Retriever:
         idf = {}
         for t in terms:
             df = self._document_frequency(conn, t, n)
-            idf[t] = math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else math.log(1 + (n + 0.5) / 0.5)
+            if df or not known_only:
+                idf[t] = math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else math.log(1 + (n + 0.5) / 0.5)
+        terms = list(idf)
         total = sum(idf.values())
         if total <= 0:
             return {}
@@ -533,14 +538,14 @@ class Retriever:
     def relevant(self, conn: sqlite3.Connection, query: str, ids: list[int], cos: dict[int, float],
                  vouched: set[int] = frozenset()) -> set[int]:
         """The candidates with evidence for the query: cosine at the semantic floor, or words that
-        cover ``keyword_relevance`` of the query's IDF mass (asked only for those below the floor),
+        hold ``keyword_relevance`` of the IDF mass of the query words the store knows (asked only below the floor),
         or ``vouched`` for by another signal (a neighbouring turn, a named speaker)."""
         cfg = self.config
         floor = self.semantic_floor if cfg.channels != "keyword" else math.inf
         out = {i for i in ids if cos.get(i, -1.0) >= floor or i in vouched}
         rest = [i for i in ids if i not in out]
         if rest and cfg.channels != "vector":
-            shares = self.keyword_shares(conn, query_terms(query), rest)
+            shares = self.keyword_shares(conn, query_terms(query), rest, known_only=True)
             out.update(i for i in rest if shares.get(i, 0.0) >= cfg.keyword_relevance)
         return out
 
