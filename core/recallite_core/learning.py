@@ -69,7 +69,7 @@ class LearningConfig:
     # Coverage: how much of a memory's evidence applies to a query is ramp(reach, *coverage),
     # reach = the regression's prediction of the constant 1 at the query (about 1 among the
     # queries it has outcomes for, falling towards 0 away from them); `uncovered_weight` at least.
-    coverage: tuple[float, float] = (0.2, 0.5)
+    coverage: tuple[float, float] = (0.3, 0.7)
     uncovered_weight: float = 0.0
     # Success locality: a memory's success evidence counts exp((s - s*) / success_locality), where s
     # is how close its closest success comes to the query (cosine + success_locality * ln(weight of
@@ -217,23 +217,6 @@ def blend_task(qvec: np.ndarray, vectors: np.ndarray, scores: np.ndarray, weight
     return (t / max(float(np.linalg.norm(t)), 1e-12)).astype(np.float32)
 
 
-def seen_from(vectors: np.ndarray, own: np.ndarray | None) -> np.ndarray:
-    """Task vectors as one memory sees them: its own direction removed, rows renormalised.
-
-    A query retrieves a memory because it resembles it, so two unrelated tasks that both pull the
-    same memory up have close task vectors; what tells them apart is the rest of what they
-    retrieved. Seen from the memory, a failure on a neighbouring task that happened to retrieve
-    it no longer lands on its own task (on the dev catalog: phrasings of one task keep a median
-    cosine of .58, different tasks sharing their top memory drop from .71 to .17)."""
-    if own is None or vectors.size == 0:
-        return vectors
-    v = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
-    v = v - np.outer(v @ own, own)
-    norms = np.linalg.norm(v, axis=1, keepdims=True)
-    out = np.divide(v, norms, out=np.zeros_like(v), where=norms > 1e-9)
-    return out if np.ndim(vectors) == 2 else out[0]
-
-
 def beta_mean_sd(alpha: float, beta: float) -> tuple[float, float]:
     n = alpha + beta
     if n <= 0:
@@ -267,8 +250,6 @@ class _Model:
     novec_target: float  # their weighted mean target
     run: int
     built_at: float
-    own: np.ndarray | None = None  # the memory's own unit vector, projected out of every task vector
-    whole: np.ndarray | None = None  # the task vectors as stored (success locality compares memories in one space)
 
     @property
     def n(self) -> int:
@@ -366,34 +347,16 @@ class OutcomeModel:
                     [*chunk, self.cfg.max_outcomes],
                 ):
                     fetched[row[0]].append(row[1:])
-            own = self.own_vectors(conn, [mid for mid, rs in fetched.items() if rs])
             for mid, rs in fetched.items():
-                m = self._fit(rs, now, own.get(mid)) if rs else self._empty
+                m = self._fit(rs, now) if rs else self._empty
                 self._cache[mid] = m
                 out[mid] = m
             while len(self._cache) > self.cfg.cache_size:
                 self._cache.popitem(last=False)
         return out
 
-    def own_vectors(self, conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, np.ndarray]:
-        """The stored vectors of ``ids`` (unit length), for projecting them out of task vectors."""
-        out: dict[int, np.ndarray] = {}
-        if self.cfg.mode != "contextual":
-            return out
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            for mid, blob in conn.execute(
-                    f"SELECT memory_id, vector FROM vectors WHERE memory_id IN ({','.join('?' * len(chunk))})", chunk):
-                if blob is not None and len(blob) == 4 * self.dimensions:
-                    v = decode_many([blob], self.dimensions)[0].astype(np.float64)
-                    norm = float(np.linalg.norm(v))
-                    if norm > 1e-9:
-                        out[mid] = v / norm
-        return out
-
-    def _fit(self, rs: list, now: float, own: np.ndarray | None = None) -> _Model:
-        """Rows newest first: (target, credit, time, newer rival succeeded, older rival succeeded, vector).
-        ``own``: the memory's vector, projected out of the task vectors (see :func:`seen_from`)."""
+    def _fit(self, rs: list, now: float) -> _Model:
+        """Rows newest first: (target, credit, time, newer rival succeeded, older rival succeeded, vector)."""
         cfg, d = self.cfg, self.dimensions
         n = len(rs)
         targets = np.array([r[0] for r in rs], dtype=np.float64)
@@ -406,12 +369,9 @@ class OutcomeModel:
             has[:] = False
         vecs = decode_many([v for (*_, v), h in zip(rs, has) if h], d).astype(np.float64) if has.any() \
             else np.empty((0, d))
-        # Change detection compares whole task vectors (is this failure on the very task the memory
-        # used to work for?); the posterior compares them as the memory sees them (seen_from).
         allvecs = np.zeros((n, d))
         if has.any():
             allvecs[has] = vecs
-        vecs = seen_from(vecs, own)
         weights = credit * recency_weights(n, now - times, cfg.decay, cfg.half_life_days)
         run, rows = failure_run(allvecs, targets, weights, has, cfg.ridge, min_reach=cfg.change_reach, confirmed=rival,
                                 explained=explained) if n else (0, 0)
@@ -427,10 +387,8 @@ class OutcomeModel:
         nw = float(weights[~has].sum())
         nt = float(np.dot(weights[~has], targets[~has]) / nw) if nw > 0 else 0.5
         return _Model(targets=targets, weights=weights, times=times, vectors=vecs.astype(np.float32), dual=dual,
-                      whole=allvecs[has].astype(np.float32),
                       support=support, dir_support=dir_support,
-                      vec_weights=vw, vec_targets=targets[has], novec_weight=nw, novec_target=nt, run=run, built_at=now,
-                      own=own)
+                      vec_weights=vw, vec_targets=targets[has], novec_weight=nw, novec_target=nt, run=run, built_at=now)
 
     def success_closeness(self, m: _Model, sims: np.ndarray) -> float | None:
         """How close the memory's closest success comes to the query: max over its successes of
@@ -448,7 +406,7 @@ class OutcomeModel:
         if q is None or self.cfg.success_locality <= 0:
             return None
         near = [c for m in models if m.vectors.shape[0] and m.run < self.cfg.change_after
-                and (c := self.success_closeness(m, (m.whole @ q).astype(np.float64))) is not None]
+                and (c := self.success_closeness(m, (m.vectors @ q).astype(np.float64))) is not None]
         return max(near) if near else None
 
     def assess_model(self, m: _Model, qvec: np.ndarray | None, prior_mean: float, explore: bool,
@@ -471,10 +429,10 @@ class OutcomeModel:
             mass_v = 0.0
             p_v = 0.5
             if m.vectors.shape[0] and qvec is not None:
-                sims = (m.vectors @ seen_from(qvec, m.own)).astype(np.float64)
+                sims = (m.vectors @ qvec).astype(np.float64)
                 nearest = float(sims.max())
                 if closest is not None and cfg.success_locality > 0:
-                    mine = self.success_closeness(m, (m.whole @ qvec).astype(np.float64))
+                    mine = self.success_closeness(m, sims)
                     if mine is not None:
                         locality = math.exp(min(0.0, mine - closest) / cfg.success_locality)
                 raw = float(sims @ m.dual)
