@@ -368,7 +368,8 @@ def test_forget_drops_cached_evidence(mem):
     mem.forget(good.id)
     assert mem.store.conn.execute("SELECT value FROM counters WHERE name = 'learning_epoch'").fetchone()[0] > epoch
     hit = mem.recall(RELEASE_TASKS[0], limit=2).memories[0]  # (the config tasks have nothing in common with it)
-    assert hit.memory.id == other.id and hit.breakdown.learning.outcomes == 1
+    # its failure, and the 'unused' row of the success that named only the forgotten one
+    assert hit.memory.id == other.id and hit.breakdown.learning.outcomes == 2
 
 
 def test_ema_mode_ranks_like_before(mem):

@@ -923,6 +923,15 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 outcomes,
             )
+            if used and succ:
+                # Served but not named by a task that succeeded: not what this task needed.
+                named = set(used)
+                unused = [mid for mid, _, _, served in shown if served and mid not in named]
+                if unused:
+                    conn.executemany(
+                        "INSERT INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, "
+                        "new_usefulness, created_at, kind) SELECT ?, id, ?, 0.0, usefulness, usefulness, ?, 'unused' "
+                        "FROM memories WHERE id = ?", [(fid, policy.UNUSED_WEIGHT, now, mid) for mid in unused])
             # Candidates that keep helping earn validation (policy.earns_validation).
             promoted = promote_earned(conn, candidates, now) if outcome == "success" and candidates else []
             self.learning.on_feedback(conn, rid, qvec, target, used, now)
@@ -939,7 +948,8 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         changes = [
             UsefulnessChange(id=f"mem_{m}", weight=w, old_usefulness=o, new_usefulness=n)
             for m, w, o, n in conn.execute(
-                "SELECT memory_id, weight, old_usefulness, new_usefulness FROM memory_outcomes WHERE feedback_id = ? ORDER BY rowid",
+                "SELECT memory_id, weight, old_usefulness, new_usefulness FROM memory_outcomes "
+                "WHERE feedback_id = ? AND kind = 'credit' ORDER BY rowid",
                 (fid,),
             )
         ]

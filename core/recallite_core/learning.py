@@ -96,7 +96,7 @@ class LearningConfig:
     # first arm is the default. Arms cut by count only: a score-ratio cut dropped memories that
     # pass the relevance floor (the lesson the next task needed), whatever feedback said.
     tune_context: bool = True
-    arms: tuple[tuple[int, float], ...] = ((10, 0.0), (5, 0.0), (3, 0.0))
+    arms: tuple[tuple[int, float], ...] = ((10, 0.1), (10, 0.2), (10, 0.35))
     arm_token_cost: float = 0.2  # reward = outcome - cost * tokens / max_tokens
     arm_decay: float = 0.98  # discount of older rewards (per update)
     # No arm but the default before this many judged contexts in the scope. Each judged context
@@ -331,12 +331,15 @@ class OutcomeModel:
                     "SELECT memory_id, target, weight, created_at, rival, explained, vector FROM ("
                     " SELECT mo.memory_id, mo.target, mo.weight, mo.created_at,"
                     # other memories that succeeded on the same retrieval: newer (rival) or not (explained)
+                    # an 'unused' row (served, not needed by a task that succeeded) is never a sign of change
+                    "  CASE WHEN mo.kind = 'unused' THEN 0 ELSE"
                     "  (SELECT coalesce(sum(m2.created_at > me.created_at), 0) FROM feedback f2"
                     "   JOIN memory_outcomes mo2 ON mo2.feedback_id = f2.id JOIN memories m2 ON m2.id = mo2.memory_id"
-                    "   WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id != mo.memory_id AND mo2.target >= 0.5) AS rival,"
+                    "   WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id != mo.memory_id AND mo2.target >= 0.5) END AS rival,"
+                    "  CASE WHEN mo.kind = 'unused' THEN 1 ELSE"
                     "  (SELECT coalesce(sum(m2.created_at <= me.created_at), 0) FROM feedback f2"
                     "   JOIN memory_outcomes mo2 ON mo2.feedback_id = f2.id JOIN memories m2 ON m2.id = mo2.memory_id"
-                    "   WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id != mo.memory_id AND mo2.target >= 0.5) AS explained,"
+                    "   WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id != mo.memory_id AND mo2.target >= 0.5) END AS explained,"
                     "  rv.vector,"
                     "  ROW_NUMBER() OVER (PARTITION BY mo.memory_id ORDER BY mo.rowid DESC) AS rn"
                     " FROM memory_outcomes mo JOIN memories me ON me.id = mo.memory_id"

@@ -376,6 +376,16 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE retrieval_items ADD COLUMN served INTEGER NOT NULL DEFAULT 1;
         """,
     ),
+    (
+        # What a task that succeeded did not need: feedback that names the memories it used marks
+        # the other served ones as 'unused', a weak sign (policy.UNUSED_WEIGHT) that they do not
+        # belong to that task. The learner reads them like a light failure near that task; nothing
+        # else counts them (no usefulness change, no promotion, no failure count).
+        "0013_unused_outcomes",
+        """
+        ALTER TABLE memory_outcomes ADD COLUMN kind TEXT NOT NULL DEFAULT 'credit';
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -246,6 +246,11 @@ PROMOTION_SUCCESSES = 3
 PROMOTION_RETRIEVALS = 2
 PROMOTION_MIN_WEIGHT = 0.5
 
+# A task that succeeded and named the memories it used did not need the others it was shown:
+# each of those gets an 'unused' outcome of this weight (a failure's is 1), which the learner
+# reads near that task only. Light, because an agent does not always name every rule it kept.
+UNUSED_WEIGHT = 0.3
+
 
 def earns_validation(successes: int, retrievals: int, failures: int, contradicted: bool, flagged: bool) -> bool:
     """Whether a candidate's outcome record validates it (see the rule above)."""

@@ -92,9 +92,10 @@ def export_jsonl(mem: "Recallite", path: str, scope: str | None = None) -> int:
                 "SELECT id, retrieval_id, outcome, score, used_ids, reason, client_key, created_at FROM feedback ORDER BY id"
             ):
                 effects = [
-                    {"memory_id": f"mem_{m}", "weight": w, "target": t, "old_usefulness": o, "new_usefulness": n}
-                    for m, w, t, o, n in conn.execute(
-                        "SELECT memory_id, weight, target, old_usefulness, new_usefulness FROM memory_outcomes "
+                    {"memory_id": f"mem_{m}", "weight": w, "target": t, "old_usefulness": o, "new_usefulness": n,
+                     **({"kind": k} if k != "credit" else {})}
+                    for m, w, t, o, n, k in conn.execute(
+                        "SELECT memory_id, weight, target, old_usefulness, new_usefulness, kind FROM memory_outcomes "
                         "WHERE feedback_id = ? ORDER BY rowid", (fid,))
                     if m in ids
                 ]
@@ -279,9 +280,10 @@ def import_jsonl(mem: "Recallite", path: str, trust: str = "untrusted", progress
                         mid = idmap.get(parse_id(e["memory_id"]))
                         if mid:
                             conn.execute(
-                                "INSERT OR IGNORE INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, new_usefulness, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                "INSERT OR IGNORE INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, new_usefulness, created_at, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                 (cur.lastrowid, mid, float(e["weight"]), float(e["target"]), float(e["old_usefulness"]),
-                                 float(e["new_usefulness"]), r.get("created_at") or now),
+                                 float(e["new_usefulness"]), r.get("created_at") or now,
+                                 "unused" if e.get("kind") == "unused" else "credit"),
                             )
                     counts["feedback"] += 1
             except (KeyError, TypeError, ValueError) as exc:

@@ -37,7 +37,7 @@ def promote_earned(conn: sqlite3.Connection, candidate_ids: Sequence[int], now: 
         "sum(f.outcome = 'success' AND mo.weight >= ?), "
         "count(DISTINCT CASE WHEN f.outcome = 'success' AND mo.weight >= ? THEN f.retrieval_id END), "
         "sum(f.outcome = 'failure') "
-        f"FROM memory_outcomes mo JOIN feedback f ON f.id = mo.feedback_id WHERE mo.memory_id IN ({marks}) "
+        f"FROM memory_outcomes mo JOIN feedback f ON f.id = mo.feedback_id WHERE mo.kind = 'credit' AND mo.memory_id IN ({marks}) "
         "GROUP BY mo.memory_id",
         [policy.PROMOTION_MIN_WEIGHT, policy.PROMOTION_MIN_WEIGHT, *ids])}
     earned = [mid for mid, (succ, rets, fails) in record.items()

@@ -773,7 +773,12 @@ class Retriever:
             if min_score is not None:
                 scored = [t for t in scored if t[0] >= min_score]
             if min_score_ratio and scored:
-                scored = [t for t in scored if t[0] >= min_score_ratio * scored[0][0]]
+                # Close enough to the best hit, or to the best match before learning unless feedback
+                # says it misled or went unused on tasks like this one: learning may cut what it
+                # knows to be noise, never what it has not judged (the lesson the next task needs).
+                top, top_fused = scored[0][0], max(t[3] for t in scored)
+                scored = [t for t in scored if t[0] >= min_score_ratio * top or (
+                    t[3] >= min_score_ratio * top_fused and not _judged_poor(learned.get(t[2])))]
             scored = scored[:limit]
             final_ids = [t[2] for t in scored]
             memories = load_memories(conn, final_ids)
@@ -885,6 +890,11 @@ class Retriever:
                 [now, *ids],
             )
         return rid
+
+
+def _judged_poor(a: Assessment | None) -> bool:
+    """Outcomes near this query say the memory misled or was not needed (posterior mean below even)."""
+    return a is not None and a.outcomes > 0 and a.mean < 0.5
 
 
 def _policy_columns(conn: sqlite3.Connection, ids: list[int]) -> list[tuple]:
