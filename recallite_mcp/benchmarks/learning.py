@@ -78,6 +78,7 @@ class CachingEmbedder:
         self.inner = inner
         self.name = inner.name
         self.dimensions = inner.dimensions
+        self.relevance_floor = getattr(inner, "relevance_floor", 0.0)  # the same relevance floor as the real thing
         self._cache: dict[str, np.ndarray] = {}
         self.calls = 0
         self.texts = 0
