@@ -287,7 +287,8 @@ def _check_after_kill(db: str, log_path: str, fig: CrashFigures) -> None:
                 fig.half_written += 1
                 fig.errors.append(f"{tag}: {n} memories")
         for key, used, n_out in conn.execute(
-            "SELECT f.client_key, f.used_ids, (SELECT count(*) FROM memory_outcomes o WHERE o.feedback_id = f.id) FROM feedback f"
+            "SELECT f.client_key, f.used_ids, (SELECT count(*) FROM memory_outcomes o WHERE o.feedback_id = f.id AND o.kind = 'credit') "
+            "FROM feedback f"
         ):
             if n_out != len(json.loads(used)) or (key and n_out != int(key.rsplit("-n", 1)[1])):
                 fig.half_written += 1
