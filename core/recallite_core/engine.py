@@ -925,13 +925,15 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             )
             if used and succ:
                 # Served but not named by a task that succeeded: not what this task needed.
+                # Rules (constraints, preferences) hold whether or not the agent names them: never marked.
                 named = set(used)
                 unused = [mid for mid, _, _, served in shown if served and mid not in named]
                 if unused:
                     conn.executemany(
                         "INSERT INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, "
                         "new_usefulness, created_at, kind) SELECT ?, id, ?, 0.0, usefulness, usefulness, ?, 'unused' "
-                        "FROM memories WHERE id = ?", [(fid, policy.UNUSED_WEIGHT, now, mid) for mid in unused])
+                        f"FROM memories WHERE id = ? AND type NOT IN ({','.join('?' * len(policy.RULE_TYPES))})",
+                        [(fid, policy.UNUSED_WEIGHT, now, mid, *policy.RULE_TYPES) for mid in unused])
             # Candidates that keep helping earn validation (policy.earns_validation).
             promoted = promote_earned(conn, candidates, now) if outcome == "success" and candidates else []
             self.learning.on_feedback(conn, rid, qvec, target, used, now)

@@ -250,6 +250,11 @@ PROMOTION_MIN_WEIGHT = 0.5
 # each of those gets an 'unused' outcome of this weight (a failure's is 1), which the learner
 # reads near that task only. Light, because an agent does not always name every rule it kept.
 UNUSED_WEIGHT = 0.3
+RULE_TYPES = ("constraint", "preference")  # hold for a task whether or not the agent names them
+# A relative floor drops a memory that learning judged poor for the query only on this much
+# failure evidence (effective weight near the query): one real failure, or two tasks like this
+# one that succeeded without it; one unused showing alone never cuts it.
+POOR_EVIDENCE = 0.55
 
 
 def earns_validation(successes: int, retrievals: int, failures: int, contradicted: bool, flagged: bool) -> bool:

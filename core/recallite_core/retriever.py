@@ -893,8 +893,9 @@ class Retriever:
 
 
 def _judged_poor(a: Assessment | None) -> bool:
-    """Outcomes near this query say the memory misled or was not needed (posterior mean below even)."""
-    return a is not None and a.outcomes > 0 and a.mean < 0.5
+    """Outcomes near this query say the memory misled or was not needed: a posterior mean below even,
+    on enough failure evidence (policy.POOR_EVIDENCE)."""
+    return a is not None and a.outcomes > 0 and a.mean < 0.5 and a.failures >= policy.POOR_EVIDENCE
 
 
 def _policy_columns(conn: sqlite3.Connection, ids: list[int]) -> list[tuple]:
