@@ -131,3 +131,23 @@ def test_learning_never_cuts_an_unjudged_memory_from_a_context(mem):
     # without exploration the proven one scores 50 times the fresh one; before learning, 4 times
     ctx = mem.build_context(task, min_score_ratio=0.2, explore=False)
     assert ctx.memory_ids == [proven, fresh]
+
+
+def test_a_task_that_succeeded_keeps_succeeding_after_its_memory_fails_elsewhere(mem):
+    """In a clean world a family that had succeeded lost again: its memory, served to a neighbouring
+    task that needed something else, failed there, and those failures sank it for its own task."""
+    works = mem.remember("Restart the api pods with kubectl rollout restart deployment/api after changing the api "
+                         "configmap.", type="procedure").id
+    mem.remember("Edit the api configmap and wait; the api pods reload the configmap by themselves within a minute.",
+                 type="procedure")
+    mem.remember("Roll back a broken api release with helm rollback api to the previous revision.", type="procedure")
+    mem.remember("Scale the api pods with kubectl scale deployment/api --replicas=6 before a launch.", type="procedure")
+    for q in ("the api pods still use the old configmap values", "api configmap change not picked up by the pods",
+              "pods ignore the new api configmap"):
+        r = mem.recall(q, limit=3)
+        mem.feedback(r.retrieval_id, "success", used_memory_ids=[works])
+    for q in ("restart the api pods after the broken release", "the api pods must go back to the previous release"):
+        r = mem.recall(q, limit=3)
+        mem.feedback(r.retrieval_id, "failure", used_memory_ids=[works])
+    top = mem.recall("the api pods did not pick up the configmap edit", limit=3).memories[0]
+    assert top.memory.id == works and top.breakdown.learning.failure_run == 0
