@@ -5,11 +5,6 @@
 - recallite_feedback without retrieval_id uses the one retrieval awaiting feedback in the caller's
   own client session (never another session's), and asks which one when there are several."""
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +13,7 @@ from mcp import Client
 from recallite_core import Recallite
 from recallite_mcp.server import build_server
 from recallite_mcp.settings import Settings
-from tests.mcp_helpers import call, error_text
+from tests.mcp_helpers import call, error_text, http_server
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -156,33 +151,9 @@ async def test_awaiting_list_is_bounded_and_lists_at_most_five():
         assert "20 retrievals" in msg and msg.count("ret_") == 5 and rids[-1] in msg and rids[-6] not in msg
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.anyio
 async def test_feedback_without_retrieval_id_lands_on_another_sessions_retrieval_over_http(tmp_path):
-    port = free_port()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "core"), os.environ.get("PYTHONPATH", "")]))
-    log = open(tmp_path / "server.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "recallite_mcp", "--db", str(tmp_path / "http.db"), "--embedder", "hash",
-         "--transport", "http", "--host", "127.0.0.1", "--port", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=log, cwd=tmp_path,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"server did not start: {(tmp_path / 'server.log').read_text()}")
-                time.sleep(0.2)
-        url = f"http://127.0.0.1:{port}/mcp"
+    with http_server(tmp_path) as url:
         # Two client sessions (initialize handshake, Mcp-Session-Id), used concurrently.
         async with Client(url, mode="legacy") as one, Client(url, mode="legacy") as two:
             a, b = await _seed(one)
@@ -202,11 +173,3 @@ async def test_feedback_without_retrieval_id_lands_on_another_sessions_retrieval
             assert "pass retrieval_id" in msg and "restart after" not in msg
             fb1 = await call(one, "recallite_feedback", outcome="failure", retrieval_id=r1["retrieval_id"])
             assert fb1["retrieval_id"] == r1["retrieval_id"]
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()

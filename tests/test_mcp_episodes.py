@@ -1,11 +1,6 @@
 """Conversation memory through the MCP tools (in process), and the streamable HTTP transport
 (a real `recallite-mcp --transport http` subprocess on 127.0.0.1)."""
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +8,7 @@ from mcp import Client
 
 from recallite_mcp.server import build_server
 from recallite_mcp.settings import Settings
-from tests.mcp_helpers import call
+from tests.mcp_helpers import call, http_server
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,46 +66,15 @@ async def test_record_context_recall_why_forget_over_mcp():
         assert bad.is_error and "empty" in bad.content[0].text
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def test_streamable_http_transport(tmp_path):
-    port = free_port()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "core"), os.environ.get("PYTHONPATH", "")]))
-    log = open(tmp_path / "server.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "recallite_mcp", "--db", str(tmp_path / "http.db"), "--embedder", "hash",
-         "--transport", "http", "--host", "127.0.0.1", "--port", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=log, cwd=tmp_path,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"server did not start: {(tmp_path / 'server.log').read_text()}")
-                time.sleep(0.2)
-        async with Client(f"http://127.0.0.1:{port}/mcp") as c:
+    with http_server(tmp_path) as url:
+        async with Client(url) as c:
             names = {t.name for t in (await c.list_tools()).tools}
             assert {"recallite_record", "recallite_why", "recallite_context"} <= names
             first, _ = await conversation(c)
             r = await call(c, "recallite_recall", query="window seats", window=1)
             assert r["memories"][0]["id"] == first["turns"][2]["id"]
         # the lifespan is shared by HTTP sessions: a second client sees the same store
-        async with Client(f"http://127.0.0.1:{port}/mcp") as c2:
+        async with Client(url) as c2:
             stats = await call(c2, "recallite_stats")
             assert stats["by_type"] == {"episode": 5}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()

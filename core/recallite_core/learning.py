@@ -92,11 +92,12 @@ class LearningConfig:
     newcomer_bonus: float = 1.2
     cache_size: int = 4096  # memories whose fitted outcome model is kept in memory
     cache_seconds: float = 3600.0  # refit after this long (time decay moves)
-    # recallite_context auto-tuning: (limit, min score as a fraction of the best hit's score). The
-    # first arm is the default. Arms cut by count only: a score-ratio cut dropped memories that
-    # pass the relevance floor (the lesson the next task needed), whatever feedback said.
+    # recallite_context auto-tuning: (limit, min score as a fraction of the best hit's score), the
+    # first arm the default. The arms differ in the relative floor, not the count: what sits far
+    # below the best hit is cut, and learning may cut only what it judged poor near this task
+    # (retriever: a memory nobody judged keeps its place while its match is within the floor).
     tune_context: bool = True
-    arms: tuple[tuple[int, float], ...] = ((10, 0.1), (10, 0.2), (10, 0.35))
+    arms: tuple[tuple[int, float], ...] = ((10, 0.05), (10, 0.15), (10, 0.3))
     arm_token_cost: float = 0.2  # reward = outcome - cost * tokens / max_tokens
     arm_decay: float = 0.98  # discount of older rewards (per update)
     # No arm but the default before this many judged contexts in the scope. Each judged context
