@@ -207,3 +207,13 @@ def test_cli_passes_catalog_and_via(tmp_path):
     out = json.loads(res.stdout)
     assert out["catalog"] == "voices-dev" and out["via"] == "recall" and out["config"]["families"] == 3
     assert "regressions" in out["scenarios"]["clean"] and out["paraphrase_cosine"]["pairs"] == 45
+
+
+def test_separation_reports_query_and_task_vectors_and_the_floor():
+    from recallite_mcp.benchmarks.learning import format_separation, separation
+
+    s = separation("voices-dev", "hash")
+    for name in ("query", "task"):
+        assert 0.0 <= s[name]["auc"] <= 1.0 and s[name]["pairs"][0] > 0 and s[name]["pairs"][1] > 0
+    assert s["floor"]["cosine"] == 0.3 and 0.0 <= s["floor"]["own_memories_above"] <= 1.0
+    assert "AUC" in format_separation(s)

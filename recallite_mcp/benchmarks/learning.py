@@ -619,6 +619,77 @@ def plot(result: dict[str, Any], path: str) -> bool:
     return True
 
 
+def separation(catalog: str, embedder: Any = "default", seed: int = 7) -> dict[str, Any]:
+    """How well a catalog's tasks are told apart before any feedback: for each family, pairs of its
+    own phrasings (should share evidence) against pairs of one of its phrasings and a phrasing of
+    another task whose top 5 holds this family's working memory (should not). Cosine medians and
+    AUC for bare query vectors and for task vectors (what the learner uses); and the relevance
+    floor: share of a task's own memories at or above it, and of other tasks' memories below it."""
+    from recallite_core import Recallite
+
+    emb = make_embedder(embedder) if isinstance(embedder, str) else embedder
+    fams = lt.generate_families(None, seed=seed, catalog=catalog)
+    mem = Recallite.open(None, embedder=emb)
+    try:
+        specs = lt.store_memories(fams, seed)
+        got = mem.remember_many([{"content": m.content, "title": m.title, "type": m.type} for m in specs])
+        key_of = {m.id: s.key for s, m in zip(specs, got)}
+        rows = []  # (family, query vector, task vector, top-5 keys)
+        for f in fams:
+            for q in f.queries:
+                r = mem.recall(q, limit=5)
+                task = mem.learning.outcomes.task_of(int(r.retrieval_id[4:]))
+                rows.append((f.key, emb.embed([q])[0], task, [key_of[h.memory.id] for h in r.memories]))
+        texts = {s.key: f"{s.title}. {s.content}" for s in specs}
+        mvecs = dict(zip(texts, emb.embed(list(texts.values()))))
+    finally:
+        mem.close()
+    working = {f.key: f.working.key for f in fams}
+    out: dict[str, Any] = {"catalog": catalog, "embedder": emb.name}
+    for name, col in (("query", 1), ("task", 2)):
+        pos, neg = [], []
+        for i, a in enumerate(rows):
+            for j, b in enumerate(rows):
+                if j <= i and a[0] == b[0]:
+                    continue
+                sim = float(np.dot(a[col], b[col]))
+                if a[0] == b[0]:
+                    pos.append(sim)
+                elif working[a[0]] in b[3]:
+                    neg.append(sim)
+        p_, n_ = np.array(pos), np.array(neg)
+        auc = float((p_[:, None] > n_[None, :]).mean() + 0.5 * (p_[:, None] == n_[None, :]).mean()) if len(n_) else float("nan")
+        out[name] = {"same_task_median": round(float(np.median(p_)), 3), "other_task_median": round(float(np.median(n_)), 3),
+                     "auc": round(auc, 3), "pairs": [len(pos), len(neg)]}
+    floor = float(getattr(emb, "relevance_floor", 0.0))
+    own = other = own_above = other_below = 0
+    for fam, qv, _, _ in rows:
+        for key, v in mvecs.items():
+            above = float(np.dot(qv, v)) >= floor
+            if key.split(":", 1)[0] == fam:
+                own += 1
+                own_above += above
+            else:
+                other += 1
+                other_below += not above
+    out["floor"] = {"cosine": floor, "own_memories_above": round(own_above / own, 3),
+                    "other_memories_below": round(other_below / other, 3)}
+    return out
+
+
+def format_separation(s: dict[str, Any]) -> str:
+    lines = [f"task separation before feedback ({s['catalog']}, {s['embedder']}): same-task vs other-task pairs "
+             "(other task: its top 5 holds this task's working memory)"]
+    for name in ("query", "task"):
+        r = s[name]
+        lines.append(f"  {name + ' vectors':13s} median cosine {r['same_task_median']:.2f} vs {r['other_task_median']:.2f}, "
+                     f"AUC {r['auc']:.3f} ({r['pairs'][0]} / {r['pairs'][1]} pairs)")
+    f = s["floor"]
+    lines.append(f"  relevance floor {f['cosine']:g}: {f['own_memories_above']:.0%} of a task's own memories at or above it, "
+                 f"{f['other_memories_below']:.0%} of other tasks' memories below it")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="recallite-mcp bench --learning", description=__doc__.split("\n\n")[0])
     p.add_argument("--catalog", choices=list(lt.CATALOGS), default="ops",
@@ -646,9 +717,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "whatever the query); ema (the usefulness column, the ranking before)")
     p.add_argument("--no-mcp", action="store_true", help="skip the short run through the MCP tools")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    p.add_argument("--separation", action="store_true",
+                   help="only print how well the catalog's tasks are told apart before feedback (query vs task vectors, relevance floor)")
     p.add_argument("--plot", metavar="PATH", help="write a PNG of success per round (needs matplotlib)")
     args = p.parse_args(list(argv) if argv is not None else None)
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    if args.separation:
+        sep = separation(args.catalog, args.embedder, args.seed)
+        print(json.dumps(sep, indent=2) if args.json else format_separation(sep))
+        return 0
     config = None
     if args.learner != "contextual":
         from recallite_core import RecalliteConfig
