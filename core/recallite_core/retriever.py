@@ -536,14 +536,15 @@ class Retriever:
         return out
 
     def relevant(self, conn: sqlite3.Connection, query: str, ids: list[int], cos: dict[int, float],
-                 vouched: set[int] = frozenset()) -> set[int]:
+                 keyword_hits: set[int], vouched: set[int] = frozenset()) -> set[int]:
         """The candidates with evidence for the query: cosine at the semantic floor, or words that
-        hold ``keyword_relevance`` of the IDF mass of the query words the store knows (asked only below the floor),
-        or ``vouched`` for by another signal (a neighbouring turn, a named speaker)."""
+        hold ``keyword_relevance`` of the IDF mass of the query words the store knows (asked only of
+        keyword hits below the floor), or ``vouched`` for by another signal (a neighbouring turn, a
+        named speaker)."""
         cfg = self.config
         floor = self.semantic_floor if cfg.channels != "keyword" else math.inf
         out = {i for i in ids if cos.get(i, -1.0) >= floor or i in vouched}
-        rest = [i for i in ids if i not in out]
+        rest = [i for i in ids if i not in out and i in keyword_hits]
         if rest and cfg.channels != "vector":
             shares = self.keyword_shares(conn, query_terms(query), rest, known_only=True)
             out.update(i for i in rest if shares.get(i, 0.0) >= cfg.keyword_relevance)
@@ -553,7 +554,8 @@ class Retriever:
         """The query placed among the memories it retrieves: its vector plus ``task_weight`` times the
         score-weighted centroid of the top ``task_depth`` fused candidates, normalised. Paraphrases of
         one task retrieve the same memories, so their task vectors stay close even when their words
-        differ; the outcome learner compares tasks with it. Before any outcome it is not needed."""
+        differ; the outcome learner compares tasks with it (every ranked recall has one, so that its
+        feedback can place the outcome)."""
         lc = self.config.learning
         top = ordered[: lc.task_depth]
         if lc.task_weight <= 0 or not top:
@@ -742,7 +744,8 @@ class Retriever:
                 if unseen:
                     cos.update(self.similarities(conn, qvec, unseen))
             _, _, nshare, sboost = fz.about([i for i, _ in pool])
-            keep = self.relevant(conn, query, [i for i, _ in pool], cos, nshare.keys() | sboost.keys())
+            kw_hits = kscore.keys() if alpha is not None else {i for i, _ in kw}
+            keep = self.relevant(conn, query, [i for i, _ in pool], cos, kw_hits, nshare.keys() | sboost.keys())
             pool = [(i, s) for i, s in pool if i in keep]
             pool_ids = [i for i, _ in pool]
             pooled = dict(pool)
