@@ -58,9 +58,9 @@ class LearningConfig:
     change_after: int = 2
     change_discount: float = 0.3
     # ... counting only failures on the very task of the outcomes before them: where those reach
-    # at least change_reach (task vectors of one task's phrasings: median cosine .85; of two tasks
-    # that share their top memory: median .71). A failure on a neighbouring task that happened to
-    # retrieve this memory says nothing about whether it still works for its own.
+    # at least change_reach (the fit's prediction of 1 there, about the cosine of the task vectors:
+    # `bench --learning --separation` prints how far apart tasks lie). A failure on a neighbouring
+    # task that happened to retrieve this memory says nothing about whether it still works for its own.
     change_reach: float = 0.8
     # A failure on a retrieval where another memory, there all along (not newer), succeeded is read
     # as a different task (the agent needed that other memory), not as a change: it counts in the
