@@ -81,8 +81,9 @@ class LearningConfig:
     # query plus task_weight times the centroid of its top task_depth fused candidates (see
     # blend_task). Paraphrases of one task whose words share little still land together. On the
     # dev catalog, telling a task's own phrasings from other tasks that retrieve the same memory:
-    # AUC .881 with query vectors, .959 at weight 2, .964 at weight 1; the learning runs do not
-    # tell 1 and 2 apart on MiniLM, and with the hash embedder 1 lets a recovered family slip.
+    # AUC .881 with query vectors, .960 at weight 2, .964 at weight 1 (`bench --learning
+    # --separation`); on the dev catalog's learning runs the two are within a family of each other,
+    # and with the hash embedder 1 lets a recovered drifted family slip.
     task_weight: float = 2.0
     task_depth: int = 5
     explore_bonus: float = 0.35  # optimism when exploring: u = mean + explore_bonus * sd
