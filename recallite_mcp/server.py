@@ -9,7 +9,6 @@ import threading
 import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Callable, Literal, Optional, TypeVar
 
@@ -48,7 +47,7 @@ from .schemas import (
     WhyOut,
 )
 from .scoping import ScopeDecision, level_for
-from .sessions import PROCESS_SESSION, AwaitingFeedback, connection_key, feedback_key
+from .sessions import AwaitingFeedback, awaiting_key, connection_key
 from .settings import Settings
 from .slm_tools import register_slm_tools, working_session
 
@@ -70,11 +69,6 @@ INSTRUCTIONS = (
 WARMUP_DELAY_S = 1.0
 
 
-# The client session of the tool call being served (set by state_of), so a tool that only
-# says ``st.last_retrieval_id = ...`` records the retrieval for its own caller.
-_caller: ContextVar[Optional[str]] = ContextVar("recallite_caller", default=PROCESS_SESSION)
-
-
 @dataclass
 class AppState:
     memory: Optional[Recallite]  # None when the database could not be opened (see open_error)
@@ -90,17 +84,6 @@ class AppState:
     scope_lock: threading.Lock = field(default_factory=threading.Lock)
     open_error: Optional[str] = None
 
-    @property
-    def last_retrieval_id(self) -> Optional[str]:
-        """The newest retrieval awaiting feedback in the calling client session."""
-        key = _caller.get()
-        waiting = self.awaiting.pending(key) if key is not None else []
-        return waiting[0][0] if waiting else None
-
-    @last_retrieval_id.setter
-    def last_retrieval_id(self, retrieval_id: Optional[str]) -> None:
-        self.served(_caller.get(), retrieval_id)
-
     def served(self, key: Optional[str], retrieval_id: Optional[str], query: Optional[str] = None) -> None:
         """A retrieval was served to this client session and awaits its feedback."""
         if key is not None and retrieval_id:
@@ -110,13 +93,6 @@ class AppState:
 def session_key(ctx: Context) -> str:
     """The client session a request belongs to (sessions.connection_key)."""
     return connection_key(ctx.session, getattr(ctx.request_context, "protocol_version", None))
-
-
-def awaiting_key(ctx: Context) -> Optional[str]:
-    """The session key of the retrievals awaiting feedback (None: this client cannot be told
-    apart from others, so nothing is assumed for it; see sessions.feedback_key)."""
-    rc = ctx.request_context
-    return feedback_key(ctx.session, getattr(rc, "protocol_version", None), getattr(rc, "request", None))
 
 
 def fetch_roots(ctx: Context) -> Optional[list[str]]:
@@ -273,7 +249,6 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         st = ctx.request_context.lifespan_context
         if st.memory is None:
             raise ToolError(f"{st.open_error} The server is running without its database: fix this, then restart it.")
-        _caller.set(awaiting_key(ctx))
         return st
 
     async def on_roots_changed(ctx: ServerRequestContext, params: NotificationParams) -> None:

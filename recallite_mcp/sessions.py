@@ -85,3 +85,10 @@ class AwaitingFeedback:
         with self._lock:
             for waiting in self._by_session.values():
                 waiting.pop(retrieval_id, None)
+
+
+def awaiting_key(ctx: Any) -> str | None:
+    """The session key of a tool call's retrievals awaiting feedback (None: this client cannot be
+    told apart from others, so nothing is assumed for it; see feedback_key)."""
+    rc = ctx.request_context
+    return feedback_key(ctx.session, getattr(rc, "protocol_version", None), getattr(rc, "request", None))

@@ -20,7 +20,7 @@ from pydantic import Field
 
 from recallite_core.models import Concepts
 
-from .sessions import connection_key
+from .sessions import awaiting_key, connection_key
 from .schemas import AutoContextOut, BeliefsOut, CaptureOut, HistoryOut, MemoryOut
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def register_slm_tools(
         st = state_of(ctx)
         g = st.memory.beliefs(topic, depth=depth, limit=limit, scope=read_scopes(st, ctx, scope),
                               include_teams=include_teams, min_trust=min_trust)
-        st.last_retrieval_id = g.retrieval_id
+        st.served(awaiting_key(ctx), g.retrieval_id, topic)
         return BeliefsOut.of(g)
 
     @server.tool(title="Version history of a memory", annotations=read_only)
@@ -174,7 +174,7 @@ def register_slm_tools(
             include_teams=include_teams, working_session=working_session(st, ctx),
             summarizer=(lambda _text: sampled) if sampled is not None else None,
         )
-        st.last_retrieval_id = r.retrieval_id
+        st.served(awaiting_key(ctx), r.retrieval_id, r.query)
         return AutoContextOut(context=r.context, retrieval_id=r.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
                               query=r.query, concepts=r.concepts, summary=r.summary, method=r.method, scope=scopes[0])
 
