@@ -272,7 +272,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         query: Annotated[str, Field(description="The task or question, in your own words (what you are about to do).")],
         ctx: Context,
         max_tokens: Annotated[int, Field(ge=1, le=100_000, description="Token budget for the returned context.")] = 2000,
-        limit: Annotated[Optional[int], Field(ge=1, le=100, description="At most this many memories. Omit it: the server tunes the number (and a relative score cut-off) per project from your feedback, starting at 10 (20 with format=compact).")] = None,
+        limit: Annotated[Optional[int], Field(ge=1, le=100, description="At most this many memories (default 10, 20 with format=compact). Omit it to let the server tune, per project from your feedback, how far below the best match a memory may score and still be served.")] = None,
         types: Annotated[Optional[list[MemoryTypeArg]], Field(description="Only these memory types.")] = None,
         profile: Annotated[ProfileArg, Field(description="Ranking profile: planner favours procedures and constraints, coder/debugger lessons, assistant preferences.")] = "default",
         scope: Annotated[Optional[str], Field(description="Another project scope to search instead of the active one (user-level memories are always included).")] = None,
