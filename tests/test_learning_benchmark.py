@@ -217,3 +217,11 @@ def test_separation_reports_query_and_task_vectors_and_the_floor():
         assert 0.0 <= s[name]["auc"] <= 1.0 and s[name]["pairs"][0] > 0 and s[name]["pairs"][1] > 0
     assert s["floor"]["cosine"] == 0.3 and 0.0 <= s["floor"]["own_memories_above"] <= 1.0
     assert "AUC" in format_separation(s)
+
+
+def test_oracle_bound_learns_and_one_attempt_is_slower():
+    from recallite_mcp.benchmarks.learning import oracle
+
+    one, three = oracle("voices-dev", 1, 4, "hash"), oracle("voices-dev", 3, 4, "hash")
+    assert len(one) == 4 and one[0] == three[0] < three[1]
+    assert sum(one[:3]) <= sum(three[:3])

@@ -677,6 +677,43 @@ def separation(catalog: str, embedder: Any = "default", seed: int = 7) -> dict[s
     return out
 
 
+def oracle(catalog: str, attempts: int = 3, rounds: int = 10, embedder: Any = "default", seed: int = 7) -> list[float]:
+    """Success per round of an agent with a perfect memory of its own task and none of others': it
+    never retries what failed for this family, goes straight back to what worked, and otherwise
+    follows the retrieval order (no learning). A bound on any learner that keeps evidence local
+    to the task; with one attempt it cannot reach 1 while other tasks' memories fill the top 3."""
+    from recallite_core import Recallite, RecalliteConfig
+    from recallite_core.learning import LearningConfig
+
+    emb = make_embedder(embedder) if isinstance(embedder, str) else embedder
+    fams = lt.generate_families(None, seed=seed, catalog=catalog)
+    mem = Recallite.open(None, embedder=emb, config=RecalliteConfig(learning=LearningConfig(mode="ema")))
+    try:
+        specs = lt.store_memories(fams, seed)
+        got = mem.remember_many([{"content": m.content, "title": m.title, "type": m.type} for m in specs])
+        key_of = {m.id: s.key for s, m in zip(specs, got)}
+        failed: dict[str, set[str]] = {f.key: set() for f in fams}
+        won: dict[str, str] = {}
+        curve = []
+        for r in range(rounds):
+            oks = []
+            for f in fams:
+                ranked = [key_of[h.memory.id] for h in mem.recall(lt.query_for(f, r, seed), limit=40).memories]
+                tries = [k for k in ranked if k not in failed[f.key]]
+                if won.get(f.key) in ranked:
+                    tries = [won[f.key]] + [k for k in tries if k != won[f.key]]
+                oks.append(bool(tries) and tries[0] == f.working.key)
+                for k in tries[:attempts]:
+                    if k == f.working.key:
+                        won[f.key] = k
+                        break
+                    failed[f.key].add(k)
+            curve.append(float(np.mean(oks)))
+        return curve
+    finally:
+        mem.close()
+
+
 def format_separation(s: dict[str, Any]) -> str:
     lines = [f"task separation before feedback ({s['catalog']}, {s['embedder']}): same-task vs other-task pairs "
              "(other task: its top 5 holds this task's working memory)"]
@@ -717,11 +754,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "whatever the query); ema (the usefulness column, the ranking before)")
     p.add_argument("--no-mcp", action="store_true", help="skip the short run through the MCP tools")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    p.add_argument("--oracle", action="store_true",
+                   help="only print the success per round of a perfect task-local learner (a bound) for --catalog and --attempts")
     p.add_argument("--separation", action="store_true",
                    help="only print how well the catalog's tasks are told apart before feedback (query vs task vectors, relevance floor)")
     p.add_argument("--plot", metavar="PATH", help="write a PNG of success per round (needs matplotlib)")
     args = p.parse_args(list(argv) if argv is not None else None)
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    if args.oracle:
+        curve = oracle(args.catalog, args.attempts, args.rounds, args.embedder, args.seed)
+        print(f"oracle ({args.catalog}, {args.attempts} attempt{'s' if args.attempts != 1 else ''}): "
+              + " ".join(f"r{i + 1} {x:.2f}" for i, x in enumerate(curve)))
+        return 0
     if args.separation:
         sep = separation(args.catalog, args.embedder, args.seed)
         print(json.dumps(sep, indent=2) if args.json else format_separation(sep))
