@@ -151,3 +151,31 @@ def test_a_task_that_succeeded_keeps_succeeding_after_its_memory_fails_elsewhere
         mem.feedback(r.retrieval_id, "failure", used_memory_ids=[works])
     top = mem.recall("the api pods did not pick up the configmap edit", limit=3).memories[0]
     assert top.memory.id == works and top.breakdown.learning.failure_run == 0
+
+
+def test_query_vectors_stored_before_task_vectors_are_rebuilt_once_on_open(tmp_path):
+    """A store judged before task vectors holds bare query vectors: evidence placed there would
+    never meet the task vectors of new queries. Opening it rebuilds them, once."""
+    import sqlite3
+
+    import numpy as np
+
+    from recallite_core.codec import decode_vector, encode_vector
+
+    db = str(tmp_path / "old.db")
+    with Recallite.open(db, embedder="hash") as m:
+        ids = [m.remember(t, type="procedure").id for t in SHRINK]
+        r = m.recall("the api docker image is too big, shrink it", limit=3)
+        m.feedback(r.retrieval_id, "success", used_memory_ids=[ids[1]])
+        rid = int(r.retrieval_id[4:])
+        task = decode_vector(m.store.conn.execute(
+            "SELECT vector FROM retrieval_vectors WHERE retrieval_id = ?", (rid,)).fetchone()[0], 384)
+        bare = m.embedder.embed(["the api docker image is too big, shrink it"])[0]
+    assert float(np.dot(task, bare)) < 0.99  # a task vector is not the query vector
+    with sqlite3.connect(db) as conn:  # the store as an older release left it
+        conn.execute("UPDATE retrieval_vectors SET vector = ?", (encode_vector(bare, 384),))
+        conn.execute("DELETE FROM meta WHERE key = 'retrieval_vectors'")
+    with Recallite.open(db, embedder="hash") as m:
+        got = decode_vector(m.store.conn.execute(
+            "SELECT vector FROM retrieval_vectors WHERE retrieval_id = ?", (rid,)).fetchone()[0], 384)
+        assert float(np.dot(got, bare)) < 0.99 and m.store.get_meta("retrieval_vectors") == m.learning.VECTORS

@@ -128,7 +128,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             # Lazy: no process starts until a recall is big enough for the pool.
             self.scan_pool = ScanPool(store.path, embedder.dimensions, options, busy_timeout_ms=store.busy_timeout_ms)
         self.retriever = Retriever(store, embedder, self.index, self.config, self.scan_pool)
-        self.learning = Learning(store, embedder, self.config.learning, self.config.outcome_gain, self.retriever.query_cache)
+        self.learning = Learning(store, embedder, self.config.learning, self.config.outcome_gain)
         self.retriever.learning = self.learning.outcomes
         self._closed = False
 
@@ -163,6 +163,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         try:
             mem = cls(store, emb, config)
             mem._check_embedder(on_embedder_mismatch)
+            mem.learning.ensure_task_vectors()
         except BaseException:
             store.close()
             raise

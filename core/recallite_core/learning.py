@@ -590,9 +590,9 @@ class ContextTuner:
 
     Reads never change it. Feedback on a tuned context rewards the arm that served it with
     ``outcome - cost * tokens / max_tokens`` and, because the logged ranks and scores say what a
-    smaller setting would have served, also every arm nested in it (a success whose used memory
-    a smaller setting would have cut counts 0 for that setting). The next context picks the arm
-    with the best upper confidence bound (deterministic; the default arm until there is feedback).
+    stricter setting would have served, also every arm nested in it (a success whose used memory
+    a stricter setting would have cut counts 0 for that setting). The next context keeps the
+    default arm until ``min_judged`` judged contexts, then takes the best mean reward (see decide).
     """
 
     def __init__(self, cfg: LearningConfig):
@@ -618,9 +618,9 @@ class ContextTuner:
             return default.arm, f"default until {self.cfg.min_judged} judged contexts"
         best = max((s for s in st if s.pulls >= enough - 1e-9), key=lambda s: s.mean - 1e-9 * (s is not default))
         if best is default:
-            return default.arm, "default: no smaller context did better on the judged contexts"
-        return best.arm, (f"limit {best.arm.limit}: mean reward {best.mean:.3f} vs {default.mean:.3f} at limit "
-                          f"{default.arm.limit} on the judged contexts")
+            return default.arm, "default: no stricter setting did better on the judged contexts"
+        return best.arm, (f"{best.arm.key} (limit:relative floor): mean reward {best.mean:.3f} vs {default.mean:.3f} "
+                          f"for the default {default.arm.key} on the judged contexts")
 
     def log(self, conn: sqlite3.Connection, retrieval_id: int, scope: str, arm: Arm, max_tokens: int) -> None:
         conn.execute(
@@ -681,13 +681,28 @@ class ContextTuner:
 class Learning:
     """Outcome model + context tuner, wired to the store and the query-vector cache."""
 
-    def __init__(self, store, embedder, cfg: LearningConfig, gain: float, query_cache):
+    def __init__(self, store, embedder, cfg: LearningConfig, gain: float):
         self.store = store
         self.embedder = embedder
         self.cfg = cfg
         self.outcomes = OutcomeModel(embedder.dimensions, cfg, gain)
         self.tuner = ContextTuner(cfg)
-        self.query_cache = query_cache
+
+    # What retrieval_vectors hold (meta "retrieval_vectors"); stores from before task vectors hold
+    # bare query vectors, which ensure_task_vectors rebuilds once.
+    VECTORS = "task-v1"
+
+    def ensure_task_vectors(self) -> None:
+        """Rebuild the stored vectors of judged retrievals once if they predate task vectors (a
+        bare query vector lies elsewhere than a task vector, so old and new evidence would not meet)."""
+        if not self.outcomes.enabled or self.store.get_meta("retrieval_vectors") == self.VECTORS:
+            return
+        with self.store.reading() as conn:
+            old = conn.execute("SELECT 1 FROM retrieval_vectors LIMIT 1").fetchone() is not None
+        if old:
+            self.backfill(rebuild=True)
+        with self.store.transaction() as conn:
+            self.store.set_meta(conn, "retrieval_vectors", self.VECTORS)
 
     def query_vector(self, retrieval_id: int) -> np.ndarray | None:
         """The task vector of a retrieval (the one it was ranked with, when this process served it;
