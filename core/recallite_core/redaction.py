@@ -8,10 +8,11 @@ about passwords ("the password reset flow").
 
 Placeholder rule (documented in the README): a candidate value is *not* a secret when it is
 empty, starts with ``$``, ``%``, ``<``, ``{{`` or ``[REDACTED``, contains ``example``, ``your``,
-``placeholder``, ``dummy``, ``changeme``, ``redacted``, ``...`` or ``…``, has a run of 6 or
-more identical characters (``xxxxxx``), is a bare placeholder word (``password``, ``secret``,
-``token``, ``pass``, ``none``, ``null``, ``true``, ``false``, ``***``), or uses at most 4
-distinct characters.
+``placeholder``, ``dummy``, ``changeme``, ``replace_me``, ``redacted``, ``...`` or ``…``, is at
+least a third a run of 6 or more identical characters (``sk-xxxxxxxxxxxx``), is a bare placeholder
+word (``password``, ``secret``, ``token``, ``pass``, ``none``, ``null``, ``true``, ``false``,
+``***``), or uses at most 4 distinct characters. An unquoted assignment value that names where
+the secret comes from in code (``os.environ["X"]``, ``getenv(``, ``settings.SECRET_KEY``) is kept.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from typing import Any, Callable
 
 MARK = "[REDACTED:{kind}]"
 
-_PLACEHOLDER_WORDS = ("example", "your", "placeholder", "dummy", "changeme", "change_me", "redacted", "...", "…",
-                      "sample", "fake", "lorem")
+_PLACEHOLDER_WORDS = ("example", "your", "placeholder", "dummy", "changeme", "change_me", "change-me", "redacted", "...",
+                      "…", "sample", "fake", "lorem", "replace_me", "replaceme", "replace-me", "replace_with",
+                      "replace-with", "insert_", "insert-")
 _BARE_PLACEHOLDERS = frozenset({
     "password", "passwd", "pass", "secret", "token", "apikey", "api_key", "key", "none", "null", "nil", "true",
     "false", "yes", "no", "on", "off", "undefined", "empty", "required", "optional", "string", "value", "xxx",
@@ -44,7 +46,10 @@ def looks_placeholder(value: str) -> bool:
         return True
     if any(w in low for w in _PLACEHOLDER_WORDS):
         return True
-    if _RUN.search(v):
+    run = max((len(m.group(0)) for m in _RUN.finditer(v)), default=0)
+    if run and 3 * run >= len(v):
+        # sk-xxxxxxxxxxxxxxxx masks a key; a long real token may hold a run of its own (Fly.io's
+        # macaroons begin fm2_lJPECAAAAAAAA…), so the run must be a large part of the value.
         return True
     return len(set(v)) <= 4
 
@@ -72,7 +77,8 @@ def _always(_: str) -> bool:
 # A whole block; a block pasted without its END line runs to the last base64 line.
 _PRIVATE_KEY = re.compile(
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-    r"(?:.{0,16384}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?:[ \t]*\r?\n?[ \t]*[A-Za-z0-9+/=]{4,})*)",
+    # (JSON, as in a GCP service-account file, writes the line breaks as the two characters \n)
+    r"(?:.{0,16384}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?:[ \t]*(?:\r?\n|\\n)?[ \t]*[A-Za-z0-9+/=]{4,})*)",
     re.S,
 )
 
@@ -97,7 +103,38 @@ RULES: list[Rule] = [
     ("bearer_token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{16,}=*)"), 1, _has_digit_and_letter),
     ("basic_auth", re.compile(r"(?i)\bauthorization\s*:\s*basic\s+([A-Za-z0-9+/]{8,}={0,2})"), 1, _always),
     ("url_password", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@]{1,128}:([^\s/@]{1,256})@[\w.-]"), 1, _always),
+    # Provider token formats below follow what the providers document and what public rule sets
+    # (gitleaks, detect-secrets) know of them; the patterns are our own. A prefix, then a body
+    # long enough that prose never matches; documentation placeholders are caught by looks_placeholder.
+    # Fly.io: "FlyV1 fm2_…,fm2_…" (macaroons joined by commas) takes everything after FlyV1 with it.
+    ("flyio_token", re.compile(
+        r"\bFlyV1[ \t]+[A-Za-z0-9_+/=,.-]{16,}"
+        r"|(?<![\w-])(?:fm1[ar]|fm2)_[A-Za-z0-9+/]{40,}={0,3}(?:,(?:fm1[ar]|fm2)_[A-Za-z0-9+/]{20,}={0,3})*"
+        r"|(?<![\w-])fo1_[\w-]{30,}"), 0, _always),
+    # GitLab: personal, project, group, deploy, runner, CI job, feed, mail, agent, OAuth, SCIM tokens;
+    # the newer "routable" ones add dotted parts. GR1348941… is a runner registration token.
+    ("gitlab_token", re.compile(
+        r"(?<![\w-])(?:glpat|glptt|gldt|glrt|glcbt|glft|glimt|glagent|gloas|glsoat|glffct)-[A-Za-z0-9_-]{20,}"
+        r"(?:\.[A-Za-z0-9_-]+)*|(?<![\w-])GR1348941[A-Za-z0-9_-]{20,}"), 0, _always),
+    ("npm_token", re.compile(r"(?<![\w-])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"), 0, _has_digit_and_letter),
+    # PyPI API tokens are macaroons whose base64 starts with the same header (pypi.org and TestPyPI).
+    ("pypi_token", re.compile(r"(?<![\w-])pypi-AgE[A-Za-z0-9_-]{50,}"), 0, _always),
+    # Azure: storage-account and Service Bus keys in connection strings, SAS signatures in URLs,
+    # Entra ID (Azure AD) client secrets (three characters, a digit, "Q~", then 31-34 more).
+    ("azure_storage_key", re.compile(r"(?i)\b(?:AccountKey|SharedAccessKey)[ \t]*=[ \t]*([A-Za-z0-9+/]{30,}={0,2})"), 1,
+     _has_digit_and_letter),
+    ("azure_sas_signature", re.compile(r"[?&;]sig=([A-Za-z0-9%+/]{30,}(?:%3D|=){0,2})"), 1, _has_digit_and_letter),
+    ("azure_client_secret", re.compile(r"(?<![\w~.-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![\w~.-])"), 0,
+     _always),
+    ("huggingface_token", re.compile(r"(?<![\w-])(?:hf|api_org)_[A-Za-z]{34}(?![A-Za-z0-9])"), 0, _always),
+    ("sendgrid_key", re.compile(r"(?<![\w.-])SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![\w-])"), 0, _always),
+    ("digitalocean_token", re.compile(r"(?<![\w-])do[opr]_v1_[a-f0-9]{64}(?![a-f0-9])"), 0, _always),
+    ("dockerhub_token", re.compile(r"(?<![\w-])dckr_pat_[A-Za-z0-9_-]{27,}"), 0, _always),
+    ("vault_token", re.compile(r"(?<![\w.-])hv[sb]\.[A-Za-z0-9_-]{24,}"), 0, _has_digit_and_letter),
+    ("shopify_token", re.compile(r"(?<![\w-])shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}(?![a-fA-F0-9])"), 0, _always),
+    ("stripe_webhook_secret", re.compile(r"(?<![\w-])whsec_[A-Za-z0-9+/]{24,}"), 0, _has_digit_and_letter),
 ]
+
 
 # KEY=value / KEY: value where the key names a secret.
 _ASSIGN = re.compile(
@@ -131,6 +168,15 @@ def key_names_secret(key: str) -> bool:
     return any((a, b) in _SECRET_PAIRS for a, b in zip(parts, parts[1:]))
 
 
+# An unquoted value that names where the secret comes from, in code: a call or subscript
+# (getenv(, os.environ[, Optional[str), or a dotted name without digits (settings.SECRET_KEY).
+_CODE_REFERENCE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*[(\[]|[A-Za-z_$][A-Za-z_$]*(?:\.[A-Za-z_$][A-Za-z_$]*)+\Z")
+
+
+_SCHEMES = frozenset({"flyv1", "bearer", "basic"})
+_NEXT_WORD = re.compile(r"[ \t]+([^\s\"',;)}\]]{1,512})")
+
+
 def _assignment_findings(text: str) -> list[Finding]:
     out: list[Finding] = []
     for m in _ASSIGN.finditer(text):
@@ -139,14 +185,22 @@ def _assignment_findings(text: str) -> list[Finding]:
             continue
         quoted = raw[:1] in "\"'"
         val = raw[1:-1] if quoted and len(raw) >= 2 and raw[-1] == raw[0] else raw
+        start = m.start("val") + (1 if quoted else 0)
+        if not quoted and val.lower() in _SCHEMES:
+            # FLY_API_TOKEN=FlyV1 <token>, AUTH=Bearer <token>: the secret is the word after the scheme
+            nxt = _NEXT_WORD.match(text, m.end("val"))
+            if nxt is None:
+                continue
+            val, start = nxt.group(1), nxt.start(1)
         if looks_placeholder(val) or val.startswith("[REDACTED"):
             continue
+        if not quoted and _CODE_REFERENCE.match(val):
+            continue  # password = os.environ["DB_PASSWORD"], apiKey: process.env.API_KEY, token: Optional[str]
         if sep == ":" and not (quoted or m.group("q") or key.isupper()):
             # Prose ("Password: must be 12 characters") vs YAML ("password: hunter2"): an unquoted
             # value after a lower-case key counts only when it looks like a credential.
             if len(val) < 6 or not any(c.isdigit() or not c.isalnum() for c in val):
                 continue
-        start = m.start("val") + (1 if quoted else 0)
         out.append(Finding("env_secret", start, start + len(val)))
     return out
 
@@ -171,6 +225,21 @@ _NEEDS: dict[str, tuple[tuple[str, ...], bool]] = {
     "bearer_token": (("bearer",), True),
     "basic_auth": (("authorization",), True),
     "url_password": (("://",), False),
+    "flyio_token": (("FlyV1", "fm1a_", "fm1r_", "fm2_", "fo1_"), False),
+    "gitlab_token": (("glpat-", "glptt-", "gldt-", "glrt-", "glcbt-", "glft-", "glimt-", "glagent-", "gloas-", "glsoat-",
+                      "glffct-", "GR1348941"), False),
+    "npm_token": (("npm_",), False),
+    "pypi_token": (("pypi-AgE",), False),
+    "azure_storage_key": (("accountkey", "sharedaccesskey"), True),
+    "azure_sas_signature": (("sig=",), False),
+    "azure_client_secret": (("Q~",), False),
+    "huggingface_token": (("hf_", "api_org_"), False),
+    "sendgrid_key": (("SG.",), False),
+    "digitalocean_token": (("_v1_",), False),
+    "dockerhub_token": (("dckr_pat_",), False),
+    "vault_token": (("hvs.", "hvb."), False),
+    "shopify_token": (("shpat_", "shpca_", "shppa_", "shpss_"), False),
+    "stripe_webhook_secret": (("whsec_",), False),
 }
 # An assignment counts only when its (ASCII) key names a secret, and every such key contains
 # one of these (see _SECRET_WORDS and _SECRET_PAIRS).
@@ -300,11 +369,15 @@ def _find(text: str, screened: bool) -> list[Finding]:
             found.append(Finding(kind, m.start(group), m.end(group)))
     if screen is None or _may_assign(screen):
         found.extend(_assignment_findings(text))
-    # Keep the earliest, then the longest; drop anything overlapping a kept span.
-    found.sort(key=lambda f: (f.start, -(f.end - f.start)))
+    # Earliest first; at one start a named format before a KEY=value finding, then the longest.
+    # Overlapping spans are merged, so no part of a secret that two rules saw differently stays
+    # behind (FLY_API_TOKEN=FlyV1 fm2_…: the assignment sees "FlyV1", the Fly rule the body).
+    found.sort(key=lambda f: (f.start, f.kind == "env_secret", -(f.end - f.start)))
     kept: list[Finding] = []
     for f in found:
         if kept and f.start < kept[-1].end:
+            if f.end > kept[-1].end:
+                kept[-1] = Finding(kept[-1].kind, kept[-1].start, f.end)
             continue
         kept.append(f)
     return kept
