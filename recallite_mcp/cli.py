@@ -27,7 +27,9 @@ def common_options(fn: Callable) -> Callable:
     """--db, --scope, --embedder, --log-level on the group and on every subcommand."""
     opts = [
         click.option("--db", default=None, help="SQLite file (default: per-user app-data file; ':memory:' for a trial). Env: RECALLITE_DB."),
-        click.option("--scope", default=None, help="Project scope for memories (default: 'default'). Env: RECALLITE_SCOPE."),
+        click.option("--scope", default=None, help="Project scope when the MCP client offers no workspace folder (roots "
+                     "win; then this; then RECALLITE_SCOPE; then the git repository of the working directory; else "
+                     "'default'). Commands: the scope to work on. Env: RECALLITE_SCOPE."),
         click.option("--embedder", type=click.Choice(["default", "onnx", "hash"]), default=None,
                      help="default: MiniLM ONNX offline (hash fallback); hash: no model. Env: RECALLITE_EMBEDDER."),
         click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default=None,
@@ -78,12 +80,15 @@ def open_engine(settings: Settings):
               help="Record source=user/system from clients as given (default: recorded as agent).")
 @click.option("--isolate-scopes", is_flag=True, default=None,
               help="Forbid reading or writing any scope but the active project's and the user's.")
+@click.option("--tools", "tool_set", type=click.Choice(["core", "all"]), default=None,
+              help="core (default): the ten tools of the memory loop; all: also conversation turns, why, beliefs, "
+                   "history, capture and auto_context, and every parameter. Env: RECALLITE_TOOLS.")
 @click.option("--no-redact-secrets", "no_redact_secrets", is_flag=True, default=None,
               help="Store secrets (API keys, tokens, passwords) as given instead of [REDACTED:kind]. Env: RECALLITE_REDACT_SECRETS=0.")
 @click.version_option(__version__, prog_name="recallite-mcp")
 @click.pass_context
 def main(ctx: click.Context, db, scope, embedder, log_level, transport, host, port, trust_client_sources,
-         isolate_scopes, no_redact_secrets) -> None:
+         isolate_scopes, tool_set, no_redact_secrets) -> None:
     """recallite-mcp: persistent, outcome-aware memory for AI agents.
 
     Without a subcommand it serves MCP over stdio (what MCP clients launch):
@@ -93,7 +98,7 @@ def main(ctx: click.Context, db, scope, embedder, log_level, transport, host, po
     if ctx.invoked_subcommand is not None:
         return
     settings = Settings.load(db=db, scope=scope, embedder=embedder, log_level=log_level,
-                             trust_client_sources=trust_client_sources, isolate_scopes=isolate_scopes,
+                             trust_client_sources=trust_client_sources, isolate_scopes=isolate_scopes, tools=tool_set,
                              redact_secrets=False if no_redact_secrets else None)
     setup_logging(settings.log_level)
     from recallite_core import RecalliteError
@@ -207,6 +212,161 @@ def context(ctx, db, scope, embedder, log_level, query, max_tokens, limit, fmt, 
     else:
         click.echo(r.context.rstrip("\n"))
         click.echo(f"\n[{r.retrieval_id}, {r.tokens}/{max_tokens} tokens, {len(r.memory_ids)} memories]", err=True)
+
+
+TYPES = ["observation", "preference", "fact", "constraint", "lesson", "procedure", "episode"]
+STATUSES = ["candidate", "validated", "active", "deprecated", "superseded"]
+SOURCES = ["user", "system", "tool", "agent", "llm", "imported"]
+
+
+def filter_options(fn: Callable) -> Callable:
+    """Which memories: scope, type, status, source, tag (each repeatable)."""
+    opts = [
+        click.option("--all-scopes", is_flag=True, help="Every scope (default: the project scope and the user scope)."),
+        click.option("--type", "types", multiple=True, type=click.Choice(TYPES), help="Only this type (repeatable)."),
+        click.option("--status", "statuses", multiple=True, type=click.Choice(STATUSES), help="Only this status (repeatable)."),
+        click.option("--source", "sources", multiple=True, type=click.Choice(SOURCES), help="Only from this source (repeatable)."),
+        click.option("--tag", "tags", multiple=True, help="Only with this tag (repeatable: all of them)."),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def _scopes(s: Settings, all_scopes: bool) -> list[str] | None:
+    return None if all_scopes else list(dict.fromkeys([s.default_scope, s.user_scope]))
+
+
+def _matching(mem, scopes, types, statuses, sources, tags) -> list:
+    """Every memory the filters match, newest first."""
+    from .server import list_page
+
+    out, offset = [], 0
+    while True:
+        page, nxt = list_page(mem, scopes, list(types) or None, list(statuses) or None, list(sources) or None,
+                              list(tags) or None, 1000, offset)
+        out.extend(page)
+        if nxt is None:
+            return out
+        offset = nxt
+
+
+@main.command("list")
+@common_options
+@filter_options
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000))
+@click.option("--offset", default=0, show_default=True, type=click.IntRange(0))
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@handle_errors
+def list_cmd(ctx, db, scope, embedder, log_level, all_scopes, types, statuses, sources, tags, limit, offset, as_json):
+    """Stored memories, newest first, filtered."""
+    from .server import list_page
+
+    s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    with open_engine(s) as mem:
+        page, nxt = list_page(mem, _scopes(s, all_scopes), list(types) or None, list(statuses) or None,
+                              list(sources) or None, list(tags) or None, limit, offset)
+    if as_json:
+        emit_json({"memories": [m.model_dump(mode="json") for m in page], "next_offset": nxt})
+        return
+    click.echo(table(["id", "type", "status", "source", "scope", "created", "memory"],
+                     [[m.id, m.type, m.status, m.source.type, m.scope, m.created_at.strftime("%Y-%m-%d"),
+                       shorten(m.title or m.content, 50)] for m in page]))
+    if nxt is not None:
+        click.echo(f"more: --offset {nxt}", err=True)
+
+
+@main.command()
+@common_options
+@click.argument("ids", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@handle_errors
+def show(ctx, db, scope, embedder, log_level, ids, as_json):
+    """Memories in full, by id."""
+    s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    with open_engine(s) as mem:
+        mems = mem.get_many(list(ids))
+    if as_json:
+        emit_json([m.model_dump(mode="json") for m in mems])
+        return
+    for m in mems:
+        click.echo(f"{m.id}  {m.type}, {m.status}, scope {m.scope}, source {m.source.type}, "
+                   f"confidence {m.confidence:.2f}, usefulness {m.usefulness:.2f}, created {m.created_at:%Y-%m-%d %H:%M}")
+        click.echo(f"title: {m.title}")
+        if m.tags:
+            click.echo(f"tags: {', '.join(m.tags)}")
+        if m.superseded_by:
+            click.echo(f"superseded by: {m.superseded_by}")
+        click.echo(f"\n{m.content}\n")
+
+
+def _targets(mem, ids, all_scopes, s, types, statuses, sources, tags, verb: str, yes: bool) -> list:
+    """The memories a bulk command acts on: the ids given, or every match of the filters after a
+    confirmation (skipped with --yes)."""
+    if ids:
+        return mem.get_many(list(ids))
+    if not (types or statuses or sources or tags):
+        raise click.UsageError(f"Name the memories to {verb}: ids, or filters (--source, --status, --type, --tag).")
+    found = _matching(mem, _scopes(s, all_scopes), types, statuses, sources, tags)
+    if found and not yes:
+        click.echo(table(["id", "type", "status", "source", "memory"],
+                         [[m.id, m.type, m.status, m.source.type, shorten(m.title or m.content, 50)] for m in found[:10]]))
+        if len(found) > 10:
+            click.echo(f"... and {len(found) - 10} more")
+        click.confirm(f"{verb.capitalize()} these {len(found)} memories?", abort=True)
+    return found
+
+
+@main.command()
+@common_options
+@filter_options
+@click.argument("ids", nargs=-1)
+@click.option("--vacuum", is_flag=True, help="Then rewrite the file so the text leaves the disk.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+@handle_errors
+def forget(ctx, db, scope, embedder, log_level, all_scopes, types, statuses, sources, tags, ids, vacuum, yes):
+    """Delete memories for good: by id, or every memory the filters match."""
+    s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    with open_engine(s) as mem:
+        targets = _targets(mem, ids, all_scopes, s, types, statuses, sources, tags, "forget", yes)
+        n = sum(1 for m in targets if mem.forget(m.id).deleted)
+        if vacuum and n:
+            mem.vacuum()
+    click.echo(f"forgot {n} memor{'y' if n == 1 else 'ies'}" + (" (file vacuumed)" if vacuum and n else ""))
+
+
+@main.command()
+@common_options
+@filter_options
+@click.argument("ids", nargs=-1)
+@click.option("--reason", default=None, help="Why, recorded with each change.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+@handle_errors
+def validate(ctx, db, scope, embedder, log_level, all_scopes, types, statuses, sources, tags, ids, reason, yes):
+    """Confirm candidate memories as a person: by id, or every candidate the filters match
+    (e.g. `validate --source imported` after importing your own backup)."""
+    from recallite_core import RecalliteError
+
+    s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    if not ids and not statuses:
+        statuses = ("candidate",)
+    done, skipped = 0, []
+    with open_engine(s) as mem:
+        for m in _targets(mem, ids, all_scopes, s, types, statuses, sources, tags, "validate", yes):
+            try:
+                mem.validate(m.id, reason=reason, by="user")
+                done += 1
+            except RecalliteError as exc:
+                skipped.append(f"{m.id}: {exc}")
+    click.echo(f"validated {done} memor{'y' if done == 1 else 'ies'}")
+    for line in skipped[:20]:
+        click.echo(f"skipped {line}", err=True)
+    if skipped:
+        sys.exit(1)
 
 
 @main.command()
@@ -347,15 +507,26 @@ def doctor(ctx, db, scope, embedder, log_level, as_json):
         sys.exit(1)
 
 
+EVAL_BENCHMARKS = ("locomo", "paraphrase")  # modules of recallite_mcp.benchmarks with main(argv)
+
+
 @main.command("eval", context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
                                         "help_option_names": []})
-@click.argument("benchmark", type=click.Choice(["locomo", "paraphrase"]))
+@click.argument("benchmark", required=False)
 @click.pass_context
 def eval_cmd(ctx, benchmark):
-    """Retrieval quality: `eval locomo --data ../shared/bench` or `eval paraphrase` (--help there)."""
-    from .benchmarks import locomo, paraphrase
+    """Retrieval quality: `eval locomo --data ../shared/bench` or `eval paraphrase`; `eval NAME --help`
+    for a benchmark's options."""
+    import importlib
 
-    sys.exit((locomo if benchmark == "locomo" else paraphrase).main(list(ctx.args)) or 0)
+    if benchmark in (None, "-h", "--help"):
+        click.echo(ctx.get_help())
+        click.echo(f"\nBenchmarks: {', '.join(EVAL_BENCHMARKS)}.")
+        return
+    if benchmark not in EVAL_BENCHMARKS:
+        raise click.BadParameter(f"{benchmark!r} is not one of {', '.join(EVAL_BENCHMARKS)}.", param_hint="BENCHMARK")
+    mod = importlib.import_module(f".benchmarks.{benchmark}", __package__)
+    sys.exit(mod.main(list(ctx.args)) or 0)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

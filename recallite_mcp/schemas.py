@@ -1,15 +1,43 @@
-"""What the MCP tools return: pydantic models, so every tool has an output schema."""
+"""What the MCP tools return: pydantic models, so every tool has an output schema. Results are
+lean (Out): optional fields that are empty are left out, floats are rounded; bodies are bounded."""
 
 from __future__ import annotations
 
 from typing import Any, Optional
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer
 
 from recallite_core.models import BeliefGraph, Memory, RecallHit, Stats
 
+HIT_CHARS = 1500  # a memory's body in a recall result; recallite_get has the rest
+GET_CHARS = 6000  # a memory's body per recallite_get call; offset= pages on
+DIGITS = 3
 
-class ContextOut(BaseModel):
+
+def rounded(value: Any) -> Any:
+    return round(value, DIGITS) if isinstance(value, float) else value
+
+
+class Out(BaseModel):
+    """A tool result: optional fields that are None or empty are dropped, floats rounded."""
+
+    @model_serializer(mode="wrap")
+    def _lean(self, handler):
+        data = handler(self)
+        if not isinstance(data, dict):
+            return data
+        fields = type(self).model_fields
+        return {k: rounded(v) for k, v in data.items()
+                if not (k in fields and not fields[k].is_required() and (v is None or v == [] or v == {}))}
+
+
+def cut(text: str, start: int, width: int) -> tuple[str, Optional[int]]:
+    """text[start:start+width] and the offset of what follows (None when nothing does)."""
+    end = start + width
+    return text[start:end], (end if end < len(text) else None)
+
+
+class ContextOut(Out):
     context: str = Field(description="Prompt-ready text of the memories that matter; paste it into your working context.")
     retrieval_id: str = Field(description="Pass this to recallite_feedback when the task ends.")
     memory_ids: list[str] = Field(description="Ids of the memories included, best first.")
@@ -19,7 +47,7 @@ class ContextOut(BaseModel):
     scope: str = Field(description="The scope that was searched.")
 
 
-class RememberOut(BaseModel):
+class RememberOut(Out):
     id: str
     status: str = Field(description="candidate, validated or active (decided by the source's trust).")
     type: str
@@ -30,16 +58,17 @@ class RememberOut(BaseModel):
     layer: str = Field("semantic", description="working (this session only, in RAM), episodic, semantic or procedural.")
     hint: Optional[str] = Field(None, exclude_if=lambda v: v is None,
                                 description="For a candidate: how it gets validated.")
+    note: Optional[str] = Field(None, description="What else happened (e.g. an older memory it corrects or conflicts with).")
 
 
-class UsefulnessChangeOut(BaseModel):
+class UsefulnessChangeOut(Out):
     id: str
     weight: float
     old_usefulness: float
     new_usefulness: float
 
 
-class FeedbackOut(BaseModel):
+class FeedbackOut(Out):
     feedback_id: str
     retrieval_id: str
     outcome: str
@@ -50,7 +79,7 @@ class FeedbackOut(BaseModel):
                                 description="Candidates this feedback validated: they kept helping (omitted when none).")
 
 
-class TurnOut(BaseModel):
+class TurnOut(Out):
     """A conversation turn (episode) with where it sits."""
 
     id: str
@@ -69,7 +98,7 @@ class TurnOut(BaseModel):
                    content=m.content, scope=m.scope)
 
 
-class HitOut(BaseModel):
+class HitOut(Out):
     id: str
     type: str
     title: str
@@ -91,12 +120,15 @@ class HitOut(BaseModel):
     window: list[TurnOut] = Field(default_factory=list, description="With window > 0: the turn and its neighbours, in order.")
     outcome_factor: float = Field(1.0, description="What task outcomes did to this hit's score for this query: 1 nothing, "
                                                    "above 1 it helped on similar tasks, below 1 it misled (reasons say why).")
+    content_chars: Optional[int] = Field(None, description="Set when `content` was cut: its full length (recallite_get has it all).")
 
     @classmethod
     def of(cls, hit: RecallHit, user_scope: str = "user") -> "HitOut":
         m = hit.memory
+        body, more = cut(m.content, 0, HIT_CHARS)
         return cls(
-            id=m.id, type=m.type, title=m.title, content=m.content, status=m.status, scope=m.scope, tags=m.tags,
+            id=m.id, type=m.type, title=m.title, content=body, content_chars=len(m.content) if more else None,
+            status=m.status, scope=m.scope, tags=m.tags,
             level="user" if m.scope == user_scope else "project",
             confidence=round(m.confidence, 4), usefulness=round(m.usefulness, 4), score=hit.score, rank=hit.rank,
             reasons=hit.reasons, warnings=hit.warnings, source=m.source.type, trust=hit.trust, layer=m.layer or "semantic",
@@ -105,13 +137,13 @@ class HitOut(BaseModel):
         )
 
 
-class RecallOut(BaseModel):
+class RecallOut(Out):
     retrieval_id: str
     memories: list[HitOut]
     scope: str
 
 
-class MemoryOut(BaseModel):
+class MemoryOut(Out):
     id: str
     type: str
     title: str
@@ -135,11 +167,16 @@ class MemoryOut(BaseModel):
     layer: str = "semantic"
     last_accessed_at: Optional[str] = None
     valid_until: Optional[str] = None
+    content_chars: Optional[int] = Field(None, description="Set when `content` is a part: the full length.")
+    next_offset: Optional[int] = Field(None, description="Set when more follows: pass it as offset to read on.")
 
     @classmethod
-    def of(cls, m: Memory) -> "MemoryOut":
+    def of(cls, m: Memory, offset: int = 0, width: int = GET_CHARS) -> "MemoryOut":
+        body, more = cut(m.content, offset, width)
+        part = offset > 0 or more is not None
         return cls(
-            id=m.id, type=m.type, title=m.title, content=m.content, status=m.status, scope=m.scope, session=m.session,
+            id=m.id, type=m.type, title=m.title, content=body, content_chars=len(m.content) if part else None,
+            next_offset=more, status=m.status, scope=m.scope, session=m.session,
             tags=m.tags, metadata=m.metadata, source=m.source.type, source_id=m.source.id,
             confidence=round(m.confidence, 4), usefulness=round(m.usefulness, 4), importance=m.importance,
             success_count=m.success_count, failure_count=m.failure_count, access_count=m.access_count,
@@ -149,11 +186,36 @@ class MemoryOut(BaseModel):
         )
 
 
-class GetOut(BaseModel):
+class GetOut(Out):
     memories: list[MemoryOut]
 
 
-class RelationOut(BaseModel):
+class ListItemOut(Out):
+    id: str
+    type: str
+    status: str
+    title: str
+    scope: str
+    source: str
+    tags: list[str] = Field(default_factory=list)
+    created_at: str
+    confidence: float
+    usefulness: float
+
+    @classmethod
+    def of(cls, m: Memory) -> "ListItemOut":
+        return cls(id=m.id, type=m.type, status=m.status, title=m.title, scope=m.scope, source=m.source.type, tags=m.tags,
+                   created_at=m.created_at.isoformat(timespec="seconds"), confidence=m.confidence, usefulness=m.usefulness)
+
+
+class ListOut(Out):
+    memories: list[ListItemOut] = Field(description="Newest first.")
+    offset: int
+    next_offset: Optional[int] = Field(None, description="Pass as offset for the next page (absent on the last page).")
+    scopes: list[str] = Field(description="The scopes listed.")
+
+
+class RelationOut(Out):
     id: str
     from_id: str
     to_id: str
@@ -161,20 +223,20 @@ class RelationOut(BaseModel):
     confidence_effect: bool
 
 
-class CountsOut(BaseModel):
+class CountsOut(Out):
     id: str
     evidence_count: int
     contradiction_count: int
     confidence: float
 
 
-class RelateOut(BaseModel):
+class RelateOut(Out):
     relation: RelationOut
     from_memory: CountsOut
     to_memory: CountsOut
 
 
-class UpdateOut(BaseModel):
+class UpdateOut(Out):
     id: str = Field(description="The memory changed: for revise the old version (now superseded), for promote the "
                                 "stored memory, for share the team copy.")
     status: str
@@ -184,7 +246,7 @@ class UpdateOut(BaseModel):
     scope: str = ""
 
 
-class ForgetOut(BaseModel):
+class ForgetOut(Out):
     id: str
     deleted: bool
     orphans: list[str] = Field(default_factory=list, description="Memories whose every cited source is now gone (kept unless orphans=remove).")
@@ -201,13 +263,13 @@ class TurnArg(BaseModel):
     category: Optional[str] = Field(None, description="Optional label to filter on later.")
 
 
-class RecordOut(BaseModel):
+class RecordOut(Out):
     session: str
     scope: str
     turns: list[TurnOut] = Field(description="The recorded turns with their ids and positions (seq).")
 
 
-class WhyOut(BaseModel):
+class WhyOut(Out):
     id: str
     sources: list[TurnOut] = Field(description="The conversation turns the memory came from, in order (empty: no recorded source).")
 
@@ -223,9 +285,11 @@ class StatsOut(Stats):
     isolate_scopes: bool
     embedder_loaded: bool
     working: dict[str, int] = Field(default_factory=dict, description="Working memory held by this server: sessions, entries, bytes.")
+    scope_note: Optional[str] = Field(None, description="Set when no client root, flag or git repository chose the scope: what to do.")
+    tools: str = Field("core", description="The tool set served: core or all.")
 
 
-class BeliefNodeOut(BaseModel):
+class BeliefNodeOut(Out):
     id: str
     type: str
     title: str
@@ -240,13 +304,13 @@ class BeliefNodeOut(BaseModel):
                                                        "requires, required_by, contradicts, contradicted_by.")
 
 
-class BeliefEdgeOut(BaseModel):
+class BeliefEdgeOut(Out):
     from_id: str
     to_id: str
     type: str
 
 
-class BeliefsOut(BaseModel):
+class BeliefsOut(Out):
     topic: str
     retrieval_id: str = Field(description="The recall that found the seeds; feedback may refer to it.")
     nodes: list[BeliefNodeOut]
@@ -263,16 +327,16 @@ class BeliefsOut(BaseModel):
         )
 
 
-class HistoryOut(BaseModel):
+class HistoryOut(Out):
     versions: list[MemoryOut] = Field(description="Every version, oldest first; the last one is current unless retired.")
 
 
-class CaptureOut(BaseModel):
+class CaptureOut(Out):
     queued: bool = Field(description="True when the event was queued (it is written in the background).")
     pending: int = Field(description="Behaviour events still waiting to be written.")
 
 
-class AutoContextOut(BaseModel):
+class AutoContextOut(Out):
     context: str = Field(description="Prompt-ready text of the memories that matter for the message.")
     retrieval_id: str = Field(description="Pass this to recallite_feedback when the task ends.")
     memory_ids: list[str]

@@ -95,9 +95,18 @@ def root_uri_to_path(uri: str) -> str | None:
     return unquote(parsed.path) or None
 
 
+RULE = ("the client's first workspace root (a local folder), else --scope, else RECALLITE_SCOPE, else the git "
+        "repository of the server's working directory, else 'default'")
+DEFAULT_NOTE = ("No client root, --scope or git repository chose a project, so memories go to the shared scope "
+                "'default'. To keep projects apart, open the project folder in the client, or start the server with "
+                "--scope NAME (or from inside the project's git repository).")
+
+
 def decide_scope(
-    roots: list[str] | None, flag_scope: str | None, env_scope: str | None, cwd: str | None
+    roots: list[str] | None, flag_scope: str | None, env_scope: str | None, cwd: str | None,
+    roots_offered: bool = False,
 ) -> ScopeDecision:
+    """The active project scope by RULE, first match wins, with the reason in words."""
     if roots:
         for uri in roots:
             path = root_uri_to_path(uri)
@@ -105,16 +114,23 @@ def decide_scope(
                 scope, why = scope_for_folder(path)
                 extra = f" (first of {len(roots)} roots)" if len(roots) > 1 else ""
                 return ScopeDecision(scope, "roots", f"client root {uri}{extra}: {why}")
+    if roots:
+        no_root = f"the client's roots are not local folders ({roots[0]})"
+    elif roots is not None or roots_offered:
+        no_root = "the client offers roots but has no folder open"
+    else:
+        no_root = "the client offers no roots"
     if flag_scope:
-        return ScopeDecision(flag_scope, "flag", "--scope given")
+        return ScopeDecision(flag_scope, "flag", f"--scope given ({no_root})")
     if env_scope:
-        return ScopeDecision(env_scope, "env", "RECALLITE_SCOPE set")
+        return ScopeDecision(env_scope, "env", f"RECALLITE_SCOPE set ({no_root})")
     if cwd:
         root = find_git_root(Path(cwd).resolve())
         if root is not None:
             scope, why = scope_for_folder(root)
-            return ScopeDecision(scope, "git", f"working directory is in {why}")
-    return ScopeDecision("default", "default", "no roots, no --scope, no git repository in the working directory")
+            return ScopeDecision(scope, "git", f"working directory is in {why} ({no_root})")
+    return ScopeDecision("default", "default",
+                         f"{no_root}, no --scope or RECALLITE_SCOPE, and the working directory {cwd} is in no git repository")
 
 
 # Memories about the person follow them into every project; everything else stays in the project.

@@ -21,7 +21,10 @@ ENV = {
     "redact_secrets": "RECALLITE_REDACT_SECRETS",
     "max_metadata_bytes": "RECALLITE_MAX_METADATA_BYTES",
     "max_tags": "RECALLITE_MAX_TAGS",
+    "tools": "RECALLITE_TOOLS",
 }
+
+TOOL_SETS = ("core", "all")
 
 
 def default_db_path() -> str:
@@ -57,9 +60,14 @@ class Settings:
     warm_embedder: bool = True  # load the model in a background thread at start-up
     isolate_scopes: bool = False  # forbid reading or writing any scope but the active project's and the user's
     user_scope: str = "user"
+    tools: str = "core"  # core: the ten tools of the memory loop; all: also conversation, beliefs, history, capture
     scope_origin: str | None = None  # "flag" or "env": where `scope` came from
     server_name: str = "recallite"
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.tools not in TOOL_SETS:
+            raise ValueError(f"tools must be one of {', '.join(TOOL_SETS)}, not {self.tools!r} (RECALLITE_TOOLS or --tools).")
 
     @classmethod
     def load(cls, **flags: Any) -> "Settings":
@@ -96,13 +104,13 @@ class Settings:
         ensure_db_parent(path)
         return path
 
-    def scope_decision(self, roots: list[str] | None = None, cwd: str | None = None):
+    def scope_decision(self, roots: list[str] | None = None, cwd: str | None = None, roots_offered: bool = False):
         """The active project scope and the rule that chose it (see scoping.py)."""
         from .scoping import decide_scope
 
         flag = self.scope if self.scope_origin != "env" else None
         env = self.scope if self.scope_origin == "env" else None
-        return decide_scope(roots, flag, env, cwd if cwd is not None else os.getcwd())
+        return decide_scope(roots, flag, env, cwd if cwd is not None else os.getcwd(), roots_offered=roots_offered)
 
     @property
     def default_scope(self) -> str:

@@ -1,5 +1,6 @@
-"""MCP tools for the SLM-Lite capabilities: belief graph, version history, behaviour capture and
-auto-recall with concept extraction (client LLM through sampling when offered, else local).
+"""The extra MCP tools, served with `--tools all`: conversation memory (record, why) and the
+SLM-Lite capabilities: belief graph, version history, behaviour capture and auto-recall with
+concept extraction (client LLM through sampling when offered, else local).
 
 Registered by ``server.build_server``; like every tool, they only translate to the core.
 No ``from __future__ import annotations`` here: the SDK evaluates tool annotations (the
@@ -21,7 +22,7 @@ from pydantic import Field
 from recallite_core.models import Concepts
 
 from .sessions import awaiting_key, connection_key
-from .schemas import AutoContextOut, BeliefsOut, CaptureOut, HistoryOut, MemoryOut
+from .schemas import AutoContextOut, BeliefsOut, CaptureOut, HistoryOut, MemoryOut, RecordOut, TurnArg, TurnOut, WhyOut
 
 if TYPE_CHECKING:
     from .server import AppState
@@ -91,10 +92,51 @@ def _client_name(ctx: Context) -> Optional[str]:
         return None
 
 
-def register_slm_tools(
-    server: MCPServer, state_of: Callable[[Context], "AppState"], read_only: ToolAnnotations, writes: ToolAnnotations
+def register_extra_tools(
+    server: MCPServer, state_of: Callable[..., "AppState"], read_only: ToolAnnotations, writes: ToolAnnotations
 ) -> None:
-    from .server import active_scope, edge, guard_memories, read_scopes  # the server module is loaded by now
+    # the server module is loaded by now
+    from .server import RootsArg, active_scope, allowed_scopes, edge, guard_memories, read_scopes, write_scope
+
+    @server.tool(title="Record conversation turns", annotations=writes)
+    @edge
+    def recallite_record(
+        session: Annotated[str, Field(min_length=1, description="The conversation's id; use the same one for every turn of a conversation.")],
+        turns: Annotated[list[TurnArg], Field(min_length=1, max_length=200, description="One or more turns in the order they happened: role, content, optional timestamp, metadata, category.")],
+        ctx: Context,
+        scope: Annotated[Optional[str], Field(description="Store in this scope instead of the active project scope.")] = None,
+        roots: RootsArg = None,
+    ) -> RecordOut:
+        """Record what was said, verbatim: raw conversation turns (or events) with their role, order and
+        time. Recall finds them later (long turns are searched sentence by sentence) with their
+        neighbouring turns; recallite_context with session= shows the last turns and a running summary;
+        facts you remember with cites=[turn ids] can be traced back with recallite_why."""
+        st = state_of(ctx, roots)
+        target = write_scope(st, ctx, scope, "episode", None)
+        mems = st.memory.record_turns(
+            [{"role": t.role, "content": t.content, "timestamp": t.timestamp, "metadata": t.metadata, "category": t.category}
+             for t in turns],
+            session=session, scope=target, source={"type": "agent"},
+        )
+        return RecordOut(session=session, scope=target, turns=[TurnOut.of(m) for m in mems])
+
+    @server.tool(title="Why do you think that? Sources of a memory", annotations=read_only)
+    @edge
+    def recallite_why(
+        id: Annotated[str, Field(description="The memory to explain, e.g. mem_12.")],
+        ctx: Context,
+        window: Annotated[int, Field(ge=0, le=10, description="Also return this many neighbouring turns around each source.")] = 0,
+        roots: RootsArg = None,
+    ) -> WhyOut:
+        """The conversation turns a memory came from (its citations, and those of the memories it was
+        derived from), in conversation order. Use it when asked why you believe something."""
+        st = state_of(ctx, roots)
+        guard_memories(st, ctx, [id])
+        sources = st.memory.why(id, window=window)
+        if st.settings.isolate_scopes:
+            allowed = allowed_scopes(st, ctx)
+            sources = [m for m in sources if m.scope in allowed]
+        return WhyOut(id=id, sources=[TurnOut.of(m) for m in sources])
 
     @server.tool(title="Belief graph around a topic", annotations=writes)
     @edge
@@ -106,11 +148,12 @@ def register_slm_tools(
         scope: Annotated[Optional[str], Field(description="Another project scope instead of the active one (user-level memories are always included).")] = None,
         include_teams: Annotated[bool, Field(description="Also search the team scopes this project shares into.")] = False,
         min_trust: Annotated[Optional[float], Field(ge=0, le=1, description="Leave out memories whose trust score is lower.")] = None,
+        roots: RootsArg = None,
     ) -> BeliefsOut:
         """What is believed about a topic and why: the memories recall finds, plus the memories linked
         to them by causes / supports / requires / contradicts up to `depth` hops, each with a confidence
         that decays 0.6x per hop. Use it to see causes, prerequisites and counter-evidence before acting."""
-        st = state_of(ctx)
+        st = state_of(ctx, roots)
         g = st.memory.beliefs(topic, depth=depth, limit=limit, scope=read_scopes(st, ctx, scope),
                               include_teams=include_teams, min_trust=min_trust)
         st.served(awaiting_key(ctx), g.retrieval_id, topic)
@@ -121,10 +164,11 @@ def register_slm_tools(
     def recallite_history(
         id: Annotated[str, Field(description="Any version's id, e.g. mem_12.")],
         ctx: Context,
+        roots: RootsArg = None,
     ) -> HistoryOut:
         """Every version of a memory, oldest first (recallite_update action=revise makes a new version and
         supersedes the old one). The last version is the current one."""
-        st = state_of(ctx)
+        st = state_of(ctx, roots)
         guard_memories(st, ctx, [id])
         return HistoryOut(versions=[MemoryOut.of(m) for m in st.memory.history(id)])
 
@@ -138,11 +182,12 @@ def register_slm_tools(
         outcome: Annotated[Optional[Literal["success", "failure", "partial"]], Field(description="How it went this time.")] = None,
         context: Annotated[Optional[str], Field(description="Optional: the situation, briefly.")] = None,
         agent_id: Annotated[Optional[str], Field(description="Your agent name; defaults to the client's name.")] = None,
+        roots: RootsArg = None,
     ) -> CaptureOut:
         """Cheap, non-blocking: record a behaviour worth repeating (or avoiding). Repeats of the same
         pattern are counted, not duplicated; a pattern seen three times that mostly succeeds is confirmed
         and shows up as a procedure in later recallite_context calls."""
-        st = state_of(ctx)
+        st = state_of(ctx, roots)
         queued = st.memory.capture_behavior(
             agent_id or _client_name(ctx) or "agent", kind, description, outcome=outcome, tool=tool,
             scope=active_scope(st, ctx).scope, context=context,
@@ -160,11 +205,12 @@ def register_slm_tools(
         min_trust: Annotated[Optional[float], Field(ge=0, le=1, description="Leave out memories whose trust score is lower.")] = None,
         include_teams: Annotated[bool, Field(description="Also search the team scopes this project shares into.")] = False,
         reply: Annotated[Optional[CreateMessageResult], Resolve(sampling_request)] = None,
+        roots: RootsArg = None,
     ) -> AutoContextOut:
         """Like recallite_context, but for a whole message: extracts its key concepts and a summary
         (with your client's LLM through MCP sampling when it offers it, else a built-in keyword
         extractor), recalls with them and returns the context plus the concepts and summary."""
-        st = state_of(ctx)
+        st = state_of(ctx, roots)
         scopes = read_scopes(st, ctx, None)
         sampled = concepts_from_reply(reply)
         if reply is not None and sampled is None:
@@ -179,4 +225,4 @@ def register_slm_tools(
                               query=r.query, concepts=r.concepts, summary=r.summary, method=r.method, scope=scopes[0])
 
 
-__all__ = ["register_slm_tools", "working_session", "sampling_request", "concepts_from_reply", "ToolError"]
+__all__ = ["register_extra_tools", "working_session", "sampling_request", "concepts_from_reply", "ToolError"]

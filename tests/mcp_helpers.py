@@ -31,14 +31,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def http_server(tmp_path):
-    """A streamable HTTP server on a fresh database (hash embedder); yields its MCP url."""
+def http_server(tmp_path, *extra: str):
+    """A streamable HTTP server on a fresh database (hash embedder), with extra flags; yields its MCP url."""
     port = free_port()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "core"), os.environ.get("PYTHONPATH", "")]))
     log = open(tmp_path / "server.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "recallite_mcp", "--db", str(tmp_path / "http.db"), "--embedder", "hash",
-         "--transport", "http", "--host", "127.0.0.1", "--port", str(port)],
+         "--transport", "http", "--host", "127.0.0.1", "--port", str(port), *extra],
         env=env, stdout=subprocess.DEVNULL, stderr=log, cwd=tmp_path,
     )
     try:

@@ -145,3 +145,38 @@ def test_conversation_memory_example_runs(tmp_path):
     assert res.returncode == 0, res.stderr
     out = res.stdout
     assert "Biscuit" in out and "source turns" in out and "session 1, turn" in out
+
+
+def test_list_show_forget_validate(run):
+    run("add", "Use ruff for lint.", "--source", "llm")
+    run("add", "Deploy with make ship.", "--type", "procedure")
+    run("add", "Pin numpy below 2 for the old wheels.", "--type", "constraint", "--source", "imported", "--tags", "deps")
+    out = run("list").output
+    assert out.index("mem_3") < out.index("mem_2") < out.index("mem_1")  # newest first
+    page = json.loads(run("list", "--source", "llm", "--source", "imported", "--json").output)
+    assert [m["id"] for m in page["memories"]] == ["mem_3", "mem_1"] and page["next_offset"] is None
+    assert json.loads(run("list", "--limit", "1", "--json").output)["next_offset"] == 1
+    assert "Pin numpy below 2" in run("show", "mem_3").output
+    # bulk validate by filter asks first; --yes skips the question
+    res = run("validate", "--source", "imported", ok=False)
+    assert res.exit_code != 0 and "Validate these 1 memories?" in res.output
+    assert "validated 1 memory" in run("validate", "--source", "imported", "--yes").output
+    assert json.loads(run("show", "mem_3", "--json").output)[0]["status"] == "validated"
+    assert "validated 1 memory" in run("validate", "mem_1").output
+    nothing = run("forget", ok=False)
+    assert nothing.exit_code != 0 and "Name the memories to forget" in nothing.output
+    assert "forgot 1 memory" in run("forget", "--type", "procedure", "--yes").output
+    assert [m["id"] for m in json.loads(run("list", "--json").output)["memories"]] == ["mem_3", "mem_1"]
+    assert "forgot 1 memory" in run("forget", "mem_1").output
+
+
+def test_eval_help_lists_the_benchmarks():
+    res = CliRunner().invoke(main, ["eval", "--help"])
+    assert res.exit_code == 0 and "locomo" in res.output and "paraphrase" in res.output
+    bad = CliRunner().invoke(main, ["eval", "bogus"])
+    assert bad.exit_code != 0 and "not one of" in bad.output
+
+
+def test_help_states_the_scope_rule_and_the_tool_sets():
+    out = CliRunner().invoke(main, ["--help"], terminal_width=200).output
+    assert "roots win" in out and "git repository" in out and "--tools" in out and "RECALLITE_TOOLS" in out

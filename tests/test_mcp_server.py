@@ -74,11 +74,13 @@ async def test_feedback_defaults_to_last_retrieval(client):
 
 
 async def test_relate_update_get_forget_stats(client):
-    a = await call(client, "recallite_remember", content="Port 8080 for the API.", type="fact")
-    b = await call(client, "recallite_remember", content="Port 9090 for the API.", type="fact")
+    # two memories that disagree without one being a newer version of the other
+    a = await call(client, "recallite_remember", content="Deploys of the API run on Friday afternoons.", type="fact")
+    b = await call(client, "recallite_remember", content="Never ship the API on a Friday: the on-call team is off.",
+                   type="constraint")
     rel = await call(client, "recallite_relate", from_id=b["id"], to_id=a["id"], relation="contradicts")
     assert rel["relation"]["type"] == "contradicts" and rel["to_memory"]["contradiction_count"] == 1
-    rec = await call(client, "recallite_recall", query="API port", limit=5)
+    rec = await call(client, "recallite_recall", query="API deploy Friday", limit=5)
     assert any(h["warnings"] for h in rec["memories"])
     up = await call(client, "recallite_update", id=a["id"], action="deprecate", reason="moved")
     assert up["status"] == "deprecated"
@@ -102,23 +104,23 @@ async def test_supersede_through_update(client):
 @pytest.mark.parametrize(
     "tool, args, expect",
     [
-        ("recallite_get", {"ids": ["mem_999"]}, "No memory mem_999"),
+        ("recallite_get", {"ids": ["mem_999"]}, "No memory mem_999. Find ids with recallite_list"),
         ("recallite_get", {"ids": ["banana"]}, "mem_42"),
         ("recallite_feedback", {"outcome": "success", "retrieval_id": "ret_999"}, "No retrieval ret_999"),
         ("recallite_feedback", {"outcome": "success"}, "call recallite_context first"),
-        ("recallite_feedback", {"outcome": "great", "retrieval_id": "ret_1"}, "validation error"),
-        ("recallite_remember", {"content": "x", "type": "dream"}, "validation error"),
+        ("recallite_feedback", {"outcome": "great", "retrieval_id": "ret_1"}, '`outcome` must be one of "success", "failure", "partial"; got "great"'),
+        ("recallite_remember", {"content": "x", "type": "dream"}, '`type` must be one of "observation"'),
         ("recallite_remember", {"content": "   "}, "empty"),
         ("recallite_remember", {"content": "x" * 70000}, "limit"),
-        ("recallite_remember", {"content": "x", "metadata": "notadict"}, "validation error"),
-        ("recallite_remember", {"content": "x", "tags": "notalist"}, "validation error"),
-        ("recallite_remember", {"content": "x", "importance": 7}, "validation error"),
-        ("recallite_recall", {"query": "x", "limit": 0}, "validation error"),
-        ("recallite_recall", {"query": "x", "limit": "many"}, "validation error"),
+        ("recallite_remember", {"content": "x", "metadata": "notadict"}, "`metadata` must be a JSON object"),
+        ("recallite_remember", {"content": "x", "tags": "notalist"}, "`tags` must be a list of strings"),
+        ("recallite_remember", {"content": "x", "importance": 7}, "`importance` must be a number from 0 to 1; got 7"),
+        ("recallite_recall", {"query": "x", "limit": 0}, "`limit` must be an integer from 1 to 100; got 0"),
+        ("recallite_recall", {"query": "x", "limit": "many"}, '`limit` must be an integer from 1 to 100; got "many"'),
         ("recallite_recall", {"query": ""}, "empty"),
-        ("recallite_context", {"query": "x", "format": "html"}, "validation error"),
+        ("recallite_context", {"query": "x", "format": "html"}, "`format` must be one of"),
         ("recallite_relate", {"from_id": "mem_1", "to_id": "mem_1", "relation": "supports"}, "itself"),
-        ("recallite_relate", {"from_id": "mem_1", "to_id": "mem_2", "relation": "loves"}, "validation error"),
+        ("recallite_relate", {"from_id": "mem_1", "to_id": "mem_2", "relation": "loves"}, '`relation` must be one of "contradicts"'),
         ("recallite_update", {"id": "mem_404", "action": "validate"}, "No memory mem_404"),
         ("recallite_forget", {"id": "mem_404"}, "No memory mem_404"),
     ],
@@ -127,6 +129,7 @@ async def test_bad_input_is_a_tool_error_and_server_survives(client, tool, args,
     await call(client, "recallite_remember", content="seed memory")
     text = await error_text(client, tool, **args)
     assert expect in text
+    assert "\n" not in text and "pydantic" not in text and "list()" not in text  # one line, for the model
     assert (await call(client, "recallite_stats"))["memories"] == 1
 
 

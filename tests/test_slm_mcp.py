@@ -21,7 +21,7 @@ def anyio_backend():
 
 
 def settings(**kw):
-    return Settings(db=":memory:", embedder="hash", warm_embedder=False, scope="proj", **kw)
+    return Settings(db=":memory:", embedder="hash", warm_embedder=False, scope="proj", tools="all", **kw)
 
 
 @pytest.fixture

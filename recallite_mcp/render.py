@@ -1,0 +1,201 @@
+"""The text a model reads: each tool's structured result as short, plain markdown.
+
+Structured content stays as it is for programs; this is the `TextContent` beside it. Every
+text is bounded (MAX_TEXT): what does not fit is cut with a line saying how to get the rest."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+MAX_TEXT = 16_000
+
+
+def _num(v: Any) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+def _meta(*parts: Any) -> str:
+    return " · ".join(str(p) for p in parts if p is not None and p is not False and p not in ("", [], {}))
+
+
+def context(d: dict) -> str:
+    text = d.get("context", "").rstrip()
+    n = len(d.get("memory_ids", []))
+    tail = _meta(f"retrieval_id {d['retrieval_id']}", f"{n} memor{'y' if n == 1 else 'ies'}", f"{d.get('tokens', 0)} tokens",
+                 f"{d['omitted']} more left out for the budget" if d.get("omitted") else None, f"scope {d.get('scope')}")
+    if not n and not text:
+        return f"No stored memory matches this task. ({tail})"
+    return f"{text}\n\n({tail}; report the outcome with recallite_feedback)"
+
+
+def remember(d: dict) -> str:
+    if d.get("duplicate_of"):
+        head = f"Already stored as {d['duplicate_of']} ({d.get('status')}); nothing new was stored."
+    else:
+        where = "this session only (RAM)" if d.get("layer") == "working" else f"scope {d.get('scope')}"
+        head = f"Stored {d['id']}: {d.get('type')}, {d.get('status')}, {where}. Title: {d.get('title')}"
+    lines = [head]
+    for key in ("note", "hint"):
+        if d.get(key):
+            lines.append(str(d[key]))
+    for key in ("supersedes", "conflicts", "conflicts_with"):
+        if d.get(key):
+            v = d[key]
+            lines.append(f"{key.replace('_', ' ').capitalize()}: {', '.join(v) if isinstance(v, list) else v}")
+    return "\n".join(lines)
+
+
+def feedback(d: dict) -> str:
+    if d.get("duplicate"):
+        return f"Feedback {d.get('feedback_id')} was already applied (same client_key); nothing changed."
+    lines = [f"Recorded {d.get('outcome')} for {d.get('retrieval_id')} ({d.get('feedback_id')})."]
+    ch = d.get("changes") or []
+    if ch:
+        lines.append("Usefulness: " + ", ".join(
+            f"{c['id']} {_num(c.get('old_usefulness'))}→{_num(c.get('new_usefulness'))}" for c in ch[:20])
+            + (f" and {len(ch) - 20} more" if len(ch) > 20 else ""))
+    if d.get("promoted"):
+        lines.append("Validated (they kept helping): " + ", ".join(d["promoted"]))
+    return "\n".join(lines)
+
+
+def _hit(i: int, h: dict) -> str:
+    head = f"{i}. **{h.get('title')}** [{_meta(h['id'], h.get('type'), h.get('status'), h.get('level') == 'user' and 'user-level', h.get('layer') not in (None, 'semantic') and h.get('layer'))}]"
+    nums = _meta(f"score {_num(h['score'])}" if "score" in h else None,
+                 f"trust {_num(h['trust'])}" if h.get("trust") is not None else None,
+                 ", ".join(h.get("reasons", [])[:4]))
+    body = (h.get("content") or "").strip()
+    if h.get("content_chars"):
+        body += f" … [cut at {len(h['content'])} of {h['content_chars']} chars: recallite_get ids=[\"{h['id']}\"]]"
+    out = [head, f"   {nums}" if nums else "", f"   {body}" if body and body != h.get("title") else ""]
+    out += [f"   ⚠ {w}" for w in h.get("warnings", [])]
+    turn = h.get("turn")
+    if turn:
+        out.append(f"   turn {turn.get('session')}#{turn.get('seq')} by {turn.get('role')} at {turn.get('timestamp')}")
+    for w in h.get("window", []):
+        out.append(f"   > {w.get('role')}: {w.get('content')}")
+    return "\n".join(x for x in out if x)
+
+
+def recall(d: dict) -> str:
+    hits = d.get("memories", [])
+    head = _meta(f"retrieval_id {d['retrieval_id']}", f"scope {d.get('scope')}", f"{len(hits)} hits")
+    if not hits:
+        return f"Nothing relevant found. ({head})"
+    return "\n".join([head, *(_hit(i, h) for i, h in enumerate(hits, 1))])
+
+
+def _memory(m: dict) -> str:
+    uses = m.get("success_count", 0) + m.get("failure_count", 0)
+    lines = [f"## {m['id']}: {m.get('title')}",
+             _meta(m.get("type"), m.get("status"), f"scope {m.get('scope')}", f"source {m.get('source')}",
+                   f"confidence {_num(m.get('confidence'))}", f"usefulness {_num(m.get('usefulness'))}",
+                   f"used {uses}× ({m.get('success_count', 0)} ok, {m.get('failure_count', 0)} failed)" if uses else None,
+                   f"superseded by {m['superseded_by']}" if m.get("superseded_by") else None,
+                   f"valid until {m['valid_until']}" if m.get("valid_until") else None,
+                   f"created {str(m.get('created_at', ''))[:19]}")]
+    if m.get("tags"):
+        lines.append("tags: " + ", ".join(m["tags"]))
+    if m.get("metadata"):
+        lines.append("metadata: " + json.dumps(m["metadata"], ensure_ascii=False)[:500])
+    lines += ["", m.get("content", "")]
+    if m.get("content_chars"):
+        start = (m.get("next_offset") or m["content_chars"]) - len(m.get("content", ""))
+        lines.append(f"[chars {start}–{start + len(m.get('content', ''))} of {m['content_chars']}"
+                     + (f"; next part: recallite_get ids=[\"{m['id']}\"] offset={m['next_offset']}]" if m.get("next_offset") else "]"))
+    return "\n".join(lines)
+
+
+def get(d: dict) -> str:
+    return "\n\n".join(_memory(m) for m in d.get("memories", [])) or "No memories."
+
+
+def list_(d: dict) -> str:
+    items = d.get("memories", [])
+    first = d.get("offset", 0) + 1
+    head = f"{len(items)} memories in {', '.join(d.get('scopes', []))}, newest first" + (
+        f" ({first}–{first + len(items) - 1})" if items else "")
+    rows = [f"- {m['id']} · {m.get('type')} · {m.get('status')} · {m.get('title')}"
+            + (f" · tags {', '.join(m['tags'])}" if m.get("tags") else "")
+            + (f" · {m['source']}" if m.get("source") not in (None, "agent") else "") for m in items]
+    if d.get("next_offset") is not None:
+        rows.append(f"More: offset={d['next_offset']}.")
+    return "\n".join([head, *rows]) if items else "No memories match these filters."
+
+
+def update(d: dict) -> str:
+    tail = _meta(f"confidence {_num(d.get('confidence'))}", f"scope {d.get('scope')}" if d.get("scope") else None,
+                 d.get("layer") not in (None, "semantic") and f"layer {d.get('layer')}")
+    by = f"; the newer version is {d['superseded_by']}" if d.get("superseded_by") else ""
+    return f"{d['id']} is now {d.get('status')}{by} ({tail})."
+
+
+def forget(d: dict) -> str:
+    head = f"Deleted {d['id']}." if d.get("deleted") else f"{d['id']} was not stored; nothing deleted."
+    if d.get("removed"):
+        head += " Also removed (left without a source): " + ", ".join(d["removed"]) + "."
+    if d.get("orphans"):
+        head += " Now without a source (kept): " + ", ".join(d["orphans"]) + "."
+    return head
+
+
+def relate(d: dict) -> str:
+    r, a, b = d["relation"], d["from_memory"], d["to_memory"]
+    counts = lambda c: f"{c['id']}: {c.get('evidence_count', 0)} supporting, {c.get('contradiction_count', 0)} contradicting, confidence {_num(c.get('confidence'))}"  # noqa: E731
+    return f"Linked {r['from_id']} {r['type']} {r['to_id']} ({r['id']}).\n{counts(a)}\n{counts(b)}"
+
+
+def _kv(v: Any) -> str:
+    return ", ".join(f"{k} {x}" for k, x in v.items()) if isinstance(v, dict) else str(v)
+
+
+def stats(d: dict) -> str:
+    lines = [f"Scope: {d.get('active_scope')} (rule {d.get('scope_rule')}: {d.get('scope_reason')})"]
+    if d.get("scope_note"):
+        lines.append(d["scope_note"])
+    lines.append(_meta(f"memories {d.get('memories')}" + (f" in {d['scope']}" if d.get("scope") else ""),
+                       f"user-level scope {d.get('user_scope')}", f"tools {d.get('tools', 'core')}",
+                       "isolated scopes" if d.get("isolate_scopes") else None))
+    for key in ("by_type", "by_status", "by_source", "by_scope", "feedback", "relations"):
+        if d.get(key):
+            lines.append(f"{key.replace('_', ' ')}: {_kv(d[key])}")
+    lines.append(_meta(f"retrievals {d.get('retrievals')}", f"context calls {d.get('context_calls')}",
+                       f"tokens served {d.get('tokens_served')}", f"saved {d.get('tokens_saved')}"))
+    lines.append(_meta(f"embedder {d.get('embedder')}" + ("" if d.get("embedder_loaded", True) else " (loading)"),
+                       f"database {d.get('db_path') or ':memory:'}", f"{d.get('db_bytes', 0):,} bytes"))
+    return "\n".join(lines)
+
+
+def _fields(v: Any, indent: str = "") -> str:
+    """Any other result: key: value lines, lists as bullets."""
+    if isinstance(v, dict):
+        out = []
+        for k, x in v.items():
+            if isinstance(x, (dict, list)) and x:
+                out.append(f"{indent}{k}:\n{_fields(x, indent + '  ')}")
+            else:
+                out.append(f"{indent}{k}: {_num(x)}")
+        return "\n".join(out)
+    if isinstance(v, list):
+        return "\n".join(f"{indent}- " + _fields(x, indent + "  ").lstrip() for x in v)
+    return f"{indent}{_num(v)}"
+
+
+RENDER: dict[str, Callable[[dict], str]] = {
+    "recallite_context": context, "recallite_auto_context": context, "recallite_remember": remember,
+    "recallite_feedback": feedback, "recallite_recall": recall, "recallite_get": get, "recallite_list": list_,
+    "recallite_update": update, "recallite_forget": forget, "recallite_relate": relate, "recallite_stats": stats,
+    "recallite_history": lambda d: "\n\n".join(_memory(m) for m in d.get("versions", [])) or "No versions.",
+}
+
+# A context is bounded by its own max_tokens; everything else by MAX_TEXT.
+OWN_BOUND = {"recallite_context", "recallite_auto_context"}
+
+
+def render(tool: str, data: dict) -> str:
+    text = RENDER.get(tool, _fields)(data)
+    if tool not in OWN_BOUND and len(text) > MAX_TEXT:
+        text = (text[:MAX_TEXT].rstrip() + f"\n[cut at {MAX_TEXT:,} of {len(text):,} chars: ask for fewer items "
+                "(limit, ids) or one memory with recallite_get]")
+    return text

@@ -1,0 +1,116 @@
+"""Prompt-ready results (issue 15): the text a model reads is plain markdown, not JSON; the
+structured content stays for programs, with rounded numbers and no empty optional fields; every
+result is bounded, a long body cut with a pointer to the rest; an FTS-operator query on a store of
+unrelated memories finds nothing."""
+
+import json
+
+import pytest
+from mcp import Client
+
+from recallite_mcp.render import MAX_TEXT
+from recallite_mcp.schemas import GET_CHARS, HIT_CHARS
+from recallite_mcp.server import build_server
+from recallite_mcp.settings import Settings
+from tests.mcp_helpers import call
+
+pytestmark = pytest.mark.anyio
+
+CODING = [
+    ("lesson", "When pytest cannot import the package, install it in editable mode with pip install -e ."),
+    ("procedure", "Run ruff check --fix before committing; CI fails on lint errors."),
+    ("constraint", "Never force-push to main; open a pull request instead."),
+    ("fact", "The web frontend is built with vite and served by nginx."),
+    ("lesson", "A flaky test in test_io came from a shared temp dir; use tmp_path per test."),
+    ("preference", "The user wants type hints on every public function."),
+]
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+async def client():
+    async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False, scope="p",
+                                            scope_origin="flag"))) as c:
+        for kind, text in CODING:
+            await call(c, "recallite_remember", type=kind, content=text)
+        yield c
+
+
+def not_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return True
+    return False
+
+
+async def test_context_text_is_the_markdown_itself(client):
+    res = await client.call_tool("recallite_context", {"query": "how do I run the linter before a commit"})
+    text, data = res.content[0].text, res.structured_content
+    assert not_json(text) and '\\n' not in text and text.startswith(data["context"].rstrip())
+    assert data["retrieval_id"] in text and "recallite_feedback" in text
+
+
+@pytest.mark.parametrize("tool, args", [
+    ("recallite_recall", {"query": "flaky test temp dir"}),
+    ("recallite_list", {}),
+    ("recallite_get", {"ids": ["mem_1", "mem_2"]}),
+    ("recallite_stats", {}),
+    ("recallite_remember", {"content": "Use uv to manage the virtualenv.", "type": "procedure"}),
+])
+async def test_every_core_result_reads_as_text_not_json(client, tool, args):
+    res = await client.call_tool(tool, args)
+    assert not res.is_error and not_json(res.content[0].text) and res.structured_content
+
+
+async def test_numbers_rounded_and_empty_fields_dropped(client):
+    ctx = await call(client, "recallite_context", query="flaky test temp dir")
+    res = await client.call_tool("recallite_feedback", {"retrieval_id": ctx["retrieval_id"], "outcome": "success"})
+    fb = res.structured_content
+    for ch in fb["changes"]:
+        for v in (ch["weight"], ch["old_usefulness"], ch["new_usefulness"]):
+            assert round(v, 3) == v  # no 0.4387500000000001
+    assert "promoted" not in fb  # nothing promoted: left out, not []
+    rec = await call(client, "recallite_recall", query="flaky test temp dir")
+    hit = rec["memories"][0]
+    assert "turn" not in hit and "window" not in hit and "content_chars" not in hit
+    assert all(len(repr(hit[k]).split(".")[-1]) <= 3 for k in ("score", "confidence", "usefulness") if isinstance(hit[k], float))
+    text = res.content[0].text
+    assert "Recorded success" in text and "→" in text
+
+
+async def test_a_60kb_memory_is_bounded_everywhere():
+    body = "\n".join(f"Line {i}: the deploy script copies build artefacts to the cache bucket." for i in range(900))
+    assert len(body) > 60_000
+    async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False,
+                                            max_content_bytes=128 * 1024))) as c:
+        m = await call(c, "recallite_remember", type="fact", title="Deploy log", content=body)
+        rec = await c.call_tool("recallite_recall", {"query": "deploy script cache bucket"})
+        hit = rec.structured_content["memories"][0]
+        assert hit["content_chars"] == len(body) and len(hit["content"]) == HIT_CHARS
+        assert len(rec.content[0].text) < HIT_CHARS + 1000 and f'recallite_get ids=["{m["id"]}"]' in rec.content[0].text
+        ctx = await c.call_tool("recallite_context", {"query": "deploy script cache bucket", "max_tokens": 2000})
+        assert ctx.structured_content["tokens"] <= 2000 and len(ctx.content[0].text) < 2000 * 5
+        parts, offset = [], 0
+        while offset is not None:
+            got = await c.call_tool("recallite_get", {"ids": [m["id"]], "offset": offset})
+            part = got.structured_content["memories"][0]
+            assert len(part["content"]) <= GET_CHARS and len(got.content[0].text) <= GET_CHARS + 1000
+            if part.get("next_offset"):
+                assert f"offset={part['next_offset']}" in got.content[0].text  # how to fetch the rest
+            parts.append(part["content"])
+            offset = part.get("next_offset")
+        assert "".join(parts) == body  # the pointer leads to every character, once
+        many = await c.call_tool("recallite_get", {"ids": [m["id"]] * 5})
+        assert len(many.content[0].text) <= MAX_TEXT + 200
+
+
+async def test_fts_operators_on_unrelated_memories_find_nothing(client):
+    r = await call(client, "recallite_recall", query='"foo NEAR(')
+    assert r["memories"] == []
+    ctx = await call(client, "recallite_context", query='"foo NEAR(')
+    assert ctx["memory_ids"] == []
