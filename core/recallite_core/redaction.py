@@ -6,7 +6,7 @@ leave alone what only looks random: git SHAs, UUIDs, base64 blobs in prose, docu
 placeholders (``sk-xxxx…``, ``AKIA…EXAMPLE``, ``<your-token>``, ``${DB_PASSWORD}``) and prose
 about passwords ("the password reset flow").
 
-Placeholder rule (documented in the README): a candidate value is *not* a secret when it is
+Placeholder rule (documented in docs/security.md): a candidate value is *not* a secret when it is
 empty, starts with ``$``, ``%``, ``<``, ``{{`` or ``[REDACTED``, contains ``example``, ``your``,
 ``placeholder``, ``dummy``, ``changeme``, ``replace_me``, ``redacted``, ``...`` or ``…``, is at
 least a third a run of 6 or more identical characters (``sk-xxxxxxxxxxxx``), is a bare placeholder
