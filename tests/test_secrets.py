@@ -144,6 +144,16 @@ ORDINARY = [
     "FlyV1 is the scheme of Fly.io tokens; glpat- prefixes GitLab's.",
     "cache_key: user_profile_v2 and sort_key: created_at",
     "Bump pypi-publish to v1.8 and rerun the workflow.",
+    # code and prose an agent stores every day (found by running the rules over this repository)
+    "mem.build_context(query, max_tokens=max_tokens, format=fmt)",
+    "Row(tokens_stored=tokens_stored, tokens_matched=matched, redact_secrets=redact_secrets)",
+    'inputs = {"input_ids": ids, "token_type_ids": type_ids}',
+    '{"pad_token": "[PAD]", "unk_token": "[UNK]", "max_tokens": 2000, "token": 19204}',
+    "permissions: id-token: write, then pypa/gh-action-pypi-publish",
+    "# Second pass: superseded_by pointers",
+    "Concurrency, crashes and secrets: [security.md](security.md).",
+    'ENV = {"redact_secrets": "RECALLITE_REDACT_SECRETS", "api_key": "OPENAI_API_KEY"}',
+    "The API verifies the HS256 secret from JWT_SECRET: `jwt.decode(token, key)`.",
 ]
 
 

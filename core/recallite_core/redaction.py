@@ -144,8 +144,10 @@ _ASSIGN = re.compile(
     (?P<val>"[^"\n]{1,512}"|'[^'\n]{1,512}'|[^\s"',;)}\]]{1,512})
     """
 )
-_SECRET_WORDS = frozenset({"password", "passwd", "pass", "passphrase", "pwd", "secret", "secrets", "token", "tokens",
+# ("tokens", plural, is left out: in agent notes it counts LLM tokens, as in max_tokens=…)
+_SECRET_WORDS = frozenset({"password", "passwd", "pass", "passphrase", "pwd", "secret", "secrets", "token",
                            "apikey", "credential", "credentials", "privatekey", "secretkey"})
+_PASSWORD_WORDS = frozenset({"password", "passwd", "pass", "passphrase", "pwd"})
 _SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key"), ("client", "secret"), ("auth", "key"),
                            ("signing", "key"), ("encryption", "key"), ("secret", "key"), ("master", "key"),
                            ("session", "key"), ("app", "secret"), ("auth", "token"), ("access", "token"),
@@ -154,14 +156,33 @@ _SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key")
 _NOT_SECRET_TAIL = frozenset({"url", "uri", "endpoint", "host", "expiry", "expires", "expiration", "ttl", "length",
                               "len", "min", "max", "file", "path", "dir", "name", "id", "type", "policy", "reset",
                               "hint", "prompt", "field", "header", "env", "var", "count", "size", "timeout", "format",
-                              "required", "enabled", "rotation", "version", "label", "mode", "strength", "hash"})
+                              "required", "enabled", "rotation", "version", "label", "mode", "strength", "hash",
+                              "ids", "counts", "limit", "budget", "usage", "used", "remaining"})
+# A key starting with one of these names a count or a tokenizer's special token: max_tokens,
+# pad_token, id-token (a CI permission; an OIDC id_token's value is caught as a JWT).
+_NOT_SECRET_HEAD = frozenset({"max", "min", "num", "n", "total", "pad", "unk", "bos", "eos", "cls", "sep", "mask", "id",
+                              "input", "output", "prompt", "completion", "served", "matched", "stored", "cached"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _key_parts(key: str) -> list[str]:
+    return [p for p in re.split(r"[_.\-\s]+", _CAMEL.sub("_", key).lower()) if p]
+
+
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\Z")
+
+
+def _names_itself(key: str, val: str) -> bool:
+    """tokens_matched=matched, redact_secrets=redact_secrets: the value is the key's own name."""
+    low = val.lower().rstrip(".:")
+    parts = _key_parts(key)
+    return low == key.lower() or (bool(parts) and low in (parts[-1], "_".join(parts)))
 
 
 def key_names_secret(key: str) -> bool:
     """True when an assignment's key names a credential: DB_PASSWORD, apiKey, "client_secret"."""
-    parts = [p for p in re.split(r"[_.\-\s]+", _CAMEL.sub("_", key).lower()) if p]
-    if not parts or parts[-1] in _NOT_SECRET_TAIL:
+    parts = _key_parts(key)
+    if not parts or parts[-1] in _NOT_SECRET_TAIL or (len(parts) > 1 and parts[0] in _NOT_SECRET_HEAD):
         return False
     if any(p in _SECRET_WORDS for p in parts):
         return True
@@ -194,12 +215,20 @@ def _assignment_findings(text: str) -> list[Finding]:
             val, start = nxt.group(1), nxt.start(1)
         if looks_placeholder(val) or val.startswith("[REDACTED"):
             continue
-        if not quoted and _CODE_REFERENCE.match(val):
-            continue  # password = os.environ["DB_PASSWORD"], apiKey: process.env.API_KEY, token: Optional[str]
+        if not quoted and (_CODE_REFERENCE.match(val.lstrip("`")) or val[:1] in "[(" or _names_itself(key, val)):
+            # password = os.environ["DB_PASSWORD"], apiKey: process.env.API_KEY, token: Optional[str],
+            # secrets: [docs](security.md), redact_secrets=redact_secrets (a keyword argument passed on)
+            continue
+        if _ENV_NAME.match(val):
+            continue  # "api_key": "OPENAI_API_KEY": the name of the variable that holds it
+        if val.isdigit() and len(val) <= 6 and not _PASSWORD_WORDS.intersection(_key_parts(key)):
+            continue  # "token": 19204 (a vocabulary id), a count
         if sep == ":" and not (quoted or m.group("q") or key.isupper()):
-            # Prose ("Password: must be 12 characters") vs YAML ("password: hunter2"): an unquoted
-            # value after a lower-case key counts only when it looks like a credential.
-            if len(val) < 6 or not any(c.isdigit() or not c.isalnum() for c in val):
+            # Prose ("Password: must be 12 characters", "Second pass: superseded_by pointers") vs YAML
+            # ("password: hunter2"): an unquoted value after a lower-case key counts only when it
+            # looks like a credential: a digit, both cases, or a symbol other than _ and -.
+            if len(val) < 6 or not (any(c.isdigit() or not (c.isalnum() or c in "_-") for c in val)
+                                    or (any(c.islower() for c in val) and any(c.isupper() for c in val))):
                 continue
         out.append(Finding("env_secret", start, start + len(val)))
     return out
