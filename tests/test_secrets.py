@@ -296,3 +296,11 @@ def test_server_settings_switch(monkeypatch):
     mem = open_memory(Settings(db=":memory:", embedder="hash", redact_secrets=False, max_tags=5, max_metadata_bytes=100))
     assert mem.config.redact_secrets is False and mem.limits.max_tags == 5 and mem.limits.max_metadata_bytes == 100
     mem.close()
+
+
+def test_a_long_token_with_a_placeholder_word_inside_is_still_a_secret():
+    # about 1 in 2,500 random 200-character tokens holds "your" or "fake" among its letters
+    token = FLY[:60] + "QyourXk" + FLY[60:] + "bFakeZ"
+    out, kinds = redact_text(f"deploy token {token}")
+    assert out == "deploy token [REDACTED:flyio_token]" and kinds == ["flyio_token"]
+    assert redact_text("API_KEY=sk-proj-your-key-here-0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdef")[1] == []
