@@ -383,7 +383,9 @@ def stats(ctx, db, scope, embedder, log_level, all_scopes, as_json):
     if as_json:
         emit_json(st.model_dump(mode="json"))
         return
+    d = s.scope_decision()
     rows = [
+        ["scope", f"{d.scope} ({d.rule}: {d.reason})"],
         ["memories", st.memories], ["by type", _kv(st.by_type)], ["by status", _kv(st.by_status)],
         ["by source", _kv(st.by_source)], ["by scope", _kv(st.by_scope)], ["relations", _kv(st.relations)],
         ["vectors", f"{st.vectors} ({st.embedder}, {st.dimensions} dims)"], ["retrievals", st.retrievals],
@@ -395,6 +397,10 @@ def stats(ctx, db, scope, embedder, log_level, all_scopes, as_json):
         ["schema", st.schema_version],
     ]
     click.echo(table(["stat", "value"], rows))
+    if d.rule == "default":
+        from .scoping import DEFAULT_NOTE
+
+        click.echo(f"\nnote: {DEFAULT_NOTE}")
 
 
 def _kv(d: dict) -> str:
@@ -507,7 +513,7 @@ def doctor(ctx, db, scope, embedder, log_level, as_json):
         sys.exit(1)
 
 
-EVAL_BENCHMARKS = ("locomo", "paraphrase")  # modules of recallite_mcp.benchmarks with main(argv)
+EVAL_BENCHMARKS = ("locomo", "paraphrase", "nearmiss", "history", "corrections")  # modules of recallite_mcp.benchmarks with main(argv)
 
 
 @main.command("eval", context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
@@ -546,6 +552,20 @@ def bench(ctx, learning, faults, agent_day):
     else:
         from .benchmarks import performance as mod
     sys.exit(mod.main(list(ctx.args)) or 0)
+
+
+@main.command()
+@common_options
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless you mean otherwise).")
+@click.option("--port", default=8766, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--open", "open_browser", is_flag=True, help="Also open the URL in your web browser.")
+@click.pass_context
+@handle_errors
+def ui(ctx, db, scope, embedder, log_level, host, port, open_browser):
+    """A local web page to see, search and correct the memory: prints its URL with a one-time token."""
+    from .browser.serve import run
+
+    run(settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level), host, port, open_browser)
 
 
 if __name__ == "__main__":  # pragma: no cover

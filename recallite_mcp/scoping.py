@@ -119,7 +119,7 @@ def decide_scope(
     elif roots is not None or roots_offered:
         no_root = "the client offers roots but has no folder open"
     else:
-        no_root = "the client offers no roots"
+        no_root = "no client roots"
     if flag_scope:
         return ScopeDecision(flag_scope, "flag", f"--scope given ({no_root})")
     if env_scope:

@@ -237,6 +237,11 @@ def embedder_loaded(memory: Recallite) -> bool:
     return bool(loaded() if callable(loaded) else True if loaded is None else loaded)
 
 
+def not_found(exc: MemoryNotFoundError) -> str:
+    """The core's message names its Python methods; an MCP client has tools."""
+    return str(exc).split(". ")[0].rstrip(".") + ". Find ids with recallite_list or recallite_recall."
+
+
 def edge(fn: Callable[..., T]) -> Callable[..., T]:
     """Map engine errors to ToolError (the model sees the message); never let anything else
     through as a bare failure."""
@@ -247,8 +252,8 @@ def edge(fn: Callable[..., T]) -> Callable[..., T]:
             return fn(*args, **kwargs)
         except ToolError:
             raise
-        except MemoryNotFoundError as exc:  # the core's message names Python methods
-            raise ToolError(str(exc).split(". ")[0].rstrip(".") + ". Find ids with recallite_list or recallite_recall.") from exc
+        except MemoryNotFoundError as exc:
+            raise ToolError(not_found(exc)) from exc
         except RecalliteError as exc:
             raise ToolError(str(exc)) from exc
         except Exception as exc:
@@ -468,7 +473,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
                                    valid_until=valid_until, cites=cites, category=category)
         return RememberOut(id=m.id, status=m.status, type=m.type, title=m.title, scope=m.scope, source=m.source.type,
                            duplicate_of=m.duplicate_of, layer=m.layer or "semantic", hint=candidate_hint(m),
-                           note=getattr(m, "note", None))
+                           note=m.correction)
 
     @server.tool(title="Report a task outcome", annotations=writes)
     @edge
@@ -693,6 +698,8 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
             if st.settings.isolate_scopes and m.scope not in allowed_scopes(st, ctx):
                 raise ResourceNotFoundError(f"{memory_id} belongs to another scope (--isolate-scopes).")
             return MemoryOut.of(m, 0, len(m.content) or 1).model_dump_json(indent=2)
+        except MemoryNotFoundError as exc:
+            raise ResourceNotFoundError(not_found(exc)) from exc
         except (RecalliteError, ToolError) as exc:
             raise ResourceNotFoundError(str(exc)) from exc
 

@@ -100,7 +100,7 @@ async def test_no_root_no_flag_no_git_says_so_in_stats(tmp_path, monkeypatch, mo
         res = await c.call_tool("recallite_stats", {})
     stats, text = res.structured_content, res.content[0].text
     assert stats["active_scope"] == "default" and stats["scope_rule"] == "default"
-    assert "the client offers no roots" in stats["scope_reason"] and "--scope" in stats["scope_note"]
+    assert "no client roots" in stats["scope_reason"] and "--scope" in stats["scope_note"]
     assert "Scope: default" in text and stats["scope_note"] in text
 
 
