@@ -22,6 +22,12 @@ class RecalliteConfig:
     keyword_alpha_max: float = 0.45
     keyword_coverage_ramp: tuple[float, float] = (0.1, 0.4)
     coverage_docs: int = 20  # keyword hits inspected for query-term coverage
+    # The keyword weight (keyword_alpha_max, ramped by coverage) also fades to 0 as the vector
+    # channel's best match stands out: its cosine above the vector_margin_rank-th best, in units
+    # of the scope's cosine spread, across vector_margin_ramp (None: no fade). Chosen on the dev
+    # parts of `recallite-mcp eval locomo|history|nearmiss` (fusion.keyword_weight).
+    vector_margin_ramp: tuple[float, float] | None = (3.0, 3.5)
+    vector_margin_rank: int = 20
     # bm25 from an in-memory mirror of the FTS5 tables (keyword_index.py): the same scores,
     # without the per-query SQL. False asks FTS5 every time (tests compare the two).
     keyword_cache: bool = True
@@ -86,3 +92,10 @@ class RecalliteConfig:
     # scan_workers.WorkerOptions fields (size, min_vector_count, min_scan_operations,
     # max_concurrent_scans, task_timeout, max_queue, fallback). False keeps every scan inline.
     workers: Any = False
+
+    def __post_init__(self) -> None:
+        ramp = self.vector_margin_ramp
+        if ramp is not None and not (len(ramp) == 2 and 0 <= ramp[0] < ramp[1]):
+            raise ValueError(f"vector_margin_ramp must be None or (lo, hi) with 0 <= lo < hi, not {ramp!r}.")
+        if int(self.vector_margin_rank) < 2:
+            raise ValueError(f"vector_margin_rank must be at least 2, not {self.vector_margin_rank!r}.")

@@ -7,6 +7,9 @@ from typing import Hashable, Sequence
 import numpy as np
 
 RRF_K = 60
+#: Floor of the cosine's spread over a scope: in a store of a handful of memories the measured
+#: spread is tiny and would blow a hair's difference up to a whole z-unit.
+VECTOR_STD_FLOOR = 0.05
 
 
 def reciprocal_rank_fusion(
@@ -42,9 +45,28 @@ def ramp(x: float, lo: float, hi: float) -> float:
     return min(1.0, max(0.0, (x - lo) / (hi - lo)))
 
 
-def keyword_weight(coverage: float, alpha_max: float = 0.4, lo: float = 0.1, hi: float = 0.4) -> float:
-    """alpha = alpha_max * ramp(coverage, lo, hi)."""
-    return alpha_max * ramp(coverage, lo, hi)
+def keyword_weight(coverage: float, alpha_max: float = 0.4, lo: float = 0.1, hi: float = 0.4,
+                   margin: float = 0.0, margin_ramp: tuple[float, float] | None = None) -> float:
+    """alpha = alpha_max * ramp(coverage, lo, hi) * (1 - ramp(margin, *margin_ramp)).
+
+    ``margin`` is how far the vector channel's best match stands above the rest
+    (``vector_margin``). A clear semantic winner is taken as it is: words shared with other
+    memories then only lose it its place (a near miss that repeats the question's words), so
+    the keyword channel's weight fades to 0 across ``margin_ramp``. None: no such fade."""
+    alpha = alpha_max * ramp(coverage, lo, hi)
+    if margin_ramp is not None:
+        alpha *= 1.0 - ramp(margin, *margin_ramp)
+    return alpha
+
+
+def vector_margin(cosines, moments: tuple[float, float], rank: int = 20, std_floor: float = VECTOR_STD_FLOOR) -> float:
+    """The best cosine minus the ``rank``-th best, in units of the cosine's spread over the scope
+    (floored like the vector z-score). 0 when the channel found fewer than ``rank``: among a
+    handful of memories nothing can be said to stand out."""
+    if rank < 2 or len(cosines) < rank:
+        return 0.0
+    top = np.partition(np.asarray(cosines, dtype=np.float64), len(cosines) - rank)[len(cosines) - rank:]
+    return float((top.max() - top.min()) / (max(moments[1], std_floor) + 1e-9))
 
 
 def moments(n: int, total: float, total_sq: float) -> tuple[float, float]:
@@ -71,7 +93,7 @@ def zscore_arrays(
     vector_moments: tuple[float, float],
     alpha: float,
     keyword_std_floor: float = 0.5,
-    vector_std_floor: float = 0.05,
+    vector_std_floor: float = VECTOR_STD_FLOOR,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(fused, keyword z, vector z) of ``ids``: s = alpha * z(keyword) + (1 - alpha) * z(vector).
 

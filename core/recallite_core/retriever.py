@@ -24,7 +24,7 @@ from .codec import decode_vector
 from .errors import ScanError, WorkerTimeoutError
 from .fts import fts_query, query_terms
 from .keyword_index import KeywordIndexes, StaleIndex, top_order
-from .fusion import keyword_moments, keyword_weight, reciprocal_rank_fusion, zscore_arrays
+from .fusion import keyword_moments, keyword_weight, reciprocal_rank_fusion, vector_margin, zscore_arrays
 from .learning import Assessment, OutcomeModel, blend_task, outcome_reasons
 from .models import Memory, RecallHit, ScoreBreakdown
 from .rows import load_memories
@@ -711,12 +711,14 @@ class Retriever:
                 if use_vec:
                     extra = [i for i, _ in kw if i not in sims]
                     sims.update(self.similarities(conn, qvec, extra))
+                vmoments = stats_moments(vstats)
                 if use_kw and use_vec:
                     coverage = self.keyword_coverage(conn, query_terms(query), [i for i, _ in kw[: cfg.coverage_docs]])
-                    alpha = keyword_weight(coverage, cfg.keyword_alpha_max, *cfg.keyword_coverage_ramp)
+                    margin = vector_margin([c for _, c in vec], vmoments, cfg.vector_margin_rank)
+                    alpha = keyword_weight(coverage, cfg.keyword_alpha_max, *cfg.keyword_coverage_ramp,
+                                           margin=margin, margin_ramp=cfg.vector_margin_ramp)
                 else:
                     alpha = 1.0 if use_kw else 0.0
-                vmoments = stats_moments(vstats)
                 kscore = dict(kw)
                 if use_kw:
                     wk = cfg.window_keyword_weight

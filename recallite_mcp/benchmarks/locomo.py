@@ -42,6 +42,12 @@ RERANKERS = {"hybrid+overlap-rerank": overlap_reranker}
 DEFAULT_MODES = ("hybrid", "keyword-only", "vector-only")
 
 
+def part_of(conversation: str, conversations: list[str]) -> str:
+    """dev: the first half of the conversations (sorted by id), holdout: the rest. A split for
+    reporting, fixed with the issue 14 eval sets (earlier ranking work saw all of LoCoMo)."""
+    return "dev" if conversations.index(conversation) < (len(conversations) + 1) // 2 else "holdout"
+
+
 def read_jsonl(path: Path) -> list[dict]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
@@ -145,6 +151,7 @@ def evaluate(
         corpus = [r for r in corpus if r["conversation"] in keep]
         queries = [q for q in queries if q["conversation"] in keep]
     category = {q["id"]: q["category"] for q in queries}
+    conversations_all = sorted({r["conversation"] for r in corpus})
     config = RecalliteConfig()
     if not chunks:
         config.chunk_types = ()  # ablation: long turns get no sentence chunks
@@ -172,7 +179,9 @@ def evaluate(
         runs = run_queries(mem, queries, mapping)
         elapsed = time.perf_counter() - t1
         per_query = [(category[r["id"]], query_metrics(r["ranked"], q["gold_ids"])) for r, q in zip(runs, queries)]
-        results["modes"][mode] = {"metrics": summarise(per_query), "query_seconds": round(elapsed, 1)}
+        results["modes"][mode] = {"metrics": summarise(per_query), "query_seconds": round(elapsed, 1),
+                                  "parts": summarise([(part_of(q["conversation"], conversations_all), m)
+                                                      for q, (_, m) in zip(queries, per_query)])}
         if out_dir:
             os.makedirs(out_dir, exist_ok=True)
             path = Path(out_dir) / f"locomo-{mode}.jsonl"
@@ -203,6 +212,13 @@ def format_report(res: dict[str, Any]) -> str:
                 f"{m['ndcg@10']:>9.3f}{m['mrr@10']:>8.3f}"
             )
         lines.append("")
+    lines.append(f"{'part':<9}{'mode':<{w}}{'n':>6}{'R@1':>8}{'R@5':>8}{'R@10':>8}{'nDCG@10':>9}")
+    for part in ("dev", "holdout"):
+        for mode, body in res["modes"].items():
+            m = body.get("parts", {}).get(part)
+            if m:
+                lines.append(f"{part:<9}{mode:<{w}}{m['n']:>6}{m['recall@1']:>8.3f}{m['recall@5']:>8.3f}"
+                             f"{m['recall@10']:>8.3f}{m['ndcg@10']:>9.3f}")
     return "\n".join(lines)
 
 
