@@ -39,8 +39,8 @@ def remember(d: dict) -> str:
     for key in ("note", "hint"):
         if d.get(key):
             lines.append(str(d[key]))
-    for key in ("supersedes", "conflicts", "conflicts_with"):
-        if d.get(key):
+    for key in ("supersedes", "conflicts_with"):
+        if d.get(key) and not d.get("note"):  # the note says it in words
             v = d[key]
             lines.append(f"{key.replace('_', ' ').capitalize()}: {', '.join(v) if isinstance(v, list) else v}")
     return "\n".join(lines)

@@ -58,7 +58,9 @@ class RememberOut(Out):
     layer: str = Field("semantic", description="working (this session only, in RAM), episodic, semantic or procedural.")
     hint: Optional[str] = Field(None, exclude_if=lambda v: v is None,
                                 description="For a candidate: how it gets validated.")
-    note: Optional[str] = Field(None, description="What else happened (e.g. an older memory it corrects or conflicts with).")
+    note: Optional[str] = Field(None, description="What else happened, in one line (e.g. an older memory it corrects).")
+    supersedes: Optional[list[str]] = Field(None, description="Older memories this one replaced (now superseded).")
+    conflicts_with: Optional[list[str]] = Field(None, description="Older memories it contradicts, left for you to resolve.")
 
 
 class UsefulnessChangeOut(Out):

@@ -473,7 +473,9 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
                                    valid_until=valid_until, cites=cites, category=category)
         return RememberOut(id=m.id, status=m.status, type=m.type, title=m.title, scope=m.scope, source=m.source.type,
                            duplicate_of=m.duplicate_of, layer=m.layer or "semantic", hint=candidate_hint(m),
-                           note=m.correction)
+                           # set by the core's corrections (issue 20) when this write changes older memories
+                           note=getattr(m, "correction", None), supersedes=getattr(m, "supersedes", None),
+                           conflicts_with=getattr(m, "conflicts_with", None))
 
     @server.tool(title="Report a task outcome", annotations=writes)
     @edge
