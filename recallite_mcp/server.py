@@ -301,6 +301,9 @@ class RecalliteServer(MCPServer):
             if tool is not None and isinstance(exc.__cause__, ValidationError):
                 schema = tool.fn_metadata.arg_model.model_json_schema()
                 raise ToolError(one_line(name, exc.__cause__, schema)) from exc.__cause__
+            prefix = f"Error executing tool {name}: "  # the SDK's; the tool's name is enough
+            if str(exc).startswith(prefix):
+                raise ToolError(f"{name}: {str(exc)[len(prefix):]}") from exc.__cause__
             raise
         finally:
             st = getattr(getattr(context, "request_context", None), "lifespan_context", None) if context else None
