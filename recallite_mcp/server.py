@@ -559,8 +559,8 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         ctx: Context,
         scope: Annotated[Optional[str], Field(description="One scope (default: this project's and user-level).")] = None,
         types: Annotated[Optional[list[MemoryTypeArg]], Field(description="Only these types.")] = None,
-        status: Annotated[Optional[list[StatusArg]], Field(description="Only these statuses.")] = None,
-        source: Annotated[Optional[list[SourceArg]], Field(description="Only from these sources.")] = None,
+        statuses: Annotated[Optional[list[StatusArg]], Field(description="Only these statuses.")] = None,
+        sources: Annotated[Optional[list[SourceArg]], Field(description="Only from these sources.")] = None,
         tags: Annotated[Optional[list[str]], Field(description="Only with all these tags.")] = None,
         limit: Annotated[int, Field(ge=1, le=200, description="Page size.")] = 30,
         offset: Annotated[int, Field(ge=0, description="next_offset of the last page.")] = 0,
@@ -571,7 +571,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         scopes = read_scopes(st, ctx, scope) if scope is None else [scope]
         if scope:
             check_scope_access(st, ctx, scope)
-        page, nxt = list_page(st.memory, scopes, types, status, source, tags, limit, offset)
+        page, nxt = list_page(st.memory, scopes, types, statuses, sources, tags, limit, offset)
         return ListOut(memories=[ListItemOut.of(m) for m in page], offset=offset, next_offset=nxt, scopes=scopes)
 
     @server.tool(title="Change a memory's status or text", annotations=writes)

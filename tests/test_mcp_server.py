@@ -161,3 +161,25 @@ async def test_shared_engine_is_not_closed_by_server():
         await call(c, "recallite_remember", content="shared engine works")
     assert mem.stats().memories == 1
     mem.close()
+
+
+async def test_list_filters_pages_newest_first(client):
+    ids = []
+    for i, (kind, src) in enumerate([("fact", "agent"), ("lesson", "llm"), ("fact", "imported"), ("lesson", "agent"),
+                                     ("fact", "llm")]):
+        m = await call(client, "recallite_remember", type=kind, source=src, tags=["odd"] if i % 2 else None,
+                       content=f"Listed memory number {i} about the {['db', 'queue', 'cache', 'cdn', 'dns'][i]}.")
+        ids.append(m["id"])
+    everything = await call(client, "recallite_list")
+    assert [m["id"] for m in everything["memories"]] == ids[::-1] and "next_offset" not in everything
+    first = await call(client, "recallite_list", limit=2)
+    second = await call(client, "recallite_list", limit=2, offset=first["next_offset"])
+    assert [m["id"] for m in first["memories"] + second["memories"]] == ids[::-1][:4]
+    llm = await call(client, "recallite_list", sources=["llm"])
+    assert [m["id"] for m in llm["memories"]] == [ids[4], ids[1]]
+    page = await call(client, "recallite_list", sources=["llm", "imported"], limit=1, offset=1)
+    assert [m["id"] for m in page["memories"]] == [ids[2]] and page["next_offset"] == 2
+    assert [m["id"] for m in (await call(client, "recallite_list", types=["lesson"], tags=["odd"]))["memories"]] == [ids[3], ids[1]]
+    cands = await call(client, "recallite_list", statuses=["candidate"])
+    assert {m["id"] for m in cands["memories"]} == {ids[1], ids[2], ids[4]}
+    assert (await call(client, "recallite_list", scope="elsewhere"))["memories"] == []

@@ -23,7 +23,7 @@ CONTRACT = {
                            ["changes", "duplicate", "feedback_id", "outcome", "promoted", "retrieval_id", "score"]),
     "recallite_recall": (["query"], ["include_inactive", "limit", "query", "scope", "types"], ["memories", "retrieval_id", "scope"]),
     "recallite_get": (["ids"], ["ids", "offset", "retrieval_id"], ["memories"]),
-    "recallite_list": ([], ["limit", "offset", "scope", "source", "status", "tags", "types"],
+    "recallite_list": ([], ["limit", "offset", "scope", "sources", "statuses", "tags", "types"],
                        ["memories", "next_offset", "offset", "scopes"]),
     "recallite_update": (["action", "id"], ["action", "content", "id", "reason", "superseded_by"],
                          ["confidence", "id", "layer", "scope", "status", "superseded_by"]),
