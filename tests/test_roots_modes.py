@@ -82,11 +82,13 @@ async def test_roots_over_stdio(tmp_path, mode):
     assert m["scope"].startswith("web-") and stats["scope_rule"] == "roots"
 
 
-async def test_roots_over_http_keep_two_clients_apart(tmp_path):
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_roots_over_http_keep_two_clients_apart(tmp_path, mode):
     web = repo(tmp_path / "web", "https://git.example/web.git")
     api = repo(tmp_path / "api", "https://git.example/api.git")
     with http_server(tmp_path) as url:
-        async with Client(url, list_roots_callback=roots_of(web)) as c1, Client(url, list_roots_callback=roots_of(api)) as c2:
+        async with Client(url, mode=mode, list_roots_callback=roots_of(web)) as c1, \
+                   Client(url, mode=mode, list_roots_callback=roots_of(api)) as c2:
             w = await call(c1, "recallite_remember", type="fact", content="The web app deploys from main.")
             a = await call(c2, "recallite_remember", type="fact", content="The api deploys from release tags.")
             w2 = await call(c1, "recallite_remember", type="fact", content="The web app uses vite.")
