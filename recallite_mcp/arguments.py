@@ -105,19 +105,21 @@ def unknown(tool: str, names: Iterable[str], allowed: Iterable[str]) -> str:
     return f"{tool}: unknown argument {bad}; it takes {', '.join(allowed)}."
 
 
-def compact_schema(schema: Any) -> Any:
-    """The advertised form of an input schema: no titles; an optional parameter shows its type
-    without the `null` branch and `default: null` (leaving it out is how to send nothing)."""
+def compact_schema(schema: Any, nulls: bool = False) -> Any:
+    """The advertised form of a schema: no titles; for an input schema (nulls=False) an optional
+    parameter shows its type without the `null` branch and `default: null` (leaving it out is
+    how to send nothing). Output schemas keep their null branches: clients validate against them."""
     if isinstance(schema, list):
-        return [compact_schema(s) for s in schema]
+        return [compact_schema(s, nulls) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: compact_schema(v) for k, v in schema.items()
+    out = {k: compact_schema(v, nulls) for k, v in schema.items()
            if not (k == "title" and isinstance(v, str)) and not (k == "additionalProperties" and v is True)}
-    if "properties" in schema:  # "title" may be a parameter name here: keep every property
-        out["properties"] = {k: compact_schema(v) for k, v in schema["properties"].items()}
+    for key in ("properties", "$defs"):  # names here ("title" among them) are not keywords: keep them all
+        if isinstance(schema.get(key), dict):
+            out[key] = {k: compact_schema(v, nulls) for k, v in schema[key].items()}
     arms = out.get("anyOf")
-    if isinstance(arms, list) and any(a == {"type": "null"} for a in arms) and out.get("default", 0) is None:
+    if not nulls and isinstance(arms, list) and any(a == {"type": "null"} for a in arms) and out.get("default", 0) is None:
         rest = [a for a in arms if a != {"type": "null"}]
         out.pop("anyOf")
         out.pop("default")

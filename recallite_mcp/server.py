@@ -280,6 +280,9 @@ class RecalliteServer(MCPServer):
                     schema["properties"].pop(name, None)
             tool.parameters = schema
             tool.description = " ".join((tool.description or "").split())
+            if tool.fn_metadata.output_schema is not None:
+                tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema, nulls=True)
+                tool.__dict__.pop("output_schema", None)  # a cached_property of Tool
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Optional[Context] = None
                         ) -> CallToolResult | InputRequiredResult:
