@@ -110,6 +110,7 @@ async def test_default_tool_list_fits_the_budget():
         text = json.dumps(t.input_schema)
         assert '"title"' not in text.replace('"title": {', ""), name  # no generated titles
         assert '{"type": "null"}' not in text, name  # optional means: leave it out
+        assert '"title"' not in json.dumps(t.output_schema).replace('"title": {', ""), name
 
 
 async def test_all_tools_contract():
