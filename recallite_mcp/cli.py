@@ -44,9 +44,17 @@ def settings_from(ctx: click.Context, **flags: Any) -> Settings:
     base = dict(ctx.find_root().params) if ctx.find_root() is not ctx else {}
     merged = {k: v for k, v in base.items() if k in ("db", "scope", "embedder", "log_level") and v is not None}
     merged.update({k: v for k, v in flags.items() if v is not None})
-    s = Settings.load(**merged)
+    s = load_settings(**merged)
     setup_logging(s.log_level)
     return s
+
+
+def load_settings(**flags: Any) -> Settings:
+    """Settings.load, with a bad RECALLITE_* value as a one-line error instead of a traceback."""
+    try:
+        return Settings.load(**flags)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
 
 
 def handle_errors(fn: Callable) -> Callable:
@@ -97,7 +105,7 @@ def main(ctx: click.Context, db, scope, embedder, log_level, transport, host, po
     """
     if ctx.invoked_subcommand is not None:
         return
-    settings = Settings.load(db=db, scope=scope, embedder=embedder, log_level=log_level,
+    settings = load_settings(db=db, scope=scope, embedder=embedder, log_level=log_level,
                              trust_client_sources=trust_client_sources, isolate_scopes=isolate_scopes, tools=tool_set,
                              redact_secrets=False if no_redact_secrets else None)
     setup_logging(settings.log_level)

@@ -180,3 +180,9 @@ def test_eval_help_lists_the_benchmarks():
 def test_help_states_the_scope_rule_and_the_tool_sets():
     out = CliRunner().invoke(main, ["--help"], terminal_width=200).output
     assert "roots win" in out and "git repository" in out and "--tools" in out and "RECALLITE_TOOLS" in out
+
+
+def test_bad_tool_set_in_the_environment_is_one_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("RECALLITE_TOOLS", "bogus")
+    res = CliRunner().invoke(main, ["stats", "--db", str(tmp_path / "x.db"), "--embedder", "hash"])
+    assert res.exit_code == 2 and "tools must be one of core, all" in res.output and "Traceback" not in res.output
