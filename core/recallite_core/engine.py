@@ -1348,6 +1348,16 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             reader = self._read_store = Store(self.store.path, read_only=True, busy_timeout_ms=self.config.busy_timeout_ms)
         return reader
 
+    def inspection(self) -> "Inspection":
+        """Read-only views for people (the local browser): pages of memories by any filter, the
+        retrieval log with feedback, each memory's outcome history, success over time, open
+        contradictions. File stores read on a read-only connection of their own: never blocked
+        by a write, and every call sees what other processes have committed."""
+        from .inspection import Inspection
+
+        self._live()
+        return Inspection(self._reader(), self.limits, self.config.default_scope)
+
     def stats(self, scope: str | Sequence[str] | None = None) -> Stats:
         """Counts by type/status/source/scope, relations, feedback, tokens served vs stored, file size."""
         self._live()
