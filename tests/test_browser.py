@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 
 from recallite_core import Recallite
 from recallite_mcp.browser.app import build_app
-from recallite_mcp.browser.guard import COOKIE, Guard
+from recallite_mcp.browser.guard import Guard
 
 PORT = 8766
 ORIGIN = f"http://127.0.0.1:{PORT}"
@@ -83,12 +83,13 @@ def test_a_post_without_the_session_changes_nothing(anon, seeded, store):
 
 
 def test_the_token_is_exchanged_once_for_an_httponly_strict_cookie(anon, guard):
+    # The cookie is named by port: two `ui` processes on one host keep their own sessions.
     token = guard.token
     r = anon.get(f"/learning?token={token}&scope=proj", follow_redirects=False)
     assert r.status_code == 303
     assert r.headers["location"] == "/learning?scope=proj"  # the token leaves the address bar
     cookie = r.headers["set-cookie"]
-    assert cookie.startswith(f"{COOKIE}=") and "HttpOnly" in cookie and "samesite=strict" in cookie.lower()
+    assert cookie.startswith(f"recallite_ui_{PORT}=") and "HttpOnly" in cookie and "samesite=strict" in cookie.lower()
     assert token not in cookie  # the cookie is a separate secret: the printed token opens nothing later
     assert anon.get("/").status_code == 200
     fresh = TestClient(anon.app, base_url=ORIGIN)
@@ -98,7 +99,7 @@ def test_the_token_is_exchanged_once_for_an_httponly_strict_cookie(anon, guard):
 
 def test_a_wrong_token_or_cookie_is_refused(anon, guard):
     assert anon.get("/?token=not-it", follow_redirects=False).status_code == 403
-    anon.cookies.set(COOKIE, "forged")
+    anon.cookies.set(guard.cookie, "forged")
     assert anon.get("/").status_code == 401
     assert guard.token is not None  # a wrong guess does not spend the real token
 
@@ -248,8 +249,9 @@ def test_search_filters_apply(client, seeded):
 
 
 def test_bad_input_is_an_error_line_in_the_page(client, seeded):
-    r = client.get("/?type=novel")
+    r = client.get("/?type=novel&q=pytest")
     assert r.status_code == 400 and "Unknown memory type 'novel'" in error_of(r.text)
+    assert 'value="pytest"' in r.text  # the form stays, with what was typed
     r = client.get("/?offset=abc")
     assert r.status_code == 400 and "offset must be a whole number" in error_of(r.text)
     r = client.get("/memory/mem_999")
@@ -450,3 +452,11 @@ def test_health_shows_stats_scopes_file_embedder_and_last_repair(client, seeded,
     store.reconcile(repair=True)
     html = client.get("/health?check=1").text
     assert "never" not in html and "No drift" in html
+
+
+def test_the_render_benchmark_runs(capsys):
+    from recallite_mcp.benchmarks import browser_pages
+
+    assert browser_pages.main(["--memories", "100", "--runs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "memories, newest first (50 rows)" in out and "HTTP" not in out

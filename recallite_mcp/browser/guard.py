@@ -23,7 +23,8 @@ from starlette.datastructures import Headers
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-COOKIE = "recallite_ui"
+COOKIE = "recallite_ui"  # + the port: browsers share cookies between ports of one host, and two
+# `ui` processes (two stores) must not overwrite each other's session
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 # No script runs on these pages and nothing loads from elsewhere; no site may frame them.
 SECURITY_HEADERS = {
@@ -60,6 +61,7 @@ class Guard:
         self.host, self.port = host, port
         self.token: str | None = token or secrets.token_urlsafe(32)
         self.session = secrets.token_urlsafe(32)
+        self.cookie = f"{COOKIE}_{port}"
         self.hosts = host_names(host, port)
         self.origins = {f"http://{name}" for name in self.hosts}
         self._lock = threading.Lock()
@@ -79,7 +81,7 @@ class Guard:
     def has_session(self, headers: Headers) -> bool:
         for part in headers.get("cookie", "").split(";"):
             name, _, value = part.strip().partition("=")
-            if name == COOKIE and hmac.compare_digest(value.encode(), self.session.encode()):
+            if name == self.cookie and hmac.compare_digest(value.encode(), self.session.encode()):
                 return True
         return False
 
@@ -142,7 +144,7 @@ class GuardMiddleware:
                 # Drop the token from the address bar and history at once.
                 rest = urlencode(query)
                 response = RedirectResponse(scope["path"] + ("?" + rest if rest else ""), status_code=303)
-                response.set_cookie(COOKIE, self.guard.session, httponly=True, samesite="strict", path="/")
+                response.set_cookie(self.guard.cookie, self.guard.session, httponly=True, samesite="strict", path="/")
                 return response
             if not self.guard.has_session(headers):
                 return _page(403, "This access token was already used or is wrong. Each token opens one browser "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from recallite_core import RecalliteError
 from recallite_core.models import RecallHit, ScoreBreakdown
 
 from .filters import Filters
@@ -14,12 +15,12 @@ SEARCH_LIMITS = (10, 20, 50, 100)
 def memories_page(ctx) -> tuple[Safe, int]:
     f = Filters.read(ctx.query)
     q = ctx.query.get("q", "").strip()
-    body = [search_form(ctx, f, q)]
-    if q:
-        body.append(results(ctx, f, q))
-    else:
-        body.append(listing(ctx, f))
-    return layout("Memories", join(body), active="/", notice=ctx.notice()), 200
+    form = search_form(ctx, f, q)
+    try:
+        found = results(ctx, f, q) if q else listing(ctx, f)
+    except RecalliteError as exc:  # a bad filter or query: say so above the form, keep what was typed
+        return layout("Memories", form, active="/", error=str(exc)), ctx.status_of(exc)
+    return layout("Memories", join([form, found]), active="/", notice=ctx.notice()), 200
 
 
 def search_form(ctx, f: Filters, q: str) -> Safe:
@@ -58,11 +59,13 @@ def memory_table(rows: list[Safe]) -> Safe:
 
 def memory_row(m, trust: float | None, links: int) -> Safe:
     version = m.metadata.get("version")
+    # A derived title is the text's first words: repeat the text only when it says more.
+    said = m.content.strip().rstrip(".") != m.title.rstrip("…").rstrip(".")
     return h(
         '<tr><td>{} <strong>{}</strong>{}<div class="text">{}</div>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>'
         '<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
         mem_link(m.id), m.title, h(' <span class="muted">v{}</span>', version) if version else "",
-        shorten(m.content), tags(m.tags), badge("type", m.type), badge("status", m.status), m.source.type, m.scope,
+        shorten(m.content) if said else "", tags(m.tags), badge("type", m.type), badge("status", m.status), m.source.type, m.scope,
         num(trust), num(m.confidence), num(m.usefulness), links or "", when(m.created_at),
     )
 
