@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from recallite_core import Recallite, RecalliteConfig
-from recallite_core.fusion import keyword_weight, vector_margin
+from recallite_core.fusion import keyword_weight, margin_ramp, vector_margin
 
 DIMS = 64
 
@@ -74,7 +74,8 @@ def test_a_near_miss_repeating_the_question_words_does_not_beat_a_clear_semantic
 
 def test_without_the_margin_fade_the_near_miss_won():
     """What broke before: the shared words alone put the near miss first."""
-    mem, text = open_store(pinned_paraphrase(), [TARGET, NEAR_MISS, *FILLER], vector_margin_ramp=None)
+    mem, text = open_store(pinned_paraphrase(), [TARGET, NEAR_MISS, *FILLER], vector_margin_ramp=None,
+                           vector_margin_ramp_unmatched=None)
     hits = mem.recall(QUESTION, limit=5, scope="s").memories
     assert text[hits[0].memory.id] == NEAR_MISS
 
@@ -111,8 +112,17 @@ def test_keyword_weight_fades_across_the_margin_ramp():
     assert keyword_weight(1.0, 0.45, 0.1, 0.4, margin=9.0, margin_ramp=None) == full
 
 
+def test_the_fade_starts_earlier_when_the_best_vector_match_holds_no_query_word():
+    usual, unmatched = (3.0, 3.5), (2.0, 3.0)
+    vector = [(1, 0.5), (2, 0.9), (3, 0.1)]  # 2 is the best match, in any order
+    assert margin_ramp(vector, {1: 4.0}, usual, unmatched) == unmatched
+    assert margin_ramp(vector, {2: 4.0}, usual, unmatched) == usual
+    assert margin_ramp(vector, {1: 4.0}, usual, None) == usual
+    assert margin_ramp([], {}, usual, unmatched) == usual
+
+
 @pytest.mark.parametrize("bad", [{"vector_margin_ramp": (3.5, 3.0)}, {"vector_margin_ramp": (-1.0, 2.0)},
-                                 {"vector_margin_rank": 1}])
+                                 {"vector_margin_ramp_unmatched": (2.0, 2.0)}, {"vector_margin_rank": 1}])
 def test_config_refuses_a_margin_setting_that_cannot_work(bad):
     with pytest.raises(ValueError):
         RecalliteConfig(**bad)

@@ -27,6 +27,7 @@ class RecalliteConfig:
     # of the scope's cosine spread, across vector_margin_ramp (None: no fade). Chosen on the dev
     # parts of `recallite-mcp eval locomo|history|nearmiss` (fusion.keyword_weight).
     vector_margin_ramp: tuple[float, float] | None = (3.0, 3.5)
+    vector_margin_ramp_unmatched: tuple[float, float] | None = (2.0, 3.0)  # the best vector match holds no query word
     vector_margin_rank: int = 20
     # bm25 from an in-memory mirror of the FTS5 tables (keyword_index.py): the same scores,
     # without the per-query SQL. False asks FTS5 every time (tests compare the two).
@@ -94,8 +95,9 @@ class RecalliteConfig:
     workers: Any = False
 
     def __post_init__(self) -> None:
-        ramp = self.vector_margin_ramp
-        if ramp is not None and not (len(ramp) == 2 and 0 <= ramp[0] < ramp[1]):
-            raise ValueError(f"vector_margin_ramp must be None or (lo, hi) with 0 <= lo < hi, not {ramp!r}.")
+        for name in ("vector_margin_ramp", "vector_margin_ramp_unmatched"):
+            ramp = getattr(self, name)
+            if ramp is not None and not (len(ramp) == 2 and 0 <= ramp[0] < ramp[1]):
+                raise ValueError(f"{name} must be None or (lo, hi) with 0 <= lo < hi, not {ramp!r}.")
         if int(self.vector_margin_rank) < 2:
             raise ValueError(f"vector_margin_rank must be at least 2, not {self.vector_margin_rank!r}.")

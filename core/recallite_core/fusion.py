@@ -69,6 +69,17 @@ def vector_margin(cosines, moments: tuple[float, float], rank: int = 20, std_flo
     return float((top.max() - top.min()) / (max(moments[1], std_floor) + 1e-9))
 
 
+def margin_ramp(vector: Sequence[tuple[Hashable, float]], keyword: dict, ramp, unmatched_ramp):
+    """The ramp the vector margin fades the keyword weight across: ``unmatched_ramp`` when the
+    vector channel's best match holds none of the query's words (not in ``keyword``), so the
+    channels disagree at the top and the keyword hits are likely near misses that repeat the
+    question's words; else ``ramp``."""
+    if not vector or unmatched_ramp is None:
+        return ramp
+    best = max(vector, key=lambda t: t[1])[0]
+    return ramp if best in keyword else unmatched_ramp
+
+
 def moments(n: int, total: float, total_sq: float) -> tuple[float, float]:
     """Mean and population standard deviation from count, sum and sum of squares."""
     if n <= 0:

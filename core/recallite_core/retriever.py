@@ -24,7 +24,8 @@ from .codec import decode_vector
 from .errors import ScanError, WorkerTimeoutError
 from .fts import fts_query, query_terms
 from .keyword_index import KeywordIndexes, StaleIndex, top_order
-from .fusion import keyword_moments, keyword_weight, reciprocal_rank_fusion, vector_margin, zscore_arrays
+from .fusion import (keyword_moments, keyword_weight, margin_ramp, reciprocal_rank_fusion, vector_margin,
+                     zscore_arrays)
 from .learning import Assessment, OutcomeModel, blend_task, outcome_reasons
 from .models import Memory, RecallHit, ScoreBreakdown
 from .rows import load_memories
@@ -712,18 +713,19 @@ class Retriever:
                     extra = [i for i, _ in kw if i not in sims]
                     sims.update(self.similarities(conn, qvec, extra))
                 vmoments = stats_moments(vstats)
-                if use_kw and use_vec:
-                    coverage = self.keyword_coverage(conn, query_terms(query), [i for i, _ in kw[: cfg.coverage_docs]])
-                    margin = vector_margin([c for _, c in vec], vmoments, cfg.vector_margin_rank)
-                    alpha = keyword_weight(coverage, cfg.keyword_alpha_max, *cfg.keyword_coverage_ramp,
-                                           margin=margin, margin_ramp=cfg.vector_margin_ramp)
-                else:
-                    alpha = 1.0 if use_kw else 0.0
                 kscore = dict(kw)
                 if use_kw:
                     wk = cfg.window_keyword_weight
                     for i, w in self.window_channel(conn, query, flt, depth):
                         kscore[i] = kscore.get(i, 0.0) + wk * w
+                if use_kw and use_vec:
+                    coverage = self.keyword_coverage(conn, query_terms(query), [i for i, _ in kw[: cfg.coverage_docs]])
+                    margin = vector_margin([c for _, c in vec], vmoments, cfg.vector_margin_rank)
+                    ramp = margin_ramp(vec, kscore, cfg.vector_margin_ramp, cfg.vector_margin_ramp_unmatched)
+                    alpha = keyword_weight(coverage, cfg.keyword_alpha_max, *cfg.keyword_coverage_ramp,
+                                           margin=margin, margin_ramp=ramp)
+                else:
+                    alpha = 1.0 if use_kw else 0.0
                 kmoments = keyword_moments(kscore, vstats[0])
                 ids = np.array(list(kscore.keys() | sims.keys()), dtype=np.int64)
                 fused, kz, vz = zscore_arrays(ids, kscore, sims, kmoments, vmoments, alpha)
