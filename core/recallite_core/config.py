@@ -60,6 +60,12 @@ class RecalliteConfig:
     query_cache_size: int = 256
     embed_batch_size: int = 64
     busy_timeout_ms: int = 5000
+    # Corrections (corrections.py): every write compares the new memory with its nearest live
+    # memories in the scope (this many, at or above this cosine) and supersedes or links the ones
+    # whose value it changes. False turns detection off.
+    corrections: bool = True
+    correction_candidates: int = 8
+    correction_min_similarity: float = 0.3
     # Secrets found in memory text are stored as [REDACTED:kind] (see redaction.py).
     redact_secrets: bool = True
     # Tombstones kept for incremental readers before they are pruned (readers then reload).

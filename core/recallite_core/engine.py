@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from . import policy
+from . import corrections, policy
 from .codec import encode_many, encode_vector
 from .config import RecalliteConfig
 from .context import render
@@ -445,11 +445,13 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         with self.store.transaction() as conn:
             dup = self._find_duplicate(conn, p)  # another thread or process may have won the race
             if dup is None:
+                found = self._corrections(conn, [(p, vec)])[0]
                 mid = self._insert(conn, p, vec, time.time())
                 self._after_insert(conn, mid, p, plan, cat, cited)
+                self._apply_corrections(conn, mid, found)
         if dup is not None:
             return self._remembered_again(dup, cat, cited)
-        return self.get(mid)
+        return _with_corrections(self.get(mid), found)
 
     def _after_insert(self, conn, mid: int, p: _Prepared, plan: list, category: str | None, cites: list[int] | None) -> None:
         """Conversation memory of a new memory: episode position, chunks, category, citations."""
@@ -486,6 +488,108 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         mem = self.get(dup)
         mem.duplicate_of = mem.id
         return mem
+
+    # -- corrections (corrections.py) ---------------------------------------------------------------
+    def _corrections(self, conn, items: Sequence[tuple[_Prepared, np.ndarray]]) -> list[list[corrections.Finding]]:
+        """For each new memory (in write order), the stored memories of its scope, and the earlier
+        ones of the same batch, whose value it changes. Read in the write transaction, before the
+        batch is inserted; an earlier item of the batch is named by its position as -(k + 1)."""
+        cfg = self.config
+        out: list[list[corrections.Finding]] = [[] for _ in items]
+        if not cfg.corrections or not items:
+            return out
+        k = max(1, cfg.correction_candidates)
+        wanted: list[tuple[int, list[int]]] = []
+        for n, (p, vec) in enumerate(items):
+            if p.type in corrections.COMPARED_TYPES:
+                wanted.append((n, corrections.nearest(self.retriever, conn, vec, p.scope, k, cfg.correction_min_similarity)))
+        ids = sorted({i for _, c in wanted for i in c})
+        stored: dict[int, corrections.Stored] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            for mid, content, src, meta, mtype in conn.execute(
+                    f"SELECT id, content, source_type, metadata, type FROM memories WHERE id IN ({','.join('?' * len(chunk))})",
+                    chunk):
+                stored[mid] = corrections.Stored(mid, content, _effective_source(src, meta), mtype)
+        vecs = np.array([v for _, v in items], dtype=np.float32)
+        for n, cands in wanted:
+            p = items[n][0]
+            # A new version (revise) or a merge (consolidate) already says what it relates to.
+            named = {parse_id(x) for x in [p.metadata.get("previous_id"), *p.metadata.get("consolidated_from", [])]
+                     if isinstance(x, str) and x.startswith("mem_")}
+            pool = [stored[i] for i in cands if i in stored and i not in named]
+            # Earlier memories of the same batch and scope, nearest first.
+            earlier = [j for j in range(n) if items[j][0].scope == p.scope and items[j][0].type in corrections.COMPARED_TYPES]
+            if earlier:
+                sims = vecs[earlier] @ vecs[n]
+                near = [earlier[j] for j in np.argsort(-sims)[:k].tolist() if sims[j] >= cfg.correction_min_similarity]
+                pool += [corrections.Stored(-(j + 1), items[j][0].content,
+                                            _effective_source(items[j][0].source.type, json.dumps(items[j][0].metadata)),
+                                            items[j][0].type)
+                         for j in near]
+            out[n] = corrections.findings(p.content, _effective_source(p.source.type, json.dumps(p.metadata)), p.type, pool)
+        return out
+
+    def _apply_corrections(self, conn, new_id: int, found: list[corrections.Finding],
+                           batch: dict[int, int] | None = None) -> None:
+        """Supersede or link what a new memory changes (caller holds the write transaction)."""
+        for f in found:
+            old = f.old_id if f.old_id > 0 else (batch or {}).get(-f.old_id - 1)
+            if old is None:
+                continue
+            status = conn.execute("SELECT status FROM memories WHERE id = ?", (old,)).fetchone()
+            if status is None or status[0] not in corrections.LIVE:
+                continue  # an earlier write of this batch retired it already
+            if f.action == "supersede":
+                self._supersede(conn, old, new_id, f"detected: {f.why}", allow_unsafe=False, auto=True)
+            else:
+                # An untrusted writer's contradiction warns without demoting (as relate() does).
+                row = conn.execute("SELECT source_type, metadata FROM memories WHERE id = ?", (new_id,)).fetchone()
+                effect = policy.SOURCE_TRUST[_effective_source(*row)] != policy.UNTRUSTED
+                conn.execute(
+                    "INSERT OR IGNORE INTO relations (from_id, to_id, type, confidence_effect, created_at) "
+                    "VALUES (?, ?, 'contradicts', ?, ?)", (new_id, old, int(effect), time.time()))
+
+    def undo_supersede(self, memory_id: str | int) -> Memory:
+        """Undo a supersede (detected or by hand): the memory returns to the status it had, its
+        ``superseded_by`` and the supersedes link are removed. Returns it."""
+        self._live()
+        mid = parse_id(memory_id)
+        with self.store.transaction() as conn:
+            row = conn.execute("SELECT status, superseded_by, metadata FROM memories WHERE id = ?", (mid,)).fetchone()
+            if row is None:
+                raise MemoryNotFoundError(f"No memory mem_{mid}.")
+            status, by, meta = row
+            if status != "superseded":
+                raise InvalidTransitionError(f"mem_{mid} is {status}, not superseded; nothing to undo.")
+            m = json.loads(meta)
+            back = m.pop("superseded_from", "active")
+            m.pop("superseded_reason", None)
+            conn.execute("UPDATE memories SET status = ?, superseded_by = NULL, metadata = ?, updated_at = ? WHERE id = ?",
+                         (back, json.dumps(m, ensure_ascii=False), time.time(), mid))
+            if by is not None:
+                conn.execute("DELETE FROM relations WHERE from_id = ? AND to_id = ? AND type = 'supersedes'", (by, mid))
+        return self.get(mid)
+
+    def resolve_conflict(self, memory_id: str | int, other_id: str | int, keep: str | int = "both") -> list[Memory]:
+        """Settle a contradiction between two memories: ``keep`` names the one that holds (the other
+        is superseded by it), or ``"both"`` when they state different things (the link is removed,
+        with the warnings it gave). Returns both memories."""
+        self._live()
+        a, b = parse_id(memory_id), parse_id(other_id)
+        if keep == "both":
+            with self.store.transaction() as conn:
+                gone = conn.execute("DELETE FROM relations WHERE type = 'contradicts' AND ((from_id = ? AND to_id = ?) "
+                                    "OR (from_id = ? AND to_id = ?))", (a, b, b, a)).rowcount
+            if not gone:
+                raise InvalidInputError(f"mem_{a} and mem_{b} are not linked as contradicting; nothing to resolve.")
+            return self.get_many([a, b])
+        winner = parse_id(keep)
+        if winner not in (a, b):
+            raise InvalidInputError(f"keep must be 'both', mem_{a} or mem_{b}.")
+        loser = b if winner == a else a
+        self.supersede(loser, winner, reason="conflict resolved")
+        return self.get_many([a, b])
 
     def remember_many(self, items: Iterable[dict], *, progress: Progress | None = None) -> list[Memory]:
         """Store many memories in one transaction with one embedding batch. All or nothing.
@@ -537,9 +641,12 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             else:
                 late = dict(zip(to_embed, self._find_duplicates(conn, [prepared[i] for i in to_embed])))
             fresh = [i for i in to_embed if late[i] is None]
+            found_of = dict(zip(fresh, self._corrections(conn, [(prepared[i], vec_of[i]) for i in fresh])))
             new_ids = dict(zip(fresh, self._insert_many(conn, [(prepared[i], vec_of[i], None) for i in fresh], now)))
             episodes = self._after_insert_many(
                 conn, [(new_ids[i], prepared[i], plan_of[i], *extras[i]) for i in fresh], now)
+            for i in fresh:
+                self._apply_corrections(conn, new_ids[i], found_of[i], batch=new_ids)
             for i, p in enumerate(prepared):
                 if i in new_ids:
                     ids.append((new_ids[i], False))
@@ -552,11 +659,15 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
                     ids.append((dup, True))
                 if progress:
                     progress(i + 1, len(prepared))
-            # New memories are built from what was written; only duplicates are read back.
-            loaded = load_memories(conn, sorted({mid for mid, is_dup in ids if is_dup}))
+            # New memories are built from what was written; only duplicates, and new ones a later
+            # item of the batch superseded, are read back.
+            retired = {new_ids.get(-f.old_id - 1) for fs in found_of.values() for f in fs
+                       if f.old_id < 0 and f.action == "supersede"}
+            loaded = load_memories(conn, sorted({mid for mid, is_dup in ids if is_dup} | (retired - {None})))
         at = ts(now)
         for i, mid in new_ids.items():
-            loaded[mid] = new_memory(mid, prepared[i], at, episodes.get(mid), extras[i][0])
+            m = loaded[mid] if mid in retired else new_memory(mid, prepared[i], at, episodes.get(mid), extras[i][0])
+            loaded[mid] = _with_corrections(m, found_of[i], new_ids)
         out = []
         handed: set[int] = set()
         for mid, is_dup in ids:
@@ -1041,7 +1152,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
             self._supersede(conn, old, new, reason, allow_unsafe)
         return self.get(old)
 
-    def _supersede(self, conn, old: int, new: int, reason: str | None, allow_unsafe: bool) -> None:
+    def _supersede(self, conn, old: int, new: int, reason: str | None, allow_unsafe: bool, auto: bool = False) -> None:
         rows = {r[0]: r for r in conn.execute("SELECT id, status, source_type, metadata FROM memories WHERE id IN (?, ?)", (old, new))}
         for i in (old, new):
             if i not in rows:
@@ -1064,7 +1175,8 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         policy.check_transition(old_status, "superseded", old_src, True)
         m = json.loads(meta)
         if reason:
-            m["superseded_reason"] = check_optional_reason(reason)
+            m["superseded_reason"] = reason if auto else check_optional_reason(reason)
+        m["superseded_from"] = old_status  # what undo_supersede restores
         now = time.time()
         conn.execute(
             "UPDATE memories SET status = 'superseded', superseded_by = ?, metadata = ?, updated_at = ? WHERE id = ?",
@@ -1469,6 +1581,21 @@ def _effective_source(source_type: str, metadata: str | None) -> str:
     if metadata and '"flagged"' in metadata and json.loads(metadata).get("flagged"):
         return "llm" if policy.SOURCE_TRUST[source_type] != policy.UNTRUSTED else source_type
     return source_type
+
+
+def _with_corrections(m: Memory, found: list[corrections.Finding], batch: dict[int, int] | None = None) -> Memory:
+    """The memory a write returns, with what it superseded or contradicts and the line saying so."""
+    if not found:
+        return m
+    def name(f: corrections.Finding) -> corrections.Finding:  # batch positions -> ids
+        if f.old_id > 0:
+            return f
+        return dataclasses.replace(f, old_id=(batch or {}).get(-f.old_id - 1, 0))
+    found = [g for g in map(name, found) if g.old_id > 0]
+    m.supersedes = [f"mem_{f.old_id}" for f in found if f.action == "supersede"] or None
+    m.conflicts_with = [f"mem_{f.old_id}" for f in found if f.action == "contradict"] or None
+    m.correction = corrections.note(m.id, found)
+    return m
 
 
 def _count_redactions(conn, kinds: Sequence[str]) -> None:

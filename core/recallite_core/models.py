@@ -66,6 +66,11 @@ class Memory(BaseModel):
     duplicate_of: Optional[str] = Field(
         default=None, description="Set when remember() found an identical memory in the scope and returned it."
     )
+    # Corrections (corrections.py), set on the memory a write returns: older memories of the scope
+    # whose value it changes, superseded by it or linked as contradicting it, and one line saying so.
+    supersedes: Optional[list[str]] = Field(default=None, description="Older memories this write superseded.")
+    conflicts_with: Optional[list[str]] = Field(default=None, description="Older memories it contradicts (unresolved).")
+    correction: Optional[str] = Field(default=None, description="What the write changed, in one line.")
     # Conversation memory (episodes.py): set for turns/events and for categorised memories.
     episode: Optional[EpisodeInfo] = None
     category: Optional[str] = None

@@ -423,3 +423,29 @@ BELIEF_HOP_DECAY = 0.6  # a neighbour's belief confidence = its parent's x 0.6 p
 
 def belief_confidence(parent: float, hops: int = 1) -> float:
     return clamp01(parent * BELIEF_HOP_DECAY ** max(0, hops))
+
+
+# -- Corrections (corrections.py) ---------------------------------------------------------------------------------
+# compare(old, new): how much of the old statement the new one must repeat to be about the same
+# subject. With a change cue ("no longer", "replaced", "from X to Y") half of the old subject words
+# suffice (the new text is phrased its own way); without one, half of all its words, and the
+# difference must sit in one place of at most CORRECTION_MAX_SLOT words. A negation ("does not run
+# on port 8080") must repeat nearly everything.
+CORRECTION_SUBJECT_COVER = 0.5
+CORRECTION_MIN_COVER = 0.5
+CORRECTION_NEGATION_COVER = 0.8
+CORRECTION_MAX_SLOT = 4
+TRUST_RANK = {UNTRUSTED: 0, MEDIUM: 1, TRUSTED: 2}
+# An older memory that scores above its replacement, or above the newer of two contradicting
+# memories, is put just under it: its score times this.
+CORRECTION_YIELD = 0.99
+
+
+def correction_action(sure: bool, new_source: str, old_source: str, same_type: bool = True) -> str:
+    """What a detected change does: "supersede" the old memory when the detection is sure, the new
+    memory's (effective) source is at least as trusted as the old one's and both are of one type
+    (a fact does not retire a constraint by itself); else "contradict" (a link and a warning on
+    both until someone resolves it). Nothing is ever deleted or refused."""
+    if sure and same_type and TRUST_RANK[SOURCE_TRUST[new_source]] >= TRUST_RANK[SOURCE_TRUST[old_source]]:
+        return "supersede"
+    return "contradict"

@@ -179,7 +179,11 @@ def import_jsonl(mem: "Recallite", path: str, trust: str = "untrusted", progress
     idmap: dict[int, int] = {}
     retmap: dict[int, int] = {}
     sessions: set[tuple[str, str]] = set()
+    inserted: dict[int, int] = {}  # position in the file -> new id
     with mem.store.transaction() as conn:
+        # A backup restores its own links; anything else is compared with what is stored (and
+        # with its own earlier lines) like any write, before it is inserted.
+        found = [[] for _ in prepared] if restore else mem._corrections(conn, [(p, v) for (_, _, p, _), v in zip(prepared, vecs)])
         for k, ((n, r, p, old_id), vec) in enumerate(zip(prepared, vecs)):
             ep, category = extras[k]
             if ep is not None:  # turns repeat themselves: the same turn is the same place in the same session
@@ -199,7 +203,7 @@ def import_jsonl(mem: "Recallite", path: str, trust: str = "untrusted", progress
                                                    "last_accessed_at", "created_at", "updated_at") if r.get(k2) is not None}
                 if "usefulness" in extra:
                     extra["usefulness"] = policy.clamp01(float(extra["usefulness"]))
-            idmap[old_id] = mid = mem._insert(conn, p, vec, now, extra)
+            idmap[old_id] = inserted[k] = mid = mem._insert(conn, p, vec, now, extra)
             if ep is not None:
                 session = p.session or ""
                 taken = conn.execute("SELECT 1 FROM episodes WHERE scope = ? AND session = ? AND seq = ?",
@@ -216,6 +220,8 @@ def import_jsonl(mem: "Recallite", path: str, trust: str = "untrusted", progress
             counts["memories"] += 1
             if progress:
                 progress(k + 1, len(prepared))
+        for k, mid in inserted.items():
+            mem._apply_corrections(conn, mid, found[k], batch=inserted)
         # Second pass: superseded_by pointers and final statuses (superseded/deprecated) of restores.
         if restore:
             for n, r, p, old_id in prepared:
