@@ -297,6 +297,28 @@ def test_a_new_memory_written_by_another_process_shows_on_refresh(client, seeded
     assert "written elsewhere" in client.get(f"/memory/{m.id}").text
 
 
+def test_pages_answer_while_another_process_writes(client, seeded, db_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import sys; sys.path[:0] = [sys.argv[2] + '/core', sys.argv[2]]\n"
+        "from recallite_core import Recallite\n"
+        "with Recallite.open(sys.argv[1], embedder='hash') as m:\n"
+        "    for i in range(40):\n"
+        "        m.remember(f'note {i} from the writer process', scope='proj')\n"),
+        db_path, str(root)])
+    statuses = []
+    while writer.poll() is None:
+        statuses += [client.get("/").status_code, client.get("/?q=writer+process").status_code]
+    assert writer.returncode == 0
+    assert set(statuses) <= {200}
+    assert "41–44 of 44" in client.get("/?offset=40").text
+    assert "note 39 from the writer process" in client.get("/").text
+
+
 # -- Curate --------------------------------------------------------------------------------------------------------------
 def test_edit_saves_a_new_version_and_supersedes_the_old(client, seeded, store):
     old = seeded["lesson"]
