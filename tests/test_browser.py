@@ -97,6 +97,11 @@ def test_the_token_is_exchanged_once_for_an_httponly_strict_cookie(anon, guard):
     assert again.status_code == 403 and "already used" in again.text
 
 
+def test_the_token_redirect_stays_on_this_host(anon, guard):
+    r = anon.get(f"//evil.example/?token={guard.token}", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/"
+
+
 def test_a_wrong_token_or_cookie_is_refused(anon, guard):
     assert anon.get("/?token=not-it", follow_redirects=False).status_code == 403
     anon.cookies.set(guard.cookie, "forged")

@@ -143,7 +143,8 @@ class GuardMiddleware:
             if scope["method"] == "GET" and self.guard.spend(offered):
                 # Drop the token from the address bar and history at once.
                 rest = urlencode(query)
-                response = RedirectResponse(scope["path"] + ("?" + rest if rest else ""), status_code=303)
+                path = scope["path"] if not scope["path"].startswith("//") else "/"  # never to another host
+                response = RedirectResponse(path + ("?" + rest if rest else ""), status_code=303)
                 response.set_cookie(self.guard.cookie, self.guard.session, httponly=True, samesite="strict", path="/")
                 return response
             if not self.guard.has_session(headers):
