@@ -64,7 +64,7 @@ class RecalliteConfig:
     # memories in the scope (this many, at or above this cosine) and supersedes or links the ones
     # whose value it changes. False turns detection off.
     corrections: bool = True
-    correction_candidates: int = 8
+    correction_candidates: int = 5
     correction_min_similarity: float = 0.3
     # Secrets found in memory text are stored as [REDACTED:kind] (see redaction.py).
     redact_secrets: bool = True

@@ -1,0 +1,22 @@
+"""`recallite-mcp eval corrections` on its dev split with the hash embedder: the set loads, every
+write is stored, and what is measured moves the way the issue asks (detection off vs on)."""
+
+from recallite_mcp.benchmarks.corrections import evaluate, format_report, load
+
+
+def test_the_set_has_its_parts_and_splits():
+    ups, looks = load("corrections_updates.jsonl"), load("corrections_lookalikes.jsonl")
+    assert len(ups) >= 200 and len(looks) >= 200
+    assert {p["split"] for p in ups} == {p["split"] for p in looks} == {"dev", "holdout"}
+    assert {p["form"] for p in ups} == {"cue", "plain", "para"}
+    assert all(p["questions"] for p in ups) and all(p["first_questions"] and p["second_questions"] for p in looks)
+
+
+def test_detection_links_updates_and_leaves_look_alikes_alone():
+    off = evaluate("dev", embedder="hash", detection=False)
+    on = evaluate("dev", embedder="hash")
+    assert off["lost"] == on["lost"] == 0
+    assert off["linked"] == 0 and on["linked"] > 0.5
+    assert on["newer_first"] > off["newer_first"] + 0.3
+    assert on["look_linked"] <= 0.02 and on["look_under_twin"] <= off["look_under_twin"]
+    assert "newer 1st" in format_report([on])
