@@ -140,8 +140,6 @@ def test_links_in_the_readme_and_docs_point_to_files_that_exist():
         for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
             if "://" in target:
                 continue
-            if (page.parent / target).resolve() == DOCS / "corrections.md":
-                continue  # PENDING: written by the corrections work (issue 15 brief); drop this line when it lands
             assert (page.parent / target).exists(), (page.name, target)
 
 
