@@ -348,6 +348,35 @@ def forget(ctx, db, scope, embedder, log_level, all_scopes, types, statuses, sou
 
 @main.command()
 @common_options
+@click.argument("first")
+@click.argument("second")
+@click.option("--keep", required=True, help="'both' (they state different things: the conflict ends), or the id that holds "
+              "(the other is superseded by it).")
+@click.pass_context
+@handle_errors
+def resolve(ctx, db, scope, embedder, log_level, first, second, keep):
+    """Settle a conflict between two memories linked as contradicting."""
+    s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    with open_engine(s) as mem:
+        a, b = mem.resolve_conflict(first, second, keep=keep)
+    click.echo(f"{a.id} {a.status}, {b.id} {b.status}" + ("" if keep == "both" else f"; {keep} holds"))
+
+
+@main.command()
+@common_options
+@click.argument("memory_id")
+@click.pass_context
+@handle_errors
+def restore(ctx, db, scope, embedder, log_level, memory_id):
+    """Undo a supersede (detected at write time or by hand): the memory gets its status back."""
+    s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    with open_engine(s) as mem:
+        m = mem.undo_supersede(memory_id)
+    click.echo(f"{m.id} is {m.status} again")
+
+
+@main.command()
+@common_options
 @filter_options
 @click.argument("ids", nargs=-1)
 @click.option("--reason", default=None, help="Why, recorded with each change.")

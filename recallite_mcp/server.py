@@ -581,9 +581,10 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
     @edge
     def recallite_update(
         id: Annotated[str, Field(description="The memory, e.g. mem_12.")],
-        action: Annotated[Literal["validate", "activate", "deprecate", "supersede", "revise", "promote", "share"], Field(description="deprecate: retire it; supersede: by superseded_by; revise: new text in content; promote: a working entry.")],
+        action: Annotated[Literal["validate", "activate", "deprecate", "supersede", "restore", "keep_both", "revise", "promote", "share"], Field(description="deprecate: retire it; supersede: by superseded_by; restore: undo a supersede; keep_both: it and other both hold (ends their conflict); revise: new text in content; promote: a working entry.")],
         ctx: Context,
         superseded_by: Annotated[Optional[str], Field(description="For supersede: the replacing memory.")] = None,
+        other: Annotated[Optional[str], Field(description="For keep_both: the memory it conflicts with.")] = None,
         reason: Annotated[Optional[str], Field(description="Why, in a sentence.")] = None,
         content: Annotated[Optional[str], Field(description="For revise: the corrected text (the old version is kept).")] = None,
         layer: Annotated[Optional[Literal["episodic", "semantic", "procedural"]], Field(description="With action=promote: the layer to move to (default for a working entry: its type's layer).")] = None,
@@ -610,7 +611,14 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
                     raise ToolError("To promote a stored memory name its new layer: semantic or procedural.")
                 m = mem.promote(id, layer)
             return update_out(m)
-        guard_memories(st, ctx, [id] + ([superseded_by] if superseded_by else []))
+        guard_memories(st, ctx, [id] + [i for i in (superseded_by, other) if i])
+        if (other is not None) != (action == "keep_both"):
+            raise ToolError("action=keep_both needs other: the memory it conflicts with." if other is None
+                            else "other is only for action=keep_both.")
+        if action == "keep_both":
+            return update_out(mem.resolve_conflict(id, other or "", keep="both")[0])
+        if action == "restore":
+            return update_out(mem.undo_supersede(id))
         if action == "revise":
             src = {"type": "agent"} if not st.settings.trust_client_sources else None
             return update_out(mem.get(mem.revise(id, content or "", reason=reason, source=src).metadata["previous_id"]))

@@ -25,7 +25,7 @@ CONTRACT = {
     "recallite_get": (["ids"], ["ids", "offset", "retrieval_id"], ["memories"]),
     "recallite_list": ([], ["limit", "offset", "scope", "sources", "statuses", "tags", "types"],
                        ["memories", "next_offset", "offset", "scopes"]),
-    "recallite_update": (["action", "id"], ["action", "content", "id", "reason", "superseded_by"],
+    "recallite_update": (["action", "id"], ["action", "content", "id", "other", "reason", "superseded_by"],
                          ["confidence", "id", "layer", "scope", "status", "superseded_by"]),
     "recallite_forget": (["id"], ["id", "vacuum"], ["deleted", "id", "orphans", "removed"]),
     "recallite_stats": ([], ["scope"], None),
@@ -92,7 +92,7 @@ async def test_tool_contract():
     assert tools["recallite_forget"].annotations.destructive_hint is True
     assert tools["recallite_remember"].annotations.destructive_hint is False
     assert tools["recallite_update"].input_schema["properties"]["action"]["enum"] == [
-        "validate", "activate", "deprecate", "supersede", "revise", "promote", "share"]
+        "validate", "activate", "deprecate", "supersede", "restore", "keep_both", "revise", "promote", "share"]
     enum = tools["recallite_feedback"].input_schema["properties"]["outcome"]["enum"]
     assert enum == ["success", "failure", "partial"]
     rel = tools["recallite_relate"].input_schema["properties"]["relation"]["enum"]

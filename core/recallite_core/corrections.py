@@ -439,7 +439,7 @@ def note(new_id: str, found: list[Finding]) -> str | None:
         ids = ", ".join(f"mem_{f.old_id} ({f.why})" for f in con)
         first = f"mem_{con[0].old_id}"
         parts.append(f"conflicts with {ids}: if this replaces it, supersede {first} by {new_id}; "
-                     "if both hold, keep both and say how they differ")
+                     f"if both hold, keep_both {new_id} with {first}")
     return "; ".join(parts) or None
 
 
