@@ -31,7 +31,7 @@ def reciprocal_rank_fusion(
     return scores
 
 
-# -- gated z-score fusion (the default; see README "How ranking works") -----------------------
+# -- gated z-score fusion (the default; see docs/ranking.md) -----------------------
 #
 # Plain RRF throws away how far apart scores are and loses to its best channel on LoCoMo. We
 # normalise each channel's raw scores by their mean and spread over the whole filtered scope,

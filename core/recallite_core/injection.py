@@ -4,7 +4,7 @@ Pure functions, no I/O.
 A memory is recalled into an agent's prompt later, so text that talks *to the agent*
 ("ignore previous instructions", "system:", a tool-call block, invisible characters) is a
 poisoning attempt until a person says otherwise. The detector returns named findings; the
-engine decides what they mean for each source (see README, "Reliability & security").
+engine decides what they mean for each source (see docs/security.md).
 
 Categories:
 - ``instruction-override`` (strong): ignore/disregard/forget previous instructions, "you are

@@ -1,6 +1,6 @@
 """Learning from outcomes: what feedback does to ranking, and to the size of a context.
 
-Three parts (README, "Learning from outcomes"):
+Three parts (docs/learning.md):
 
 * :class:`OutcomeModel` turns a memory's recorded outcomes into a Beta posterior for the
   query at hand: each outcome counts by its credit weight, its recency (older outcomes and
@@ -39,7 +39,7 @@ LEARNING_MODES = ("contextual", "global", "ema")
 
 @dataclass
 class LearningConfig:
-    """Every number of the outcome learner, with its default (README: Learning from outcomes)."""
+    """Every number of the outcome learner, with its default (docs/learning.md)."""
 
     # contextual: per-query posterior from outcomes placed by their query vectors (default);
     # global: the same posterior with every outcome counting whatever its query (ablation);

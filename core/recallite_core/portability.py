@@ -1,4 +1,4 @@
-"""Export and import in a documented JSON-lines format (see README, "Export format")."""
+"""Export and import in a documented JSON-lines format (see docs/operations.md, "Backups: export and import")."""
 
 from __future__ import annotations
 
