@@ -150,7 +150,7 @@ def test_agent_rules_copy_is_identical():
 
     root = Path(__file__).resolve().parents[1]
     assert (root / "agent-rules" / "AGENTS.md").read_text() == agent_rules()
-    for f in ("AGENTS.md", ".cursorrules", "recallite.mdc", "claude-system-prompt.md"):
+    for f in ("AGENTS.md", "recallite.mdc", "claude-system-prompt.md"):
         text = (root / "agent-rules" / f).read_text()
         for tool in ("recallite_context", "recallite_remember", "recallite_feedback"):
             assert tool in text, (f, tool)
@@ -163,6 +163,6 @@ def test_docs_name_every_tool_and_only_real_ones():
     root = Path(__file__).resolve().parents[1]
     readme = (root / "README.md").read_text()
     assert [t for t in CONTRACT if f"`{t}`" not in readme] == []  # the default tools, at least
-    for f in ("AGENTS.md", ".cursorrules", "recallite.mdc", "claude-system-prompt.md"):
+    for f in ("AGENTS.md", "recallite.mdc", "claude-system-prompt.md"):
         named = set(re.findall(r"recallite_\w+", (root / "agent-rules" / f).read_text()))
         assert named - set(CONTRACT) - set(EXTRA) - {"recallite_rules"} == set(), f
