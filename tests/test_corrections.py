@@ -283,3 +283,19 @@ def test_compare_leaves_other_subjects_alone(old, new):
     from recallite_core.corrections import compare
 
     assert compare(old, new) is None
+
+
+def test_the_stale_text_sent_again_does_not_supersede_its_correction(mem):
+    """What broke: the duplicate check skipped superseded memories, so an agent re-reading an old
+    note stored the stale text as a new memory, which then superseded the correction."""
+    a, b = store(mem, "The staging server runs on port 8080.", "The staging server moved to port 9090.")
+    assert mem.get(a.id).status == "superseded"
+    again = mem.remember("The staging server runs on port 8080.", type="fact", scope="s", source=AGENT)
+    assert again.duplicate_of == a.id and again.status == "superseded"
+    assert f"restore {a.id}" in again.correction
+    [batch] = mem.remember_many([{"content": "The staging server runs on port 8080.", "type": "fact", "scope": "s",
+                                  "source": AGENT}])
+    assert batch.duplicate_of == a.id and f"restore {a.id}" in batch.correction
+    assert mem.get(b.id).status != "superseded"
+    assert mem.recall("Which port does staging use?", scope="s").ids[0] == b.id
+    assert mem.store.conn.execute("SELECT count(*) FROM memories WHERE scope = 's'").fetchone()[0] == 2

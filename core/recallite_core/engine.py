@@ -369,29 +369,31 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
                 "ON CONFLICT(kind) DO UPDATE SET count = count + excluded.count", list(redacted.items()))
         return ids
 
-    def _find_duplicate(self, conn, p: _Prepared, any_status: bool = False) -> int | None:
-        """An identical memory in the scope. Superseded ones count only for imports (any_status)."""
-        status_clause = "" if any_status else "AND status != 'superseded'"
+    def _find_duplicate(self, conn, p: _Prepared) -> int | None:
+        """An identical memory in the scope, one that is not superseded first. A superseded one counts
+        too: the stale text sent again (an agent re-reading an old note) must not come back as a new
+        memory that would supersede its own correction; restore() brings the old one back."""
         row = conn.execute(
-            f"SELECT id FROM memories WHERE content_hash = ? AND scope = ? {status_clause} ORDER BY id LIMIT 1",
+            "SELECT id FROM memories WHERE content_hash = ? AND scope = ? ORDER BY status = 'superseded', id LIMIT 1",
             (p.hash, p.scope),
         ).fetchone()
         return row[0] if row else None
 
     def _find_duplicates(self, conn, prepared: Sequence[_Prepared]) -> list[int | None]:
         """_find_duplicate for many at once: one indexed query per 500 hashes."""
-        best: dict[tuple[str, str], int] = {}
+        best: dict[tuple[str, str], tuple[bool, int]] = {}
         hashes = list({p.hash for p in prepared})
         for i in range(0, len(hashes), 500):
             chunk = hashes[i : i + 500]
-            for mid, h, sc in conn.execute(
-                f"SELECT id, content_hash, scope FROM memories WHERE content_hash IN ({','.join('?' * len(chunk))}) "
-                "AND status != 'superseded'",
+            for mid, h, sc, stale in conn.execute(
+                f"SELECT id, content_hash, scope, status = 'superseded' FROM memories "
+                f"WHERE content_hash IN ({','.join('?' * len(chunk))})",
                 chunk,
             ):
-                if (h, sc) not in best or mid < best[(h, sc)]:
-                    best[(h, sc)] = mid
-        return [best.get((p.hash, p.scope)) for p in prepared]
+                key = (bool(stale), mid)
+                if (h, sc) not in best or key < best[(h, sc)]:
+                    best[(h, sc)] = key
+        return [best[(p.hash, p.scope)][1] if (p.hash, p.scope) in best else None for p in prepared]
 
     def remember(
         self,
@@ -485,9 +487,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
                     self._cite(conn, dup, cites)
                 if category and conn.execute("SELECT 1 FROM memory_categories WHERE memory_id = ?", (dup,)).fetchone() is None:
                     self._set_category(conn, dup, category)
-        mem = self.get(dup)
-        mem.duplicate_of = mem.id
-        return mem
+        return _sent_again(self.get(dup))
 
     # -- corrections (corrections.py) ---------------------------------------------------------------
     def _corrections(self, conn, items: Sequence[tuple[_Prepared, np.ndarray]]) -> list[list[corrections.Finding]]:
@@ -672,8 +672,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         handed: set[int] = set()
         for mid, is_dup in ids:
             if is_dup:
-                m = loaded[mid].model_copy()
-                m.duplicate_of = m.id
+                m = _sent_again(loaded[mid].model_copy())
             else:  # a new memory comes back once as itself; a duplicate of it gets a copy
                 m = loaded[mid] if mid not in handed else loaded[mid].model_copy()
                 handed.add(mid)
@@ -1581,6 +1580,15 @@ def _effective_source(source_type: str, metadata: str | None) -> str:
     if metadata and '"flagged"' in metadata and json.loads(metadata).get("flagged"):
         return "llm" if policy.SOURCE_TRUST[source_type] != policy.UNTRUSTED else source_type
     return source_type
+
+
+def _sent_again(m: Memory) -> Memory:
+    """A write whose text is already stored returns that memory, saying so if it was superseded."""
+    m.duplicate_of = m.id
+    if m.status == "superseded":
+        m.correction = (f"the same text is {m.id}, superseded by {m.superseded_by}: nothing stored; "
+                        f"if it holds again, restore {m.id}")
+    return m
 
 
 def _with_corrections(m: Memory, found: list[corrections.Finding], batch: dict[int, int] | None = None) -> Memory:

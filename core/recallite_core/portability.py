@@ -192,7 +192,7 @@ def import_jsonl(mem: "Recallite", path: str, trust: str = "untrusted", progress
                     "e.session = ? AND e.seq = ? AND m.content_hash = ?", (p.scope, p.session or "", ep["seq"], p.hash)).fetchone()
                 dup = row[0] if row else None
             else:
-                dup = mem._find_duplicate(conn, p, any_status=True)
+                dup = mem._find_duplicate(conn, p)
             if dup is not None:
                 idmap[old_id] = dup
                 counts["duplicates"] += 1
