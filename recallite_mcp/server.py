@@ -616,9 +616,9 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
             raise ToolError("action=keep_both needs other: the memory it conflicts with." if other is None
                             else "other is only for action=keep_both.")
         if action == "keep_both":
-            return update_out(mem.resolve_conflict(id, other or "", keep="both")[0])
+            return update_out(mem.resolve_conflict(id, other or "", keep="both", by=by)[0])
         if action == "restore":
-            return update_out(mem.undo_supersede(id))
+            return update_out(mem.undo_supersede(id, by=by))
         if action == "revise":
             src = {"type": "agent"} if not st.settings.trust_client_sources else None
             return update_out(mem.get(mem.revise(id, content or "", reason=reason, source=src).metadata["previous_id"]))

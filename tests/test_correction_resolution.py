@@ -72,3 +72,25 @@ def test_the_shell_can_resolve_a_conflict_and_restore_a_superseded_memory(tmp_pa
         assert mem.get(old.id).status != "superseded" and not mem.relations(old.id)
     finally:
         mem.close()
+
+
+@pytest.mark.anyio
+async def test_an_untrusted_client_cannot_restore_or_clear_a_conflict():
+    """restore and keep_both go through the same actor check as validate and supersede."""
+    from mcp import Client
+
+    from recallite_mcp.server import build_server
+    from recallite_mcp.settings import Settings
+    from tests.mcp_helpers import call, error_text
+
+    async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False))) as client:
+        a = await call(client, "recallite_remember", content=TABS, type="fact")
+        b = await call(client, "recallite_remember", content=SPACES, type="fact")
+        assert "untrusted actor" in await error_text(client, "recallite_update", id=b["id"], action="keep_both",
+                                                     other=a["id"], source="llm")
+        old = await call(client, "recallite_remember", content=PORT_OLD, type="fact")
+        await call(client, "recallite_remember", content=PORT_NEW, type="fact")
+        assert "untrusted actor" in await error_text(client, "recallite_update", id=old["id"], action="restore",
+                                                     source="llm")
+        back = await call(client, "recallite_update", id=old["id"], action="restore")
+        assert back["status"] != "superseded"

@@ -550,34 +550,42 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
                     "INSERT OR IGNORE INTO relations (from_id, to_id, type, confidence_effect, created_at) "
                     "VALUES (?, ?, 'contradicts', ?, ?)", (new_id, old, int(effect), time.time()))
 
-    def undo_supersede(self, memory_id: str | int) -> Memory:
+    def undo_supersede(self, memory_id: str | int, *, by: Any = None) -> Memory:
         """Undo a supersede (detected or by hand): the memory returns to the status it had, its
-        ``superseded_by`` and the supersedes link are removed. Returns it."""
+        ``superseded_by`` and the supersedes link are removed. Returns it. ``by``: who asks, checked
+        like any lifecycle change (an untrusted actor cannot put a memory back in force)."""
         self._live()
         mid = parse_id(memory_id)
+        actor = None if by is None else check_source(by)
         with self.store.transaction() as conn:
-            row = conn.execute("SELECT status, superseded_by, metadata FROM memories WHERE id = ?", (mid,)).fetchone()
+            row = conn.execute("SELECT status, superseded_by, metadata, source_type FROM memories WHERE id = ?",
+                               (mid,)).fetchone()
             if row is None:
                 raise MemoryNotFoundError(f"No memory mem_{mid}.")
-            status, by, meta = row
+            status, by_id, meta, source_type = row
             if status != "superseded":
                 raise InvalidTransitionError(f"mem_{mid} is {status}, not superseded; nothing to undo.")
             m = json.loads(meta)
             back = m.pop("superseded_from", "active")
+            if actor is not None:
+                policy.check_actor(actor.type, back, _effective_source(source_type, meta), f"mem_{mid}")
             m.pop("superseded_reason", None)
             conn.execute("UPDATE memories SET status = ?, superseded_by = NULL, metadata = ?, updated_at = ? WHERE id = ?",
                          (back, json.dumps(m, ensure_ascii=False), time.time(), mid))
-            if by is not None:
-                conn.execute("DELETE FROM relations WHERE from_id = ? AND to_id = ? AND type = 'supersedes'", (by, mid))
+            if by_id is not None:
+                conn.execute("DELETE FROM relations WHERE from_id = ? AND to_id = ? AND type = 'supersedes'", (by_id, mid))
         return self.get(mid)
 
-    def resolve_conflict(self, memory_id: str | int, other_id: str | int, keep: str | int = "both") -> list[Memory]:
+    def resolve_conflict(self, memory_id: str | int, other_id: str | int, keep: str | int = "both", *,
+                         by: Any = None) -> list[Memory]:
         """Settle a contradiction between two memories: ``keep`` names the one that holds (the other
         is superseded by it), or ``"both"`` when they state different things (the link is removed,
         with the warnings it gave). Returns both memories."""
         self._live()
         a, b = parse_id(memory_id), parse_id(other_id)
         if keep == "both":
+            if by is not None:  # ending a conflict clears both warnings: it vouches, like validate
+                policy.check_actor(check_source(by).type, "validated", "user", f"mem_{a} and mem_{b}")
             with self.store.transaction() as conn:
                 gone = conn.execute("DELETE FROM relations WHERE type = 'contradicts' AND ((from_id = ? AND to_id = ?) "
                                     "OR (from_id = ? AND to_id = ?))", (a, b, b, a)).rowcount
@@ -588,7 +596,7 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
         if winner not in (a, b):
             raise InvalidInputError(f"keep must be 'both', mem_{a} or mem_{b}.")
         loser = b if winner == a else a
-        self.supersede(loser, winner, reason="conflict resolved")
+        self.supersede(loser, winner, reason="conflict resolved", by=by)
         return self.get_many([a, b])
 
     def remember_many(self, items: Iterable[dict], *, progress: Progress | None = None) -> list[Memory]:
