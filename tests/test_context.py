@@ -40,7 +40,7 @@ def test_highest_scores_first_and_truncation_marked(store):
     full = store.format_context(res, max_tokens=5000)
     order = [mid for mid in res.ids if mid in full]
     assert [full.index(m) for m in order] == sorted(full.index(m) for m in order)
-    small = store._render(res, 90, "markdown")
+    small = store.searcher.render(res, 90, "markdown")
     assert small.truncated or small.omitted
     if small.truncated:
         assert "[truncated]" in small.context

@@ -148,7 +148,7 @@ def test_keyword_channel_widens_when_the_filter_is_narrow(mem):
     # the narrow scope's, so the channel must widen and still find all three.
     mem.remember_many([{"content": f"common words about deploy pipelines {i}", "scope": "big"} for i in range(300)])
     mem.remember_many([{"content": f"deploy note {i} in a rare scope", "scope": "rare"} for i in range(3)])
-    flt = mem._filter("rare", None, ("candidate", "validated", "active"), None, None)
+    flt = mem.core.recall_filter("rare", None, ("candidate", "validated", "active"), None, None)
     with mem.store.reading() as conn:
         got = mem.retriever.keyword_channel(conn, "deploy pipelines", flt, 50)
         want = conn.execute(

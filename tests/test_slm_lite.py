@@ -301,14 +301,14 @@ def test_untrusted_revision_of_trusted_memory_is_refused(mem):
 # -- behaviour capture -----------------------------------------------------------------------------------------------------
 def test_capture_behavior_is_non_blocking_and_dedupes(mem):
     gate = threading.Event()
-    real = mem._write_behavior
+    real = mem.slm.write_behavior
 
     def slow(ev):
         gate.wait(5)
         real(ev)
 
-    mem._write_behavior = slow  # the writer thread blocks until released
-    mem._behavior  # noqa: B018  (create the recorder after the patch)
+    mem.slm.behavior_writer = slow  # the writer thread blocks until released
+    mem.slm.recorder()  # create the recorder after the patch
     t0 = time.perf_counter()
     for _ in range(3):
         assert mem.capture_behavior("agent-7", "error_recovery", "When pip hits a hash mismatch, clear the cache and retry.",

@@ -402,14 +402,14 @@ def test_what_a_batch_returns_is_what_was_stored(file_mem):
 @pytest.mark.parametrize("writer", ["another process", "another thread"])
 def test_a_duplicate_stored_meanwhile_is_found(file_mem, db_path, monkeypatch, writer):
     other = Recallite.open(db_path, embedder="hash") if writer == "another process" else file_mem
-    real_embed = file_mem._embed
+    real_embed = file_mem.core.embed
 
     def embed_and_race(texts):  # runs between the first duplicate check and the transaction
-        monkeypatch.setattr(file_mem, "_embed", real_embed)
+        monkeypatch.setattr(file_mem.core, "embed", real_embed)
         other.remember(f"written meanwhile by {writer}")
         return real_embed(texts)
 
-    monkeypatch.setattr(file_mem, "_embed", embed_and_race)
+    monkeypatch.setattr(file_mem.core, "embed", embed_and_race)
     try:
         out = file_mem.remember_many([{"content": f"written meanwhile by {writer}"}, {"content": "new in the batch"}])
     finally:

@@ -3,21 +3,24 @@ projections — vectors and the FTS index (checked by health.check_projections, 
 episode rows, chunks, citations, session summaries.
 
 Only what is missing or wrong is re-embedded; a clean store is left untouched.
+
+May import the plumbing, the turn store, health, codec, models and the write path's
+``embedding_text``; never the facade or another service.
 """
 
 from __future__ import annotations
 
+import json
 import time
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .codec import encode_vector
 from .health import check_projections
 from .models import DriftItem, ReconcileReport
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .engine import Recallite
+from .plumbing import Plumbing
+from .turns import TurnStore
+from .writer import embedding_text
 
 SAMPLE = 20
 
@@ -27,15 +30,19 @@ def _ids(values) -> list[str]:
 
 
 class Reconciler:
-    """``Recallite.reconcile``: a mixin."""
+    """``Recallite.reconcile``: drift between the memories table and its projections."""
 
-    def reconcile(self: "Recallite", repair: bool = False) -> ReconcileReport:
+    def __init__(self, core: Plumbing, turns: TurnStore):
+        self.core = core
+        self.turns = turns
+
+    def reconcile(self, repair: bool = False) -> ReconcileReport:
         """Compare every projection with the memories table. ``repair=True`` fixes what drifted:
         missing or malformed vectors and chunks are (re-)embedded, stray rows deleted, the FTS
         index rebuilt, unregistered episodes given a place in their session, summaries rebuilt.
         The report lists each kind of drift with a count, up to 20 ids and the fix."""
-        self._live()
-        dims = self.embedder.dimensions
+        self.core.live()
+        dims = self.core.embedder.dimensions
         drift: list[DriftItem] = []
 
         def add(kind: str, ids, fix: str, count: int | None = None) -> DriftItem | None:
@@ -47,7 +54,7 @@ class Reconciler:
             drift.append(item)
             return item
 
-        with self.store.reading() as conn:
+        with self.core.store.reading() as conn:
             q = lambda sql, *a: [r[0] for r in conn.execute(sql, a)]  # noqa: E731
             proj = check_projections(conn, dims)  # vectors and FTS: the same checks as doctor
             live = set(q("SELECT id FROM memories"))
@@ -65,10 +72,10 @@ class Reconciler:
             have: dict[int, list[tuple[int, int]]] = {}
             for mid, a, b in conn.execute("SELECT memory_id, start, stop FROM chunks ORDER BY memory_id, ord"):
                 have.setdefault(mid, []).append((a, b))
-            types = tuple(self.config.chunk_types)
+            types = tuple(self.core.config.chunk_types)
             expected: dict[int, list[tuple[int, int]]] = {}
             for mid, mtype, content in conn.execute("SELECT id, type, content FROM memories"):
-                spans = self.chunks_of(content) if mtype in types else []
+                spans = self.turns.chunks_of(content) if mtype in types else []
                 if spans:
                     expected[mid] = spans
             stale_chunks = sorted(m for m in (set(have) | set(expected)) if m in live and have.get(m, []) != expected.get(m, []))
@@ -79,8 +86,6 @@ class Reconciler:
             for scope, session, pool, turns in conn.execute("SELECT scope, session, pool, turns FROM session_summaries"):
                 summaries[(scope, session)] = (pool, turns)
             counts = {tuple(r[:2]): r[2] for r in conn.execute("SELECT scope, session, count(*) FROM episodes GROUP BY scope, session")}
-            import json
-
             bad_sessions = set()
             for key in sessions | set(summaries):
                 if key not in summaries or key not in sessions or summaries[key][1] != counts.get(key, 0):
@@ -91,7 +96,7 @@ class Reconciler:
             n_mem = len(live)
             n_vec = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
             n_chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-            meta = (self.store.get_meta("embedder"), self.store.get_meta("dimensions"))
+            meta = (self.core.store.get_meta("embedder"), self.core.store.get_meta("dimensions"))
 
         items = {
             "missing_vectors": add("missing_vectors", missing_vec, "embed the memories that have no vector"),
@@ -109,7 +114,7 @@ class Reconciler:
             "session_summaries": add("session_summaries", [], "rebuild the running summaries of these sessions",
                                      count=len(bad_sessions)),
         }
-        if meta != (self.embedder.name, str(dims)) and n_vec:
+        if meta != (self.core.embedder.name, str(dims)) and n_vec:
             add("embedder_mismatch", [], f"stored with {meta[0]} ({meta[1]} dims): run reindex", count=1)
         if items["session_summaries"] is not None:
             items["session_summaries"].ids = [f"{s or '(none)'}@{sc}" for sc, s in sorted(bad_sessions)[:SAMPLE]]
@@ -117,7 +122,7 @@ class Reconciler:
         if repair and drift:
             self._repair(items, missing_vec + bad_vec, stray_vec, unregistered, stray_ep, stray_chunks,
                          sorted(set(stale_chunks) | set(bad_chunk_vec)), bad_sessions)
-            with self.store.reading() as conn:
+            with self.core.store.reading() as conn:
                 n_vec = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
                 n_chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         ok = not drift or (repair and all(d.repaired >= d.count for d in drift if d.kind != "embedder_mismatch")
@@ -125,21 +130,19 @@ class Reconciler:
         return ReconcileReport(ok=ok, repaired=bool(repair and drift), memories=n_mem, vectors=n_vec, chunks=n_chunks,
                                drift=drift)
 
-    def _repair(self: "Recallite", items, embed_ids, stray_vec, unregistered, stray_ep, stray_chunks, rechunk, bad_sessions):
-        from .engine import embedding_text
-
-        with self.store.reading() as conn:
+    def _repair(self, items, embed_ids, stray_vec, unregistered, stray_ep, stray_chunks, rechunk, bad_sessions):
+        with self.core.store.reading() as conn:
             rows = []
             for i in range(0, len(embed_ids), 500):
                 part = embed_ids[i : i + 500]
                 rows += conn.execute(f"SELECT id, title, content FROM memories WHERE id IN ({','.join('?' * len(part))})",
                                      part).fetchall()
-        vecs = self._embed([embedding_text(t, c) for _, t, c in rows]) if rows else np.empty((0, self.embedder.dimensions))
-        with self.store.transaction() as conn:
+        vecs = self.core.embed([embedding_text(t, c) for _, t, c in rows]) if rows else np.empty((0, self.core.embedder.dimensions))
+        with self.core.store.transaction() as conn:
             if rows:
                 conn.executemany(
                     "INSERT INTO vectors (memory_id, vector) VALUES (?, ?) ON CONFLICT(memory_id) DO UPDATE SET vector = excluded.vector",
-                    [(r[0], encode_vector(v, self.embedder.dimensions)) for r, v in zip(rows, vecs)])
+                    [(r[0], encode_vector(v, self.core.embedder.dimensions)) for r, v in zip(rows, vecs)])
                 for key in ("missing_vectors", "bad_vector_dimensions"):
                     if items[key]:
                         items[key].repaired = items[key].count
@@ -172,13 +175,13 @@ class Reconciler:
             if bad_sessions:
                 for scope, session in bad_sessions:
                     conn.execute("DELETE FROM session_summaries WHERE scope = ? AND session = ?", (scope, session))
-                self._rebuild_summaries(conn, sorted(bad_sessions))
+                self.turns.rebuild_summaries(conn, sorted(bad_sessions))
                 if items["session_summaries"]:
                     items["session_summaries"].repaired = items["session_summaries"].count
             # Repairs rewrite projections without stamping rows (an FTS rebuild, episode positions):
             # every reader's in-memory copy reloads.
-            self.store.reload_readers(conn)
-            self.store.set_meta(conn, "reconciled_at", str(time.time()))
+            self.core.store.reload_readers(conn)
+            self.core.store.set_meta(conn, "reconciled_at", str(time.time()))
         if rechunk:
-            self._rechunk(rechunk)
+            self.turns.rechunk(rechunk)
             items["stale_chunks"].repaired = items["stale_chunks"].count

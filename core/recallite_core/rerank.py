@@ -69,7 +69,7 @@ def resolve_reranker(spec: Any, model: str | None = None) -> Reranker | None:
 
 def rerank_hits(reranker: Reranker, query: str, hits: list[RecallHit], depth: int, rrf_k: int = 60) -> list[RecallHit]:
     """Reorder the top ``depth`` hits by the reranker; the rest keep their order after them."""
-    from .engine import embedding_text
+    from .writer import embedding_text
 
     top, rest = hits[: max(1, depth)], hits[max(1, depth):]
     try:

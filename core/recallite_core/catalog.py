@@ -1,0 +1,92 @@
+"""Reading stored memories back: by id, many ids, the ids a compact retrieval showed
+(``expand``), newest first by filter (``list``), and the read-only views for people
+(``inspection``).
+
+May import the plumbing, rows, models, validation and inspection; never a service module
+or the facade.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from .errors import MemoryNotFoundError, RetrievalNotFoundError
+from .inspection import Inspection
+from .models import STATUSES, Memory
+from .plumbing import Plumbing
+from .rows import SELECT_MEMORIES, load_memories, memory_from_select
+from .validation import parse_id
+
+
+class Catalog:
+    """Memories by id and by filter."""
+
+    def __init__(self, core: Plumbing):
+        self.core = core
+
+    def get(self, memory_id: str | int) -> Memory:
+        self.core.live()
+        mid = parse_id(memory_id)
+        with self.core.store.reading() as conn:
+            found = load_memories(conn, [mid])
+        if mid not in found:
+            raise MemoryNotFoundError(f"No memory mem_{mid}. List memories with list() or recall() to find ids.")
+        return found[mid]
+
+    def get_many(self, memory_ids: Sequence[str | int]) -> list[Memory]:
+        self.core.live()
+        ids = [parse_id(i) for i in memory_ids]
+        with self.core.store.reading() as conn:
+            found = load_memories(conn, ids)
+        missing = [f"mem_{i}" for i in ids if i not in found]
+        if missing:
+            raise MemoryNotFoundError(f"No memory {', '.join(missing)}.")
+        return [found[i] for i in ids]
+
+    def expand(self, retrieval_id: str, memory_ids: Sequence[str | int]) -> list[Memory]:
+        """Full memories for ids shown by a (compact) retrieval; marks them as opened, so a later
+        feedback without ``used_memory_ids`` credits exactly these."""
+        self.core.live()
+        rid = parse_id(retrieval_id, "ret")
+        mems = self.get_many(memory_ids)
+        with self.core.store.transaction() as conn:
+            if conn.execute("SELECT 1 FROM retrievals WHERE id = ?", (rid,)).fetchone() is None:
+                raise RetrievalNotFoundError(f"No retrieval ret_{rid}. Pass the retrieval_id that listed these memories.")
+            conn.executemany(
+                "UPDATE retrieval_items SET expanded = 1 WHERE retrieval_id = ? AND memory_id = ?",
+                [(rid, parse_id(m.id)) for m in mems],
+            )
+        return mems
+
+    def list(
+        self,
+        *,
+        scope: str | Sequence[str] | None = None,
+        types: Sequence[str] | None = None,
+        statuses: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        session: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        roles: Sequence[str] | None = None,
+        categories: Sequence[str] | None = None,
+    ) -> list[Memory]:
+        """Memories newest first, filtered. ``statuses`` defaults to every status."""
+        self.core.live()
+        flt = self.core.recall_filter(scope, types, statuses or STATUSES, tags, session, roles, categories)
+        lim = max(1, min(int(limit), 10_000))
+        where, params = flt.sql("m")
+        with self.core.store.reading() as conn:
+            rows = conn.execute(
+                f"{SELECT_MEMORIES} WHERE {where} ORDER BY m.id DESC LIMIT ? OFFSET ?",
+                [*params, lim, max(0, int(offset))],
+            ).fetchall()
+        return [memory_from_select(r) for r in rows]
+
+    def inspection(self) -> Inspection:
+        """Read-only views for people (the local browser): pages of memories by any filter, the
+        retrieval log with feedback, each memory's outcome history, success over time, open
+        contradictions. File stores read on a read-only connection of their own: never blocked
+        by a write, and every call sees what other processes have committed."""
+        self.core.live()
+        return Inspection(self.core.reader(), self.core.limits, self.core.config.default_scope)

@@ -1,0 +1,157 @@
+"""Maintenance of the whole store: ``reindex`` (every vector, the FTS index, episode
+windows, chunks and the learner's query vectors rebuilt with the current embedder) and
+``consolidate`` (near-duplicates merged into one new candidate linked to each; nothing is
+deleted).
+
+May import the plumbing, the catalog, the write path, the turn store, codec, episode_windows,
+models and validation; never the facade or another service.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .catalog import Catalog
+from .codec import encode_vector
+from .episode_windows import rebuild_windows
+from .models import ConsolidationGroup
+from .plumbing import Plumbing
+from .turns import TurnStore
+from .validation import check_unit, parse_id
+from .writer import Writer, embedding_text
+
+Progress = Callable[[int, int], None]
+
+
+class Maintenance:
+    """Rebuilding projections and merging near-duplicates."""
+
+    def __init__(self, core: Plumbing, catalog: Catalog, writer: Writer, turns: TurnStore):
+        self.core = core
+        self.catalog = catalog
+        self.writer = writer
+        self.turns = turns
+
+    def reindex(self, *, progress: Progress | None = None) -> int:
+        """Rebuild FTS and every vector from the memories table with the current embedder."""
+        self.core.live()
+        with self.core.store.reading() as conn:
+            rows = conn.execute("SELECT id, title, content FROM memories ORDER BY id").fetchall()
+        vecs: list[np.ndarray] = []
+        bs = 256
+        for i in range(0, len(rows), bs):
+            chunk = rows[i : i + bs]
+            vecs.append(self.core.embed([embedding_text(t, c) for _, t, c in chunk]))
+            if progress:
+                progress(min(i + bs, len(rows)), len(rows))
+        matrix = np.vstack(vecs) if vecs else np.empty((0, self.core.embedder.dimensions), dtype=np.float32)
+        with self.core.store.transaction() as conn:
+            conn.execute("DELETE FROM vectors")
+            live = {r[0] for r in conn.execute("SELECT id FROM memories")}
+            conn.executemany(
+                "INSERT INTO vectors (memory_id, vector) VALUES (?, ?)",
+                [(mid, encode_vector(v)) for (mid, _, _), v in zip(rows, matrix) if mid in live],
+            )
+            late = conn.execute(
+                "SELECT id, title, content FROM memories WHERE id NOT IN (SELECT memory_id FROM vectors)"
+            ).fetchall()
+            if late:
+                lv = self.core.embed([embedding_text(t, c) for _, t, c in late])
+                conn.executemany("INSERT INTO vectors (memory_id, vector) VALUES (?, ?)",
+                                 [(r[0], encode_vector(v)) for r, v in zip(late, lv)])
+            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+            rebuild_windows(conn)
+            # Every reader reloads from scratch: cheaper than replaying a tombstone per row.
+            self.core.store.reload_readers(conn)
+            self.core.store.set_meta(conn, "embedder", self.core.embedder.name)
+            self.core.store.set_meta(conn, "dimensions", str(self.core.embedder.dimensions))
+        with self.core.store.lock:
+            self.core.index.reset()
+        self.turns.rechunk()  # chunk vectors too, with the current embedder
+        self.core.learning.backfill(rebuild=True)  # the query vectors of feedback are a projection too
+        return len(rows)
+
+    def consolidate(
+        self, *, scope: str | None = None, threshold: float = 0.92, types: Sequence[str] | None = None, dry_run: bool = False
+    ) -> list[ConsolidationGroup]:
+        """Find near-duplicate memories (same scope and type, cosine >= threshold) and, unless
+        ``dry_run``, add one merged *candidate* per group, linked ``derived_from`` each member.
+        Nothing is deleted or retired: a person or agent decides by superseding."""
+        self.core.live()
+        thr = check_unit("threshold", threshold, 0.92)
+        flt = self.core.recall_filter(scope, types, ("candidate", "validated", "active"), None, None)
+        where, params = flt.sql("m")
+        with self.core.store.reading() as conn:
+            self.core.index.refresh(conn)
+            rows = conn.execute(f"SELECT m.id, m.scope, m.type, m.metadata FROM memories m WHERE {where}", params).fetchall()
+            merged_before = set()
+            for (meta,) in conn.execute("SELECT metadata FROM memories WHERE metadata LIKE '%consolidated_from%'"):
+                merged_before.add(tuple(sorted(json.loads(meta).get("consolidated_from", []))))
+        buckets: dict[tuple[str, str], list[int]] = {}
+        for mid, sc, ty, meta in rows:
+            if "consolidated_from" in json.loads(meta):
+                continue
+            buckets.setdefault((sc, ty), []).append(mid)
+        groups: list[ConsolidationGroup] = []
+        for (_sc, _ty), ids in buckets.items():
+            if len(ids) < 2:
+                continue
+            with self.core.store.lock:
+                vecs = np.array([self.core.index.vector_of(i) for i in ids], dtype=np.float32)
+            parent = list(range(len(ids)))
+
+            def find(x: int) -> int:
+                while parent[x] != x:
+                    parent[x] = parent[parent[x]]
+                    x = parent[x]
+                return x
+
+            best: dict[int, float] = {}
+            for start in range(0, len(ids), 1024):
+                sims = vecs[start : start + 1024] @ vecs.T
+                for i, j in zip(*np.nonzero(sims >= thr)):
+                    gi = start + int(i)
+                    if gi < j:
+                        parent[find(gi)] = find(int(j))
+                        best[gi] = max(best.get(gi, 0.0), float(sims[i, j]))
+            members: dict[int, list[int]] = {}
+            for k in range(len(ids)):
+                members.setdefault(find(k), []).append(k)
+            for group in members.values():
+                if len(group) < 2:
+                    continue
+                gids = sorted(ids[k] for k in group)
+                sim = float(min((vecs[a] @ vecs[b]) for a in group for b in group if a < b))
+                names = [f"mem_{i}" for i in gids]
+                if tuple(sorted(names)) in merged_before:
+                    continue
+                groups.append(ConsolidationGroup(member_ids=names, similarity=round(sim, 4)))
+        if dry_run or not groups:
+            return groups
+        for g in groups:
+            mems = self.catalog.get_many(g.member_ids)
+            mems.sort(key=lambda m: (-m.confidence, -len(m.content)))
+            contents = list(dict.fromkeys(m.content for m in mems))
+            merged = self.writer.remember(
+                "\n".join(contents),
+                type=mems[0].type,
+                title=mems[0].title,
+                source={"type": "system", "id": "consolidate"},
+                status="candidate",
+                scope=mems[0].scope,
+                tags=sorted({t for m in mems for t in m.tags})[: self.core.limits.max_tags],
+                metadata={"consolidated_from": g.member_ids},
+                importance=max(m.importance for m in mems),
+            )
+            g.merged_id = merged.id
+            for m in mems:
+                with self.core.store.transaction() as conn:
+                    conn.execute(
+                        "INSERT OR IGNORE INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (?, ?, 'derived_from', 0, ?)",
+                        (parse_id(merged.id), parse_id(m.id), time.time()),
+                    )
+        return groups

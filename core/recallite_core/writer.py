@@ -1,0 +1,518 @@
+"""The write path: checking and preparing a memory (redaction, trust, flags, title),
+embedding it, the duplicate check, inserting rows with their vector and FTS entry, detecting
+what a new memory corrects and applying it, and the public ``remember``/``remember_many``.
+Conversations and import write through these public methods, each inside one transaction.
+
+May import the plumbing, the turn store (conversation projections of a new memory), the
+lifecycle (superseding what a write corrects), the catalog (reading it back), corrections,
+policy, redaction, injection, rows, models and validation; never the facade.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from . import corrections, policy
+from .catalog import Catalog
+from .codec import encode_many, encode_vector
+from .episodes import check_category
+from .errors import InvalidInputError
+from .injection import flags_for
+from .lifecycle import Lifecycle, effective_source
+from .models import MEMORY_TYPES, STATUSES, EpisodeInfo, Memory
+from .plumbing import Plumbing
+from .redaction import redact_text, redact_value
+from .rows import load_memories, new_memory, ts
+from .tokens import estimate_tokens
+from .turns import TurnStore
+from .validation import (
+    check_content,
+    check_metadata,
+    check_optional_name,
+    check_scope,
+    check_source,
+    check_tags,
+    check_title,
+    check_unit,
+    check_valid_until,
+    content_hash,
+    derive_title,
+    parse_id,
+)
+
+Progress = Callable[[int, int], None]
+
+
+ITEM_FIELDS = frozenset({
+    "content", "type", "title", "source", "tags", "metadata", "importance", "scope", "session", "status",
+    "allow_unsafe_status_override", "confidence", "valid_until", "redact_secrets", "category", "cites",
+})
+
+
+class Prepared:
+    """A validated memory ready to insert."""
+
+    __slots__ = ("type", "title", "content", "status", "source", "scope", "session", "tags", "metadata",
+                 "confidence", "importance", "hash", "tokens", "embed_text", "valid_until", "redactions")
+
+    def __init__(self, *, type, title, content, status, source, scope, session, tags, metadata, confidence,
+                 importance, hash, tokens, embed_text, valid_until, redactions):
+        self.type, self.title, self.content, self.status, self.source = type, title, content, status, source
+        self.scope, self.session, self.tags, self.metadata, self.confidence = scope, session, tags, metadata, confidence
+        self.importance, self.hash, self.tokens, self.embed_text = importance, hash, tokens, embed_text
+        self.valid_until, self.redactions = valid_until, redactions
+
+
+def embedding_text(title: str, content: str) -> str:
+    """What the embedder sees for a memory: the title when it adds words, then the content."""
+    if title and not content.lower().startswith(title.rstrip("…").lower()):
+        return f"{title}. {content}"
+    return content
+
+
+class Writer:
+    """Prepares, checks and stores memories; the one place rows are inserted."""
+
+    def __init__(self, core: Plumbing, catalog: Catalog, turns: TurnStore, lifecycle: Lifecycle):
+        self.core = core
+        self.catalog = catalog
+        self.turns = turns
+        self.lifecycle = lifecycle
+
+    def prepare(
+        self,
+        *,
+        content: Any,
+        type: str = "observation",
+        title: Any = None,
+        source: Any = None,
+        tags: Any = None,
+        metadata: Any = None,
+        importance: Any = None,
+        scope: Any = None,
+        session: Any = None,
+        status: str | None = None,
+        allow_unsafe_status_override: bool = False,
+        confidence: Any = None,
+        valid_until: Any = None,
+        redact_secrets: bool | None = None,
+    ) -> Prepared:
+        lim = self.core.limits
+        if not isinstance(type, str):
+            raise InvalidInputError(f"type must be one of {', '.join(MEMORY_TYPES)}.")
+        policy.check_type(type)
+        text = check_content(content, lim)
+        src = check_source(source)
+        # Secrets are replaced before hashing, embedding and FTS, so they never reach the file.
+        redactions: list[str] = []
+        ttl, tag_list, meta = check_title(title, lim), check_tags(tags, lim), check_metadata(metadata, lim)
+        if self.core.config.redact_secrets if redact_secrets is None else bool(redact_secrets):
+            text, redactions = redact_text(text)
+            if ttl:
+                ttl = redact_value(ttl, redactions)
+            if tag_list:  # redact the tags as given (before lower-casing hides an AKIA... key)
+                found = len(redactions)
+                redacted_tags = redact_value(tags, redactions)
+                if len(redactions) > found:  # else the same tags as checked above
+                    tag_list = check_tags(redacted_tags, lim)
+            if meta:
+                meta = redact_value(meta, redactions)
+        ttl = ttl or derive_title(text)
+        if status is not None and not isinstance(status, str):
+            raise InvalidInputError(f"status must be one of {', '.join(STATUSES)}.")
+        st = policy.initial_status(type, src.type, status, allow_unsafe_status_override)
+        # Instruction-like text is flagged (metadata "flagged", reserved) and waits as a candidate.
+        meta.pop("flagged", None)
+        trust = policy.trust_of(src.type)
+        flags = flags_for([text, ttl, *tag_list], trust)
+        if flags:
+            meta["flagged"] = flags
+            if trust != policy.TRUSTED and not allow_unsafe_status_override:
+                st = "candidate"
+        conf = check_unit("confidence", confidence, policy.SOURCE_CONFIDENCE[src.type])
+        if confidence is not None and trust != policy.TRUSTED and not allow_unsafe_status_override:
+            conf = min(conf, policy.SOURCE_CONFIDENCE[src.type])  # untrusted text cannot vouch for itself
+        return Prepared(
+            type=type,
+            title=ttl,
+            content=text,
+            status=st,
+            source=src,
+            scope=check_scope(scope, lim, self.core.config.default_scope),
+            session=check_optional_name(session, "session", lim),
+            tags=tag_list,
+            metadata=meta,
+            confidence=conf,
+            importance=check_unit("importance", importance, 0.5),
+            hash=content_hash(text),
+            tokens=estimate_tokens(text) + estimate_tokens(ttl),
+            embed_text=embedding_text(ttl, text),
+            valid_until=check_valid_until(valid_until),
+            redactions=redactions,
+        )
+
+    def insert(self, conn, p: Prepared, vector: np.ndarray, now: float, extra: dict | None = None) -> int:
+        return self.insert_many(conn, [(p, vector, extra)], now)[0]
+
+    def insert_many(self, conn, rows: Sequence[tuple[Prepared, np.ndarray, dict | None]], now: float) -> list[int]:
+        """Insert memories with their vectors (caller holds the write transaction).
+
+        A few statements for the whole batch: ids are taken after the largest ever used
+        (AUTOINCREMENT semantics, we hold the write lock) and every row is stamped with one
+        bump of the change counter, so the per-row seq triggers skip them (migration 0006)
+        and so does the FTS trigger: one INSERT ... SELECT indexes the batch (migration 0009)."""
+        if not rows:
+            return []
+        conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
+        seq = conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
+        top = conn.execute(
+            "SELECT max(coalesce((SELECT max(id) FROM memories), 0), "
+            "coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0))"
+        ).fetchone()[0]
+        ids = list(range(top + 1, top + 1 + len(rows)))
+        dims = self.core.embedder.dimensions
+        vectors = [v for _, v, _ in rows]
+        try:
+            matrix = np.stack(vectors)
+        except ValueError:  # ragged: let the per-vector check name the problem
+            blobs = [encode_vector(v, dims) for v in vectors]
+        else:
+            blobs = encode_many(matrix, dims) if matrix.ndim == 2 else [encode_vector(v, dims) for v in vectors]
+        dumps = json.dumps
+        mem_rows = []
+        redacted: dict[str, int] = {}
+        for mid, (p, _, extra) in zip(ids, rows):
+            if extra:
+                counts = (extra.get("usefulness", 0.5), extra.get("success_count", 0), extra.get("failure_count", 0),
+                          extra.get("access_count", 0), extra.get("last_accessed_at"), extra.get("created_at", now),
+                          extra.get("updated_at", now))
+            else:
+                counts = (0.5, 0, 0, 0, None, now, now)
+            mem_rows.append((
+                mid, p.type, p.title, p.content, p.status, p.source.type, p.source.id, p.scope, p.session,
+                dumps(p.tags, ensure_ascii=False), dumps(p.metadata, ensure_ascii=False) if p.metadata else "{}",
+                p.confidence, counts[0], p.importance, *counts[1:], p.hash, p.tokens, p.valid_until, seq,
+            ))
+            for kind in p.redactions:
+                redacted[kind] = redacted.get(kind, 0) + 1
+        conn.executemany(
+            "INSERT INTO memories (id, type, title, content, status, source_type, source_id, scope, session, tags, "
+            "metadata, confidence, usefulness, importance, success_count, failure_count, access_count, "
+            "last_accessed_at, created_at, updated_at, content_hash, tokens, valid_until, seq) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            mem_rows,
+        )
+        conn.execute("INSERT INTO memories_fts(rowid, title, content, tags) "
+                     "SELECT id, title, content, tags FROM memories WHERE id BETWEEN ? AND ?", (ids[0], ids[-1]))
+        conn.executemany("INSERT INTO vectors (memory_id, vector, seq) VALUES (?, ?, ?)",
+                         [(mid, blob, seq) for mid, blob in zip(ids, blobs)])
+        if redacted:
+            conn.executemany(
+                "INSERT INTO redactions (kind, count) VALUES (?, ?) "
+                "ON CONFLICT(kind) DO UPDATE SET count = count + excluded.count", list(redacted.items()))
+        return ids
+
+    def find_duplicate(self, conn, p: Prepared) -> int | None:
+        """An identical memory in the scope, one that is not superseded first. A superseded one counts
+        too: the stale text sent again (an agent re-reading an old note) must not come back as a new
+        memory that would supersede its own correction; restore() brings the old one back."""
+        row = conn.execute(
+            "SELECT id FROM memories WHERE content_hash = ? AND scope = ? ORDER BY status = 'superseded', id LIMIT 1",
+            (p.hash, p.scope),
+        ).fetchone()
+        return row[0] if row else None
+
+    def find_duplicates(self, conn, prepared: Sequence[Prepared]) -> list[int | None]:
+        """find_duplicate for many at once: one indexed query per 500 hashes."""
+        best: dict[tuple[str, str], tuple[bool, int]] = {}
+        hashes = list({p.hash for p in prepared})
+        for i in range(0, len(hashes), 500):
+            chunk = hashes[i : i + 500]
+            for mid, h, sc, stale in conn.execute(
+                f"SELECT id, content_hash, scope, status = 'superseded' FROM memories "
+                f"WHERE content_hash IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ):
+                key = (bool(stale), mid)
+                if (h, sc) not in best or key < best[(h, sc)]:
+                    best[(h, sc)] = key
+        return [best[(p.hash, p.scope)][1] if (p.hash, p.scope) in best else None for p in prepared]
+
+    def remember(
+        self,
+        content: str | None = None,
+        *,
+        type: str = "observation",
+        title: str | None = None,
+        source: Any = None,
+        tags: Sequence[str] | None = None,
+        metadata: dict | None = None,
+        importance: float | None = None,
+        scope: str | None = None,
+        session: str | None = None,
+        status: str | None = None,
+        allow_unsafe_status_override: bool = False,
+        confidence: float | None = None,
+        category: str | None = None,
+        cites: Sequence[str | int] | None = None,
+        valid_until: Any = None,
+        redact_secrets: bool | None = None,
+    ) -> Memory:
+        """Store one memory. Identical content in the same scope returns the existing one (``duplicate_of`` set).
+
+        ``source`` (default ``{"type": "user"}``) decides trust: llm and imported memories start
+        as candidates whatever ``status`` asks, unless ``allow_unsafe_status_override``.
+        ``category``: an optional label recall(categories=...) filters on. ``cites``: ids of the
+        conversation turns (episodes) it came from, see :meth:`why` (also added to a duplicate).
+        An ``episode`` stored here is an event of its session (role ``event``); use
+        :meth:`record_turn` for conversation turns.
+        ``valid_until`` (datetime, ISO string or epoch seconds): after it the memory leaves default recall.
+        Secrets in content, title, tags and metadata are stored as ``[REDACTED:kind]`` unless
+        ``redact_secrets=False`` (default: ``config.redact_secrets``). Instruction-like text
+        gets ``metadata["flagged"]`` and, from a non-trusted source, stays a candidate.
+        """
+        self.core.live()
+        p = self.prepare(
+            content=content, type=type, title=title, source=source, tags=tags, metadata=metadata,
+            importance=importance, scope=scope, session=session, status=status,
+            allow_unsafe_status_override=allow_unsafe_status_override, confidence=confidence,
+            valid_until=valid_until,
+            redact_secrets=redact_secrets,
+        )
+        cat = check_category(category)
+        cited = None if cites is None else [parse_id(c) for c in ([cites] if isinstance(cites, (str, int)) else cites)]
+        with self.core.store.reading() as conn:
+            dup = self.find_duplicate(conn, p)
+        if dup is not None:
+            return self._remembered_again(dup, cat, cited)
+        vec = self.core.embed([p.embed_text])[0]
+        plan = self.turns.chunk_plans([p])[0]
+        with self.core.store.transaction() as conn:
+            dup = self.find_duplicate(conn, p)  # another thread or process may have won the race
+            if dup is None:
+                found = self.find_corrections(conn, [(p, vec)])[0]
+                mid = self.insert(conn, p, vec, time.time())
+                self.after_insert(conn, mid, p, plan, cat, cited)
+                self.apply_corrections(conn, mid, found)
+        if dup is not None:
+            return self._remembered_again(dup, cat, cited)
+        return _with_corrections(self.catalog.get(mid), found)
+
+    def after_insert(self, conn, mid: int, p: Prepared, plan: list, category: str | None, cites: list[int] | None) -> None:
+        """Conversation memory of a new memory: episode position, chunks, category, citations."""
+        self.after_insert_many(conn, [(mid, p, plan, category, cites)], time.time())
+
+    def after_insert_many(self, conn, new: Sequence[tuple[int, Prepared, list, str | None, list[int] | None]],
+                           now: float) -> dict[int, EpisodeInfo]:
+        """after_insert for a batch of new memories (id, prepared, chunk plan, category, cites),
+        in statements per batch rather than per memory. Returns the position of each episode."""
+        events = [(mid, p, "event", now) for mid, p, *_ in new if p.type == "episode"]
+        positions = self.turns.register_episodes(conn, events) if events else {}
+        chunks = [(mid, plan) for mid, _, plan, *_ in new if plan]
+        if chunks:
+            self.turns.write_chunks_many(conn, chunks)
+        categories = [(mid, category) for mid, _, _, category, _ in new if category]
+        if categories:
+            conn.executemany(
+                "INSERT INTO memory_categories (memory_id, category) VALUES (?, ?) "
+                "ON CONFLICT(memory_id) DO UPDATE SET category = excluded.category", categories)
+        for mid, _, _, _, cites in new:
+            if cites:
+                self.turns.cite(conn, mid, cites)
+        at = ts(now)
+        return {mid: EpisodeInfo(session=p.session or None, role="event", seq=positions[mid], timestamp=at)
+                for mid, p, *_ in new if mid in positions}
+
+    def _remembered_again(self, dup: int, category: str | None, cites: list[int] | None) -> Memory:
+        if cites or category:
+            with self.core.store.transaction() as conn:
+                if cites:
+                    self.turns.cite(conn, dup, cites)
+                if category and conn.execute("SELECT 1 FROM memory_categories WHERE memory_id = ?", (dup,)).fetchone() is None:
+                    self.turns.set_category(conn, dup, category)
+        return _sent_again(self.catalog.get(dup))
+
+    # -- corrections (corrections.py) ---------------------------------------------------------------
+    def find_corrections(self, conn, items: Sequence[tuple[Prepared, np.ndarray]]) -> list[list[corrections.Finding]]:
+        """For each new memory (in write order), the stored memories of its scope, and the earlier
+        ones of the same batch, whose value it changes. Read in the write transaction, before the
+        batch is inserted; an earlier item of the batch is named by its position as -(k + 1)."""
+        cfg = self.core.config
+        out: list[list[corrections.Finding]] = [[] for _ in items]
+        if not cfg.corrections or not items:
+            return out
+        k = max(1, cfg.correction_candidates)
+        wanted: list[tuple[int, list[int]]] = []
+        for n, (p, vec) in enumerate(items):
+            if p.type in corrections.COMPARED_TYPES:
+                wanted.append((n, corrections.nearest(self.core.retriever, conn, vec, p.scope, k, cfg.correction_min_similarity)))
+        ids = sorted({i for _, c in wanted for i in c})
+        stored: dict[int, corrections.Stored] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            for mid, content, src, meta, mtype in conn.execute(
+                    f"SELECT id, content, source_type, metadata, type FROM memories WHERE id IN ({','.join('?' * len(chunk))})",
+                    chunk):
+                stored[mid] = corrections.Stored(mid, content, effective_source(src, meta), mtype)
+        vecs = np.array([v for _, v in items], dtype=np.float32)
+        for n, cands in wanted:
+            p = items[n][0]
+            # A new version (revise) or a merge (consolidate) already says what it relates to.
+            named = {parse_id(x) for x in [p.metadata.get("previous_id"), *p.metadata.get("consolidated_from", [])]
+                     if isinstance(x, str) and x.startswith("mem_")}
+            pool = [stored[i] for i in cands if i in stored and i not in named]
+            # Earlier memories of the same batch and scope, nearest first.
+            earlier = [j for j in range(n) if items[j][0].scope == p.scope and items[j][0].type in corrections.COMPARED_TYPES]
+            if earlier:
+                sims = vecs[earlier] @ vecs[n]
+                near = [earlier[j] for j in np.argsort(-sims)[:k].tolist() if sims[j] >= cfg.correction_min_similarity]
+                pool += [corrections.Stored(-(j + 1), items[j][0].content,
+                                            effective_source(items[j][0].source.type, json.dumps(items[j][0].metadata)),
+                                            items[j][0].type)
+                         for j in near]
+            out[n] = corrections.findings(p.content, effective_source(p.source.type, json.dumps(p.metadata)), p.type, pool)
+        return out
+
+    def apply_corrections(self, conn, new_id: int, found: list[corrections.Finding],
+                           batch: dict[int, int] | None = None) -> None:
+        """Supersede or link what a new memory changes (caller holds the write transaction)."""
+        for f in found:
+            old = f.old_id if f.old_id > 0 else (batch or {}).get(-f.old_id - 1)
+            if old is None:
+                continue
+            status = conn.execute("SELECT status FROM memories WHERE id = ?", (old,)).fetchone()
+            if status is None or status[0] not in corrections.LIVE:
+                continue  # an earlier write of this batch retired it already
+            if f.action == "supersede":
+                self.lifecycle.supersede_within(conn, old, new_id, f"detected: {f.why}", allow_unsafe=False, auto=True)
+            else:
+                # An untrusted writer's contradiction warns without demoting (as relate() does).
+                row = conn.execute("SELECT source_type, metadata FROM memories WHERE id = ?", (new_id,)).fetchone()
+                effect = policy.SOURCE_TRUST[effective_source(*row)] != policy.UNTRUSTED
+                conn.execute(
+                    "INSERT OR IGNORE INTO relations (from_id, to_id, type, confidence_effect, created_at) "
+                    "VALUES (?, ?, 'contradicts', ?, ?)", (new_id, old, int(effect), time.time()))
+
+    def remember_many(self, items: Iterable[dict], *, progress: Progress | None = None) -> list[Memory]:
+        """Store many memories in one transaction with one embedding batch. All or nothing.
+
+        Each item takes the keyword arguments of :meth:`remember` (``content`` required).
+        Duplicates (of stored memories or within the batch) come back with ``duplicate_of``.
+        """
+        self.core.live()
+        prepared: list[Prepared] = []
+        extras: list[tuple[str | None, list[int] | None]] = []
+        for n, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise InvalidInputError(f"Item {n} is not a dict of remember() arguments.")
+            if not ITEM_FIELDS.issuperset(item):
+                raise InvalidInputError(f"Item {n} has unknown fields: {', '.join(sorted(set(item) - ITEM_FIELDS))}.")
+            try:
+                category, cites = item.get("category"), item.get("cites")
+                extras.append((None if category is None else check_category(category),
+                               None if cites is None else [parse_id(c) for c in cites]))
+                if "category" not in item and "cites" not in item:
+                    prepared.append(self.prepare(**item))
+                else:
+                    prepared.append(self.prepare(**{k: v for k, v in item.items() if k not in ("category", "cites")}))
+            except InvalidInputError as exc:
+                raise type(exc)(f"Item {n}: {exc}") from None
+        if not prepared:
+            return []
+        with self.core.store.reading() as conn:
+            existing = dict(enumerate(self.find_duplicates(conn, prepared)))
+            mark = self.core.store.write_mark()
+        first_of: dict[tuple[str, str], int] = {}
+        to_embed: list[int] = []
+        for i, p in enumerate(prepared):
+            key = (p.hash, p.scope)
+            if existing[i] is None and key not in first_of:
+                first_of[key] = i
+                to_embed.append(i)
+        vecs = self.core.embed([prepared[i].embed_text for i in to_embed])
+        vec_of = dict(zip(to_embed, vecs))
+        plan_of = dict(zip(to_embed, self.turns.chunk_plans([prepared[i] for i in to_embed])))
+        ids: list[tuple[int, bool]] = []
+        now = time.time()
+        with self.core.store.transaction() as conn:
+            # Another thread or process may have stored some of them since: check again, in
+            # one query (the batch itself holds no two first occurrences of one key), unless
+            # nothing at all was written to the file since the first check.
+            if self.core.store.write_mark() == mark:
+                late = dict.fromkeys(to_embed)
+            else:
+                late = dict(zip(to_embed, self.find_duplicates(conn, [prepared[i] for i in to_embed])))
+            fresh = [i for i in to_embed if late[i] is None]
+            found_of = dict(zip(fresh, self.find_corrections(conn, [(prepared[i], vec_of[i]) for i in fresh])))
+            new_ids = dict(zip(fresh, self.insert_many(conn, [(prepared[i], vec_of[i], None) for i in fresh], now)))
+            episodes = self.after_insert_many(
+                conn, [(new_ids[i], prepared[i], plan_of[i], *extras[i]) for i in fresh], now)
+            for i in fresh:
+                self.apply_corrections(conn, new_ids[i], found_of[i], batch=new_ids)
+            for i, p in enumerate(prepared):
+                if i in new_ids:
+                    ids.append((new_ids[i], False))
+                elif i in vec_of:
+                    ids.append((late[i], True))
+                else:
+                    dup = existing[i] if existing[i] is not None else new_ids.get(first_of[(p.hash, p.scope)])
+                    if dup is None:
+                        dup = self.find_duplicate(conn, p)
+                    ids.append((dup, True))
+                if progress:
+                    progress(i + 1, len(prepared))
+            # New memories are built from what was written; only duplicates, and new ones a later
+            # item of the batch superseded, are read back.
+            retired = {new_ids.get(-f.old_id - 1) for fs in found_of.values() for f in fs
+                       if f.old_id < 0 and f.action == "supersede"}
+            loaded = load_memories(conn, sorted({mid for mid, is_dup in ids if is_dup} | (retired - {None})))
+        at = ts(now)
+        for i, mid in new_ids.items():
+            m = loaded[mid] if mid in retired else new_memory(mid, prepared[i], at, episodes.get(mid), extras[i][0])
+            loaded[mid] = _with_corrections(m, found_of[i], new_ids)
+        out = []
+        handed: set[int] = set()
+        for mid, is_dup in ids:
+            if is_dup:
+                m = _sent_again(loaded[mid].model_copy())
+            else:  # a new memory comes back once as itself; a duplicate of it gets a copy
+                m = loaded[mid] if mid not in handed else loaded[mid].model_copy()
+                handed.add(mid)
+            out.append(m)
+        return out
+
+    def retitle(self, p: Any, title: str) -> None:
+        """Give a prepared memory another title, with the token count and embedding text that follow."""
+        limit = self.core.limits.max_title_chars
+        p.title = title if len(title) <= limit else title[: limit - 1].rstrip() + "…"
+        p.tokens = estimate_tokens(p.content) + estimate_tokens(p.title)
+        p.embed_text = embedding_text(p.title, p.content)
+
+
+def _sent_again(m: Memory) -> Memory:
+    """A write whose text is already stored returns that memory, saying so if it was superseded."""
+    m.duplicate_of = m.id
+    if m.status == "superseded":
+        m.correction = (f"the same text is {m.id}, superseded by {m.superseded_by}: nothing stored; "
+                        f"if it holds again, restore {m.id}")
+    return m
+
+
+def _with_corrections(m: Memory, found: list[corrections.Finding], batch: dict[int, int] | None = None) -> Memory:
+    """The memory a write returns, with what it superseded or contradicts and the line saying so."""
+    if not found:
+        return m
+    def name(f: corrections.Finding) -> corrections.Finding:  # batch positions -> ids
+        if f.old_id > 0:
+            return f
+        return dataclasses.replace(f, old_id=(batch or {}).get(-f.old_id - 1, 0))
+    found = [g for g in map(name, found) if g.old_id > 0]
+    m.supersedes = [f"mem_{f.old_id}" for f in found if f.action == "supersede"] or None
+    m.conflicts_with = [f"mem_{f.old_id}" for f in found if f.action == "contradict"] or None
+    m.correction = corrections.note(m.id, found)
+    return m
