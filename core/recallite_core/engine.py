@@ -9,7 +9,7 @@ May import every service module; no service imports this module.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from .catalog import Catalog
 from .config import RecalliteConfig
@@ -36,22 +36,33 @@ from .writer import Writer, embedding_text
 
 __all__ = ["Recallite", "embedding_text"]
 
+P = ParamSpec("P")
+R = TypeVar("R")
 
-class _Served:
+
+class _Served(Generic[P, R]):
     """A public method of the facade served by one of its services: ``mem.remember`` is
-    ``mem.writer.remember`` (same signature and docstring). On the class it is the service's
-    function, so ``help(Recallite.remember)`` reads the real thing."""
+    ``mem.writer.remember`` (same signature, docstring and static type). On the class it is the
+    service's function, so ``help(Recallite.remember)`` reads the real thing."""
 
-    def __init__(self, service: str, owner: type):
-        self.service, self.owner = service, owner
+    def __init__(self, service: str, func: Callable[Concatenate[Any, P], R]):
+        self.service, self.func = service, func
+        self.__doc__ = func.__doc__
 
     def __set_name__(self, cls: type, name: str) -> None:
+        if name != self.func.__name__:
+            raise TypeError(f"Recallite.{name} must be served by a method of the same name, not {self.func.__qualname__}.")
         self.name = name
-        self.__doc__ = getattr(self.owner, name).__doc__
+
+    @overload
+    def __get__(self, obj: None, cls: type | None = None) -> Callable[Concatenate[Any, P], R]: ...
+
+    @overload
+    def __get__(self, obj: object, cls: type | None = None) -> Callable[P, R]: ...
 
     def __get__(self, obj: Any, cls: type | None = None) -> Any:
         if obj is None:
-            return getattr(self.owner, self.name)
+            return self.func
         return getattr(getattr(obj, self.service), self.name)
 
 
@@ -172,69 +183,69 @@ class Recallite:
 
     # -- served by the services -------------------------------------------------------------------
     # writing
-    remember = _Served("writer", Writer)
-    remember_many = _Served("writer", Writer)
+    remember = _Served("writer", Writer.remember)
+    remember_many = _Served("writer", Writer.remember_many)
     # reading
-    get = _Served("catalog", Catalog)
-    get_many = _Served("catalog", Catalog)
-    expand = _Served("catalog", Catalog)
-    list = _Served("catalog", Catalog)
-    inspection = _Served("catalog", Catalog)
-    stats = _Served("overview", Overview)
+    get = _Served("catalog", Catalog.get)
+    get_many = _Served("catalog", Catalog.get_many)
+    expand = _Served("catalog", Catalog.expand)
+    list = _Served("catalog", Catalog.list)
+    inspection = _Served("catalog", Catalog.inspection)
+    stats = _Served("overview", Overview.stats)
     # search and context
-    recall = _Served("searcher", Searcher)
-    format_context = _Served("searcher", Searcher)
-    build_context = _Served("searcher", Searcher)
-    beliefs = _Served("searcher", Searcher)
-    auto_context = _Served("searcher", Searcher)
+    recall = _Served("searcher", Searcher.recall)
+    format_context = _Served("searcher", Searcher.format_context)
+    build_context = _Served("searcher", Searcher.build_context)
+    beliefs = _Served("searcher", Searcher.beliefs)
+    auto_context = _Served("searcher", Searcher.auto_context)
     # feedback
-    feedback = _Served("feedback_recorder", FeedbackRecorder)
-    reinforce = _Served("feedback_recorder", FeedbackRecorder)
+    feedback = _Served("feedback_recorder", FeedbackRecorder.feedback)
+    reinforce = _Served("feedback_recorder", FeedbackRecorder.reinforce)
     # lifecycle, relations, deletion
-    validate = _Served("lifecycle", Lifecycle)
-    activate = _Served("lifecycle", Lifecycle)
-    deprecate = _Served("lifecycle", Lifecycle)
-    supersede = _Served("lifecycle", Lifecycle)
-    undo_supersede = _Served("lifecycle", Lifecycle)
-    resolve_conflict = _Served("lifecycle", Lifecycle)
-    relate = _Served("lifecycle", Lifecycle)
-    relations = _Served("lifecycle", Lifecycle)
-    relation_counts = _Served("lifecycle", Lifecycle)
-    forget = _Served("lifecycle", Lifecycle)
-    vacuum = _Served("lifecycle", Lifecycle)
+    validate = _Served("lifecycle", Lifecycle.validate)
+    activate = _Served("lifecycle", Lifecycle.activate)
+    deprecate = _Served("lifecycle", Lifecycle.deprecate)
+    supersede = _Served("lifecycle", Lifecycle.supersede)
+    undo_supersede = _Served("lifecycle", Lifecycle.undo_supersede)
+    resolve_conflict = _Served("lifecycle", Lifecycle.resolve_conflict)
+    relate = _Served("lifecycle", Lifecycle.relate)
+    relations = _Served("lifecycle", Lifecycle.relations)
+    relation_counts = _Served("lifecycle", Lifecycle.relation_counts)
+    forget = _Served("lifecycle", Lifecycle.forget)
+    vacuum = _Served("lifecycle", Lifecycle.vacuum)
     # maintenance
-    reindex = _Served("maintenance", Maintenance)
-    consolidate = _Served("maintenance", Maintenance)
-    reconcile = _Served("reconciler", Reconciler)
-    export_jsonl = _Served("portability", Portability)
-    import_jsonl = _Served("portability", Portability)
+    reindex = _Served("maintenance", Maintenance.reindex)
+    consolidate = _Served("maintenance", Maintenance.consolidate)
+    reconcile = _Served("reconciler", Reconciler.reconcile)
+    export_jsonl = _Served("portability", Portability.export_jsonl)
+    import_jsonl = _Served("portability", Portability.import_jsonl)
     # conversations
-    record_turn = _Served("conversations", Conversations)
-    record_turns = _Served("conversations", Conversations)
-    episode_window = _Served("conversations", Conversations)
-    session_turns = _Served("conversations", Conversations)
-    session_context = _Served("conversations", Conversations)
-    cite = _Served("conversations", Conversations)
-    citations = _Served("conversations", Conversations)
-    why = _Served("conversations", Conversations)
-    chunks_of = _Served("turns", TurnStore)
+    record_turn = _Served("conversations", Conversations.record_turn)
+    record_turns = _Served("conversations", Conversations.record_turns)
+    episode_window = _Served("conversations", Conversations.episode_window)
+    session_turns = _Served("conversations", Conversations.session_turns)
+    session_context = _Served("conversations", Conversations.session_context)
+    cite = _Served("conversations", Conversations.cite)
+    citations = _Served("conversations", Conversations.citations)
+    why = _Served("conversations", Conversations.why)
+    chunks_of = _Served("turns", TurnStore.chunks_of)
     # working layer
-    remember_working = _Served("layers", WorkingLayer)
-    working_entries = _Served("layers", WorkingLayer)
-    working_entry = _Served("layers", WorkingLayer)
-    clear_working = _Served("layers", WorkingLayer)
-    promote = _Served("layers", WorkingLayer)
-    promote_working = _Served("layers", WorkingLayer)
+    remember_working = _Served("layers", WorkingLayer.remember_working)
+    working_entries = _Served("layers", WorkingLayer.working_entries)
+    working_entry = _Served("layers", WorkingLayer.working_entry)
+    clear_working = _Served("layers", WorkingLayer.clear_working)
+    promote = _Served("layers", WorkingLayer.promote)
+    promote_working = _Served("layers", WorkingLayer.promote_working)
     # SLM-Lite features
-    trust = _Served("slm", SlmFeatures)
-    join_team = _Served("slm", SlmFeatures)
-    leave_team = _Served("slm", SlmFeatures)
-    teams = _Served("slm", SlmFeatures)
-    share = _Served("slm", SlmFeatures)
-    clean_expired = _Served("slm", SlmFeatures)
-    revise = _Served("slm", SlmFeatures)
-    history = _Served("slm", SlmFeatures)
-    capture_behavior = _Served("slm", SlmFeatures)
-    flush = _Served("slm", SlmFeatures)
-    behavior_stats = _Served("slm", SlmFeatures)
-    concepts = _Served("slm", SlmFeatures)
+    trust = _Served("slm", SlmFeatures.trust)
+    join_team = _Served("slm", SlmFeatures.join_team)
+    leave_team = _Served("slm", SlmFeatures.leave_team)
+    teams = _Served("slm", SlmFeatures.teams)
+    share = _Served("slm", SlmFeatures.share)
+    clean_expired = _Served("slm", SlmFeatures.clean_expired)
+    revise = _Served("slm", SlmFeatures.revise)
+    history = _Served("slm", SlmFeatures.history)
+    capture_behavior = _Served("slm", SlmFeatures.capture_behavior)
+    flush = _Served("slm", SlmFeatures.flush)
+    behavior_stats = _Served("slm", SlmFeatures.behavior_stats)
+    concepts = _Served("slm", SlmFeatures.concepts)
