@@ -1,0 +1,354 @@
+"""The storage nouns on one SQLite connection inside one transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from functools import cached_property
+from typing import Collection, Iterator, Sequence
+
+from ...models import Memory
+from ..base import (
+    CreditRecord, LinkedPair, MemoryFilter, ProjectionCounts, Shard, TrustRow, TurnRow, VectorRow, chunked,
+)
+from .rows import load_memories
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class SqliteChangeFeed:
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def counter(self) -> int:
+        return self._conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
+
+    def tombstone_floor(self) -> int:
+        return self._conn.execute("SELECT value FROM counters WHERE name = 'tombstone_floor'").fetchone()[0]
+
+    def tombstones_since(self, seq: int) -> list[int]:
+        return [r[0] for r in self._conn.execute("SELECT memory_id FROM tombstones WHERE seq > ?", (seq,))]
+
+    def tombstones_count_since(self, seq: int) -> int:
+        return self._conn.execute("SELECT count(*) FROM tombstones WHERE seq > ?", (seq,)).fetchone()[0]
+
+
+def _filter_sql(flt: MemoryFilter, alias: str = "") -> tuple[list[str], list]:
+    """WHERE clauses and their parameters for a MemoryFilter on memories (optionally aliased)."""
+    p = f"{alias}." if alias else ""
+    where: list[str] = []
+    params: list = []
+    for column, values in (("status", flt.statuses), ("scope", flt.scopes), ("type", flt.types),
+                           ("session", flt.sessions)):
+        if values is not None:
+            where.append(f"{p}{column} IN ({_marks(len(values))})")
+            params.extend(values)
+    if flt.tags is not None:
+        where.append(f"EXISTS (SELECT 1 FROM json_each({p}tags) WHERE value IN ({_marks(len(flt.tags))}))")
+        params.extend(flt.tags)
+    if flt.valid_at is not None:
+        where.append(f"({p}valid_until IS NULL OR {p}valid_until > ?)")
+        params.append(flt.valid_at)
+    return where, params
+
+
+class SqliteMemories:
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def load(self, ids: Sequence[int]) -> dict[int, Memory]:
+        return load_memories(self._conn, list(ids))
+
+    def matching(self, ids: Collection[int] | None, flt: MemoryFilter) -> list[int]:
+        where, params = _filter_sql(flt)
+        if ids is None:
+            sql = f"SELECT id FROM memories WHERE {' AND '.join(where) or '1'}"
+            return [r[0] for r in self._conn.execute(sql, params)]
+        out: list[int] = []
+        for chunk in chunked(ids):
+            clauses = [f"id IN ({_marks(len(chunk))})", *where]
+            out.extend(r[0] for r in self._conn.execute(
+                f"SELECT id FROM memories WHERE {' AND '.join(clauses)}", [*chunk, *params]))
+        return out
+
+    def expired(self, valid_at: float) -> set[int]:
+        return {r[0] for r in self._conn.execute(
+            "SELECT id FROM memories WHERE valid_until IS NOT NULL AND valid_until <= ?", (valid_at,))}
+
+    def trust_rows(self, ids: Sequence[int]) -> list[TrustRow]:
+        out: list[TrustRow] = []
+        for chunk in chunked(ids):
+            for mid, st, sid, behavioral, created, validated in self._conn.execute(
+                "SELECT id, source_type, source_id, json_extract(metadata, '$.behavioral'), created_at, validated_at "
+                f"FROM memories WHERE id IN ({_marks(len(chunk))})", chunk,
+            ):
+                out.append(TrustRow(mid, st, sid, bool(behavioral), created, validated))
+        return out
+
+    def candidates(self, ids: Sequence[int]) -> dict[int, tuple[float, str]]:
+        out: dict[int, tuple[float, str]] = {}
+        for chunk in chunked(ids):
+            for mid, conf, meta in self._conn.execute(
+                f"SELECT id, confidence, metadata FROM memories WHERE status = 'candidate' AND id IN ({_marks(len(chunk))})",
+                chunk,
+            ):
+                out[mid] = (conf, meta)
+        return out
+
+    def mark_validated(self, mid: int, confidence: float, metadata: str, now: float) -> None:
+        self._conn.execute(
+            "UPDATE memories SET status = 'validated', confidence = ?, metadata = ?, updated_at = ?, validated_at = ? "
+            "WHERE id = ?",
+            (confidence, metadata, now, now, mid),
+        )
+
+
+_VECTOR_SELECT = ("SELECT m.id, m.scope, m.status, m.type, m.session, v.vector FROM vectors v "
+                  "JOIN memories m ON m.id = v.memory_id")
+
+
+def _shard_sql(shard: Shard | None, column: str) -> tuple[str, list]:
+    if shard is None:
+        return "", []
+    return f" AND {column} % ? = ?", [shard.count, shard.index]
+
+
+class SqliteVectors:
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def count(self, shard: Shard | None = None) -> int:
+        where, params = _shard_sql(shard, "v.memory_id")
+        return self._conn.execute(f"SELECT count(*) FROM vectors v WHERE 1{where}", params).fetchone()[0]
+
+    def count_since(self, seq: int) -> int:
+        return self._conn.execute("SELECT count(*) FROM vectors WHERE seq > ?", (seq,)).fetchone()[0]
+
+    def all_rows(self, shard: Shard | None = None, batch: int = 8192) -> Iterator[list[VectorRow]]:
+        where, params = _shard_sql(shard, "v.memory_id")
+        cur = self._conn.execute(f"{_VECTOR_SELECT} WHERE 1{where}", params)
+        while True:  # in batches: never hold every BLOB of a large store at once
+            rows = cur.fetchmany(batch)
+            if not rows:
+                return
+            yield rows
+
+    def changed_rows(self, seq: int, shard: Shard | None = None) -> list[VectorRow]:
+        """Rows whose vector, or whose memory's filter columns, changed after ``seq``."""
+        where, params = _shard_sql(shard, "v.memory_id")
+        return self._conn.execute(
+            f"{_VECTOR_SELECT} WHERE v.seq > ?{where} UNION ALL {_VECTOR_SELECT} WHERE m.seq > ? AND v.seq <= ?{where}",
+            (seq, *params, seq, seq, *params),
+        ).fetchall()
+
+    def blobs(self, ids: Sequence[int]) -> list[tuple[int, bytes]]:
+        out: list[tuple[int, bytes]] = []
+        for chunk in chunked(ids):
+            out.extend(self._conn.execute(
+                f"SELECT memory_id, vector FROM vectors WHERE memory_id IN ({_marks(len(chunk))})", chunk))
+        return out
+
+
+class SqliteRelations:
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def any(self) -> bool:
+        return self._conn.execute("SELECT EXISTS (SELECT 1 FROM relations)").fetchone()[0] == 1
+
+    def edges(self, ids: Sequence[int], types: Sequence[str]) -> list[tuple[int, int, str]]:
+        """(from, to, type) of the relations of these types with either end among ``ids``."""
+        marks = _marks(len(ids))
+        return self._conn.execute(
+            f"SELECT from_id, to_id, type FROM relations WHERE type IN ({_marks(len(types))}) "
+            f"AND (from_id IN ({marks}) OR to_id IN ({marks}))",
+            [*types, *ids, *ids],
+        ).fetchall()
+
+    def pairs_among(self, ids: Sequence[int], types: Sequence[str]) -> list[LinkedPair]:
+        """Relations of these types with both ends among ``ids``."""
+        marks = _marks(len(ids))
+        return [LinkedPair(a, b, t, "", "", ca, cb, bool(fa), bool(fb)) for a, b, t, ca, cb, fa, fb in self._conn.execute(
+            "SELECT r.from_id, r.to_id, r.type, a.created_at, b.created_at, a.failure_count > a.success_count, "
+            "b.failure_count > b.success_count FROM relations r "
+            "JOIN memories a ON a.id = r.from_id JOIN memories b ON b.id = r.to_id "
+            f"WHERE r.type IN ({_marks(len(types))}) AND r.from_id IN ({marks}) AND r.to_id IN ({marks})",
+            [*types, *ids, *ids])]
+
+    def touching(self, ids: Sequence[int], type: str) -> list[LinkedPair]:
+        """Relations of one type with either end among ``ids``, with both ends' statuses."""
+        marks = _marks(len(ids))
+        return [LinkedPair(a, b, type, sa, sb) for a, b, sa, sb in self._conn.execute(
+            "SELECT r.from_id, r.to_id, ma.status, mb.status FROM relations r "
+            "JOIN memories ma ON ma.id = r.from_id JOIN memories mb ON mb.id = r.to_id "
+            f"WHERE r.type = ? AND (r.from_id IN ({marks}) OR r.to_id IN ({marks}))",
+            [type, *ids, *ids])]
+
+    def supporters(self, ids: Sequence[int], statuses: Sequence[str]) -> list[tuple[int, str, str | None]]:
+        """(supported id, supporter's source type, source id) of ``supports`` links into ``ids``
+        from memories in these statuses."""
+        return self._conn.execute(
+            "SELECT r.to_id, m.source_type, m.source_id FROM relations r JOIN memories m ON m.id = r.from_id "
+            f"WHERE r.type = 'supports' AND r.to_id IN ({_marks(len(ids))}) AND m.status IN ({_marks(len(statuses))})",
+            [*ids, *statuses],
+        ).fetchall()
+
+
+class SqliteOutcomes:
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def any(self) -> bool:
+        return self._conn.execute("SELECT EXISTS (SELECT 1 FROM memory_outcomes)").fetchone()[0] == 1
+
+    def last_success(self, ids: Sequence[int], min_target: float) -> dict[int, float]:
+        out: dict[int, float] = {}
+        for chunk in chunked(ids):
+            for mid, last in self._conn.execute(
+                f"SELECT memory_id, max(created_at) FROM memory_outcomes WHERE target >= ? AND memory_id IN "
+                f"({_marks(len(chunk))}) GROUP BY memory_id", [min_target, *chunk],
+            ):
+                out[mid] = last
+        return out
+
+    def credit_records(self, ids: Sequence[int], min_weight: float) -> dict[int, CreditRecord]:
+        out: dict[int, CreditRecord] = {}
+        for chunk in chunked(ids):
+            for mid, succ, rets, fails in self._conn.execute(
+                "SELECT mo.memory_id, "
+                "sum(f.outcome = 'success' AND mo.weight >= ?), "
+                "count(DISTINCT CASE WHEN f.outcome = 'success' AND mo.weight >= ? THEN f.retrieval_id END), "
+                "sum(f.outcome = 'failure') "
+                "FROM memory_outcomes mo JOIN feedback f ON f.id = mo.feedback_id "
+                f"WHERE mo.kind = 'credit' AND mo.memory_id IN ({_marks(len(chunk))}) GROUP BY mo.memory_id",
+                [min_weight, min_weight, *chunk],
+            ):
+                out[mid] = CreditRecord(succ or 0, rets or 0, fails or 0)
+        return out
+
+
+_TURN = "SELECT memory_id, scope, session, seq, role FROM episodes"
+
+
+class SqliteEpisodes:
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def any(self) -> bool:
+        return self._conn.execute("SELECT 1 FROM episodes LIMIT 1").fetchone() is not None
+
+    def turns_of(self, ids: Sequence[int]) -> list[TurnRow]:
+        out: list[TurnRow] = []
+        for chunk in chunked(ids):
+            out.extend(self._conn.execute(f"{_TURN} WHERE memory_id IN ({_marks(len(chunk))})", chunk))
+        return out
+
+    def turns_at(self, places: Sequence[tuple[str, str, int]]) -> list[TurnRow]:
+        """The turns at these (scope, session, seq) places."""
+        out: list[TurnRow] = []
+        for i in range(0, len(places), 300):
+            chunk = places[i : i + 300]
+            out.extend(self._conn.execute(
+                f"{_TURN} WHERE (scope, session, seq) IN (VALUES {','.join(['(?, ?, ?)'] * len(chunk))})",
+                [x for place in chunk for x in place]))
+        return out
+
+    def all_turns(self) -> list[TurnRow]:
+        return self._conn.execute(_TURN).fetchall()
+
+    def turns_changed_since(self, seq: int) -> list[TurnRow]:
+        return self._conn.execute(
+            "SELECT e.memory_id, e.scope, e.session, e.seq, e.role FROM memories m "
+            "JOIN episodes e ON e.memory_id = m.id WHERE m.seq > ?", (seq,)).fetchall()
+
+    def turn_texts(self, scope: str, session: str, first: int, last: int) -> list[tuple[int, int, str, str]]:
+        """(seq, memory id, role, content) of the turns of one session between two positions."""
+        return self._conn.execute(
+            "SELECT n.seq, n.memory_id, n.role, m.content FROM episodes n JOIN memories m ON m.id = n.memory_id "
+            "WHERE n.scope = ? AND n.session = ? AND n.seq BETWEEN ? AND ?", (scope, session, first, last)).fetchall()
+
+    def replace_windows(self, stale: Sequence[int], rows: Sequence[tuple[int, str]]) -> None:
+        """Delete the window rows of ``stale`` turns, then write ``rows`` (turn id, text). Deletes
+        go first: FTS5 flushes its pending terms whenever a delete follows an insert."""
+        for chunk in chunked(stale):
+            self._conn.execute(f"DELETE FROM episode_windows WHERE rowid IN ({_marks(len(chunk))})", chunk)
+        self._conn.executemany("INSERT INTO episode_windows (rowid, text) VALUES (?, ?)", rows)
+
+    def clear_windows(self) -> None:
+        self._conn.execute("DELETE FROM episode_windows")
+
+    def places(self) -> list[tuple[str, str, int]]:
+        return self._conn.execute("SELECT scope, session, seq FROM episodes").fetchall()
+
+
+class SqliteIntegrity:
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def projections(self, dimensions: int | None = None) -> ProjectionCounts:
+        conn = self._conn
+        r = ProjectionCounts()
+
+        def one(sql: str) -> int:
+            return conn.execute(sql).fetchone()[0]
+
+        def col(sql: str) -> list[int]:
+            return [row[0] for row in conn.execute(sql)]
+
+        r.memories = one("SELECT count(*) FROM memories")
+        r.vectors = one("SELECT count(*) FROM vectors")
+        r.fts_rows = one("SELECT count(*) FROM memories_fts_docsize")
+        r.missing_vectors = col("SELECT id FROM memories WHERE id NOT IN (SELECT memory_id FROM vectors) ORDER BY id")
+        r.orphan_vectors = col("SELECT memory_id FROM vectors WHERE memory_id NOT IN (SELECT id FROM memories) ORDER BY 1")
+        if dimensions:
+            r.bad_vectors = col(f"SELECT memory_id FROM vectors WHERE length(vector) != {4 * int(dimensions)} ORDER BY 1")
+        r.missing_fts = col("SELECT id FROM memories WHERE id NOT IN (SELECT id FROM memories_fts_docsize) ORDER BY id")
+        r.orphan_fts = col("SELECT id FROM memories_fts_docsize WHERE id NOT IN (SELECT id FROM memories) ORDER BY id")
+        try:
+            # rank = 1 also compares the index with the content of the memories table.
+            conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)")
+        except sqlite3.Error as exc:
+            r.fts_detail = str(exc)
+        return r
+
+
+class SqliteSession:
+    """One unit of work on an SQLite connection: the nouns of storage.base.Session.
+
+    ``execute``/``executemany`` pass through to the connection for the modules that still
+    write their own SQL (docs/storage.md lists them); they are not part of the interface and
+    go once those modules are converted."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+        self.execute = conn.execute
+        self.executemany = conn.executemany
+
+    @cached_property
+    def feed(self) -> SqliteChangeFeed:
+        return SqliteChangeFeed(self._conn)
+
+    @cached_property
+    def memories(self) -> SqliteMemories:
+        return SqliteMemories(self._conn)
+
+    @cached_property
+    def vectors(self) -> SqliteVectors:
+        return SqliteVectors(self._conn)
+
+    @cached_property
+    def relations(self) -> SqliteRelations:
+        return SqliteRelations(self._conn)
+
+    @cached_property
+    def outcomes(self) -> SqliteOutcomes:
+        return SqliteOutcomes(self._conn)
+
+    @cached_property
+    def episodes(self) -> SqliteEpisodes:
+        return SqliteEpisodes(self._conn)
+
+    @cached_property
+    def integrity(self) -> SqliteIntegrity:
+        return SqliteIntegrity(self._conn)
