@@ -7,3 +7,21 @@ default; a second backend is a sibling module). It may import only the standard 
 numpy, and recallite_core's models, errors and policy tables; never retrieval, learning, the
 engine or config, which all sit above it. docs/storage.md describes the interface.
 """
+
+from __future__ import annotations
+
+import sqlite3
+
+from .base import Session
+from .sqlite.session import SqliteSession
+
+
+def as_session(handle: Session | sqlite3.Connection) -> Session:
+    """``handle`` as a Session: callers outside the core (the doctor command, benchmarks) still
+    pass a plain sqlite3 connection, which is wrapped in the SQLite session."""
+    if isinstance(handle, sqlite3.Connection):
+        return SqliteSession(handle)
+    return handle
+
+
+__all__ = ["Session", "as_session"]

@@ -33,6 +33,11 @@ class SqliteChangeFeed:
     def tombstones_count_since(self, seq: int) -> int:
         return self._conn.execute("SELECT count(*) FROM tombstones WHERE seq > ?", (seq,)).fetchone()[0]
 
+    def side_tables(self) -> tuple[bool, bool]:
+        rel, out = self._conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM relations), EXISTS (SELECT 1 FROM memory_outcomes)").fetchone()
+        return bool(rel), bool(out)
+
 
 def _filter_sql(flt: MemoryFilter, alias: str = "") -> tuple[list[str], list]:
     """WHERE clauses and their parameters for a MemoryFilter on memories (optionally aliased)."""
@@ -154,9 +159,6 @@ class SqliteRelations:
     def __init__(self, conn: sqlite3.Connection):
         self._conn = conn
 
-    def any(self) -> bool:
-        return self._conn.execute("SELECT EXISTS (SELECT 1 FROM relations)").fetchone()[0] == 1
-
     def edges(self, ids: Sequence[int], types: Sequence[str]) -> list[tuple[int, int, str]]:
         """(from, to, type) of the relations of these types with either end among ``ids``."""
         marks = _marks(len(ids))
@@ -198,9 +200,6 @@ class SqliteRelations:
 class SqliteOutcomes:
     def __init__(self, conn: sqlite3.Connection):
         self._conn = conn
-
-    def any(self) -> bool:
-        return self._conn.execute("SELECT EXISTS (SELECT 1 FROM memory_outcomes)").fetchone()[0] == 1
 
     def last_success(self, ids: Sequence[int], min_target: float) -> dict[int, float]:
         out: dict[int, float] = {}
