@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import sqlite3
 
-from .base import Session
+from .base import Session, Storage
 from .sqlite.session import SqliteSession
+
+#: Errors a backend's driver may raise inside a session (a cache reading through one catches
+#: them to fall back to asking the store).
+DRIVER_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error,)
 
 
 def as_session(handle: Session | sqlite3.Connection) -> Session:
@@ -24,4 +28,4 @@ def as_session(handle: Session | sqlite3.Connection) -> Session:
     return handle
 
 
-__all__ = ["Session", "as_session"]
+__all__ = ["DRIVER_ERRORS", "Session", "Storage", "as_session"]

@@ -23,6 +23,10 @@ VectorRow = tuple[int, str, str, str, "str | None", bytes]
 TurnRow = tuple[int, str, str, int, str]
 
 
+class StaleIndex(Exception):
+    """An in-memory mirror of stored rows disagrees with the store: drop it and ask the store."""
+
+
 # -- values ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Shard:
@@ -36,11 +40,13 @@ class Shard:
 class MemoryFilter:
     """Which memories a lookup may return; None leaves a column unfiltered."""
 
-    statuses: tuple[str, ...] | None = None
     scopes: tuple[str, ...] | None = None
+    statuses: tuple[str, ...] | None = None
     types: tuple[str, ...] | None = None
     sessions: tuple[str, ...] | None = None
     tags: tuple[str, ...] | None = None  # any of them
+    roles: tuple[str, ...] | None = None  # conversation turns spoken by any of them
+    categories: tuple[str, ...] | None = None
     valid_at: float | None = None  # drop memories whose valid_until is at or before this time
 
 

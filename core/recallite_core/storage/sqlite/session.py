@@ -10,6 +10,8 @@ from ...models import Memory
 from ..base import (
     CreditRecord, LinkedPair, MemoryFilter, ProjectionCounts, Shard, TrustRow, TurnRow, VectorRow, chunked,
 )
+from ..fts import fts_query
+from .filters import where_sql
 from .rows import load_memories
 
 
@@ -39,25 +41,6 @@ class SqliteChangeFeed:
         return bool(rel), bool(out)
 
 
-def _filter_sql(flt: MemoryFilter, alias: str = "") -> tuple[list[str], list]:
-    """WHERE clauses and their parameters for a MemoryFilter on memories (optionally aliased)."""
-    p = f"{alias}." if alias else ""
-    where: list[str] = []
-    params: list = []
-    for column, values in (("status", flt.statuses), ("scope", flt.scopes), ("type", flt.types),
-                           ("session", flt.sessions)):
-        if values is not None:
-            where.append(f"{p}{column} IN ({_marks(len(values))})")
-            params.extend(values)
-    if flt.tags is not None:
-        where.append(f"EXISTS (SELECT 1 FROM json_each({p}tags) WHERE value IN ({_marks(len(flt.tags))}))")
-        params.extend(flt.tags)
-    if flt.valid_at is not None:
-        where.append(f"({p}valid_until IS NULL OR {p}valid_until > ?)")
-        params.append(flt.valid_at)
-    return where, params
-
-
 class SqliteMemories:
     def __init__(self, conn: sqlite3.Connection):
         self._conn = conn
@@ -66,15 +49,14 @@ class SqliteMemories:
         return load_memories(self._conn, list(ids))
 
     def matching(self, ids: Collection[int] | None, flt: MemoryFilter) -> list[int]:
-        where, params = _filter_sql(flt)
+        """The ids (among ``ids``; None: all memories) that pass the filter."""
+        where, params = where_sql(flt)
         if ids is None:
-            sql = f"SELECT id FROM memories WHERE {' AND '.join(where) or '1'}"
-            return [r[0] for r in self._conn.execute(sql, params)]
+            return [r[0] for r in self._conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)]
         out: list[int] = []
-        for chunk in chunked(ids):
-            clauses = [f"id IN ({_marks(len(chunk))})", *where]
+        for chunk in chunked(ids, 900):
             out.extend(r[0] for r in self._conn.execute(
-                f"SELECT id FROM memories WHERE {' AND '.join(clauses)}", [*chunk, *params]))
+                f"SELECT m.id FROM memories m WHERE m.id IN ({_marks(len(chunk))}) AND {where}", [*chunk, *params]))
         return out
 
     def expired(self, valid_at: float) -> set[int]:
@@ -100,6 +82,27 @@ class SqliteMemories:
             ):
                 out[mid] = (conf, meta)
         return out
+
+    def policy_columns(self, ids: Sequence[int]) -> list[tuple[int, str, str, float, float, float]]:
+        """(id, type, status, confidence, usefulness, importance) of the rows among ``ids``."""
+        out: list[tuple[int, str, str, float, float, float]] = []
+        for chunk in chunked(ids, 900):
+            out += self._conn.execute(
+                "SELECT id, type, status, confidence, usefulness, importance FROM memories "
+                f"WHERE id IN ({_marks(len(chunk))})", chunk).fetchall()
+        return out
+
+    def summaries(self, ids: Sequence[int]) -> list[tuple[int, str, str, str, str, str]]:
+        """(id, title, status, scope, source type, metadata JSON) of the rows among ``ids``."""
+        return self._conn.execute(
+            f"SELECT id, title, status, scope, source_type, metadata FROM memories WHERE id IN ({_marks(len(ids))})",
+            list(ids)).fetchall()
+
+    def record_access(self, ids: Sequence[int], now: float) -> None:
+        """One more access for each of ``ids``, at ``now``."""
+        self._conn.execute(
+            f"UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id IN ({_marks(len(ids))})",
+            [now, *ids])
 
     def mark_validated(self, mid: int, confidence: float, metadata: str, now: float) -> None:
         self._conn.execute(
@@ -187,6 +190,14 @@ class SqliteRelations:
             f"WHERE r.type = ? AND (r.from_id IN ({marks}) OR r.to_id IN ({marks}))",
             [type, *ids, *ids])]
 
+    def effects(self, ids: Sequence[int], type: str) -> list[tuple[int, int, float]]:
+        """(from, to, confidence effect) of the relations of one type with either end among ``ids``."""
+        marks = _marks(len(ids))
+        return self._conn.execute(
+            f"SELECT from_id, to_id, confidence_effect FROM relations WHERE type = ? "
+            f"AND (from_id IN ({marks}) OR to_id IN ({marks}))",
+            [type, *ids, *ids]).fetchall()
+
     def supporters(self, ids: Sequence[int], statuses: Sequence[str]) -> list[tuple[int, str, str | None]]:
         """(supported id, supporter's source type, source id) of ``supports`` links into ``ids``
         from memories in these statuses."""
@@ -211,6 +222,18 @@ class SqliteOutcomes:
                 out[mid] = last
         return out
 
+    def add_retrieval(self, query: str, profile: str, scopes: str | None, kind: str, now: float,
+                      items: Sequence[tuple[int, int, float]]) -> int:
+        """Log one retrieval and its items (memory id, rank, score); returns its id."""
+        rid = self._conn.execute(
+            "INSERT INTO retrievals (query, profile, scope, kind, created_at) VALUES (?, ?, ?, ?, ?)",
+            (query, profile, scopes, kind, now)).lastrowid
+        if items:
+            self._conn.executemany(
+                "INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score) VALUES (?, ?, ?, ?)",
+                [(rid, mid, rank, score) for mid, rank, score in items])
+        return rid
+
     def credit_records(self, ids: Sequence[int], min_weight: float) -> dict[int, CreditRecord]:
         out: dict[int, CreditRecord] = {}
         for chunk in chunked(ids):
@@ -225,6 +248,66 @@ class SqliteOutcomes:
             ):
                 out[mid] = CreditRecord(succ or 0, rets or 0, fails or 0)
         return out
+
+
+class SqliteKeywords:
+    """Keyword search over FTS5: the memories' table and the conversation windows. Scores are
+    -bm25() (higher is better), ties by id."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def top(self, query: str, flt: MemoryFilter, depth: int, weights: Sequence[float]) -> list[tuple[int, float]]:
+        """The bm25 top-``depth`` among the memories passing the filter.
+
+        The bm25 top-N is taken on the FTS table alone (no per-match join to memories), then
+        filtered; only when the filter leaves fewer than ``depth`` of a full top-N is the N
+        widened (and finally the whole match set filtered), so the answer is the same as
+        filtering every match first."""
+        match = fts_query(query)
+        if match is None:
+            return []
+        where, params = where_sql(flt)
+        weights_sql = ", ".join(str(w) for w in weights)
+        inner = max(depth * 2, 100)
+        while True:
+            limit_sql, limit_params = ("LIMIT ?", [inner]) if inner else ("", [])
+            # One pass: the bm25 top-N with, for each, whether it passes the filter.
+            rows = self._conn.execute(
+                f"SELECT f.id, f.s, ({where}) FROM (SELECT rowid AS id, bm25(memories_fts, {weights_sql}) AS s "
+                f"FROM memories_fts WHERE memories_fts MATCH ? ORDER BY s, rowid {limit_sql}) f "
+                "JOIN memories m ON m.id = f.id ORDER BY f.s, f.id",
+                [*params, match, *limit_params],
+            ).fetchall()
+            kept = [r for r in rows if r[2]]
+            if len(kept) >= depth or not inner or len(rows) < inner:
+                break  # enough, or the top-N already held every match
+            inner = inner * 8 if inner < 100_000 else 0
+        return [(r[0], -r[1]) for r in kept[:depth]]
+
+    def windows_top(self, query: str, flt: MemoryFilter, depth: int) -> list[tuple[int, float]]:
+        """The bm25 top-``depth`` of conversation turns indexed with their neighbours."""
+        match = fts_query(query)
+        if match is None:
+            return []
+        where, params = where_sql(flt)
+        rows = self._conn.execute(
+            "SELECT w.rowid, bm25(episode_windows) AS s FROM episode_windows w JOIN memories m ON m.id = w.rowid "
+            f"WHERE episode_windows MATCH ? AND {where} ORDER BY s, w.rowid LIMIT ?",
+            [match, *params, depth],
+        ).fetchall()
+        return [(r[0], -r[1]) for r in rows]
+
+    def document_frequency(self, term: str) -> int:
+        """Memories holding the term (a single token)."""
+        return self._conn.execute(
+            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (f'"{term}"',)).fetchone()[0]
+
+    def holding(self, term: str, ids: Sequence[int]) -> list[int]:
+        """Which of ``ids`` hold the term."""
+        return [r[0] for r in self._conn.execute(
+            f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({_marks(len(ids))})",
+            [f'"{term}"', *ids])]
 
 
 _TURN = "SELECT memory_id, scope, session, seq, role FROM episodes"
@@ -347,6 +430,10 @@ class SqliteSession:
     @cached_property
     def episodes(self) -> SqliteEpisodes:
         return SqliteEpisodes(self._conn)
+
+    @cached_property
+    def keywords(self) -> SqliteKeywords:
+        return SqliteKeywords(self._conn)
 
     @cached_property
     def integrity(self) -> SqliteIntegrity:

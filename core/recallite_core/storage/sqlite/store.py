@@ -10,10 +10,11 @@ import sqlite3
 import stat
 import threading
 import time
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from ...errors import SchemaVersionError, StoreError
 from .migrations import MIGRATIONS, SCHEMA_VERSION
+from .keyword_mirror import KeywordIndexes
 from .session import SqliteSession
 
 log = logging.getLogger("recallite.store")
@@ -295,6 +296,10 @@ class Store:
                         self.conn.execute("COMMIT")
                     except sqlite3.Error:
                         pass
+
+    def keyword_mirror(self, weights: Sequence[float]) -> KeywordIndexes:
+        """An in-memory bm25 mirror of this store's FTS tables (the recall's keyword cache)."""
+        return KeywordIndexes(weights)
 
     @property
     def lock(self) -> threading.RLock:
