@@ -1,6 +1,9 @@
-"""The one owner of the vector BLOB format: little-endian float32."""
+"""The one owner of stored value formats: vectors as little-endian float32 BLOBs, times as
+epoch seconds (UTC)."""
 
 from __future__ import annotations
+
+from datetime import datetime, timezone
 
 import numpy as np
 
@@ -47,3 +50,8 @@ def decode_many(blobs: list[bytes], dimensions: int) -> np.ndarray:
     if len(joined) != len(blobs) * dimensions * 4:
         raise InvalidInputError(f"Stored vectors do not all have {dimensions} dimensions. Run reindex.")
     return np.frombuffer(joined, dtype=_DTYPE).reshape(len(blobs), dimensions).astype(np.float32, copy=False)
+
+
+def ts(value: float | None) -> datetime | None:
+    """A stored time (epoch seconds) as an aware UTC datetime."""
+    return None if value is None else datetime.fromtimestamp(value, tz=timezone.utc)

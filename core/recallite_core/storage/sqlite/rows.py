@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import datetime, timezone
+from datetime import datetime
 
 from ...models import EpisodeInfo, Memory, Source
 from ...policy import TYPE_LAYER
+from ..codec import ts
 
 MEMORY_COLUMNS = (
     "id, type, title, content, status, source_type, source_id, scope, session, tags, metadata, confidence, "
     "usefulness, importance, success_count, failure_count, access_count, last_accessed_at, created_at, "
     "updated_at, superseded_by, content_hash, tokens, valid_until"
 )
-
-
-def ts(value: float | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value, tz=timezone.utc)
 
 
 def memory_from_row(row: sqlite3.Row | tuple) -> Memory:

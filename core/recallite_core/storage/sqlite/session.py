@@ -83,6 +83,12 @@ class SqliteMemories:
                 out[mid] = (conf, meta)
         return out
 
+    def created_at(self, ids: Sequence[int]) -> dict[int, float]:
+        out: dict[int, float] = {}
+        for chunk in chunked(ids):
+            out.update(self._conn.execute(f"SELECT id, created_at FROM memories WHERE id IN ({_marks(len(chunk))})", chunk))
+        return out
+
     def policy_columns(self, ids: Sequence[int]) -> list[tuple[int, str, str, float, float, float]]:
         """(id, type, status, confidence, usefulness, importance) of the rows among ``ids``."""
         out: list[tuple[int, str, str, float, float, float]] = []
@@ -234,6 +240,99 @@ class SqliteOutcomes:
                 [(rid, mid, rank, score) for mid, rank, score in items])
         return rid
 
+    # -- the outcome learner's reads and writes --
+    def outcome_mark(self) -> tuple[int, int | None]:
+        """(last outcome row's id, 0 for none; the learning epoch): the learner's cache key."""
+        top, epoch = self._conn.execute(
+            "SELECT (SELECT max(rowid) FROM memory_outcomes), (SELECT value FROM counters WHERE name = 'learning_epoch')"
+        ).fetchone()
+        return top or 0, epoch
+
+    def judged_since(self, rowid: int) -> list[int]:
+        """Memories with an outcome row after ``rowid``."""
+        return [r[0] for r in self._conn.execute(
+            "SELECT DISTINCT memory_id FROM memory_outcomes WHERE rowid > ?", (rowid,))]
+
+    def history(self, ids: Sequence[int], limit: int) -> list[tuple]:
+        """The latest ``limit`` outcome rows of each memory, newest first per memory:
+        (memory id, target, weight, created_at, rival, explained, task vector bytes or None).
+        ``rival``/``explained``: how many other memories succeeded on the same retrieval and are
+        newer / not newer (an 'unused' row counts as explained, never as a rival)."""
+        out: list[tuple] = []
+        for chunk in chunked(ids):
+            out += self._conn.execute(
+                "SELECT memory_id, target, weight, created_at, rival, explained, vector FROM ("
+                " SELECT mo.memory_id, mo.target, mo.weight, mo.created_at,"
+                "  CASE WHEN mo.kind = 'unused' THEN 0 ELSE"
+                "  (SELECT coalesce(sum(m2.created_at > me.created_at), 0) FROM feedback f2"
+                "   JOIN memory_outcomes mo2 ON mo2.feedback_id = f2.id JOIN memories m2 ON m2.id = mo2.memory_id"
+                "   WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id != mo.memory_id AND mo2.target >= 0.5) END AS rival,"
+                "  CASE WHEN mo.kind = 'unused' THEN 1 ELSE"
+                "  (SELECT coalesce(sum(m2.created_at <= me.created_at), 0) FROM feedback f2"
+                "   JOIN memory_outcomes mo2 ON mo2.feedback_id = f2.id JOIN memories m2 ON m2.id = mo2.memory_id"
+                "   WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id != mo.memory_id AND mo2.target >= 0.5) END AS explained,"
+                "  rv.vector,"
+                "  ROW_NUMBER() OVER (PARTITION BY mo.memory_id ORDER BY mo.rowid DESC) AS rn"
+                " FROM memory_outcomes mo JOIN memories me ON me.id = mo.memory_id"
+                " LEFT JOIN feedback f ON f.id = mo.feedback_id"
+                " LEFT JOIN retrieval_vectors rv ON rv.retrieval_id = f.retrieval_id"
+                f" WHERE mo.memory_id IN ({_marks(len(chunk))})"
+                ") WHERE rn <= ? ORDER BY memory_id, rn",
+                [*chunk, limit],
+            ).fetchall()
+        return out
+
+    def offered(self, ids: Sequence[int]) -> list[int]:
+        """Which of ``ids`` were shown in a retrieval that got feedback."""
+        out: list[int] = []
+        for chunk in chunked(ids):
+            out += [r[0] for r in self._conn.execute(
+                "SELECT DISTINCT ri.memory_id FROM retrieval_items ri "
+                f"WHERE ri.memory_id IN ({_marks(len(chunk))}) "
+                "AND EXISTS (SELECT 1 FROM feedback f WHERE f.retrieval_id = ri.retrieval_id)", chunk)]
+        return out
+
+    def retrieval_query(self, rid: int) -> tuple[str, bool] | None:
+        """(query, whether a task vector is stored) of a logged retrieval; None if there is none."""
+        row = self._conn.execute(
+            "SELECT r.query, rv.retrieval_id FROM retrievals r LEFT JOIN retrieval_vectors rv ON rv.retrieval_id = r.id "
+            "WHERE r.id = ?", (rid,)).fetchone()
+        return None if row is None else (row[0], row[1] is not None)
+
+    def served_vectors(self, rid: int, depth: int) -> list[tuple[bytes, float]]:
+        """(vector bytes, score) of a retrieval's first ``depth`` logged items that have a vector."""
+        return self._conn.execute(
+            "SELECT v.vector, ri.score FROM retrieval_items ri JOIN vectors v ON v.memory_id = ri.memory_id "
+            "WHERE ri.retrieval_id = ? ORDER BY ri.rank LIMIT ?", (rid, depth)).fetchall()
+
+    def served_items(self, rid: int) -> list[tuple[int, int, float, int]]:
+        """(memory id, rank, score, tokens) of a retrieval's logged items, by rank."""
+        return self._conn.execute(
+            "SELECT ri.memory_id, ri.rank, ri.score, m.tokens FROM retrieval_items ri JOIN memories m ON m.id = ri.memory_id "
+            "WHERE ri.retrieval_id = ? ORDER BY ri.rank", (rid,)).fetchall()
+
+    def has_task_vectors(self) -> bool:
+        return self._conn.execute("SELECT 1 FROM retrieval_vectors LIMIT 1").fetchone() is not None
+
+    def add_task_vector(self, rid: int, vector: bytes) -> None:
+        """Keep a retrieval's task vector (the first one written stays)."""
+        self._conn.execute("INSERT OR IGNORE INTO retrieval_vectors (retrieval_id, vector) VALUES (?, ?)", (rid, vector))
+
+    def judged_retrievals(self, without_vector: bool) -> list[tuple[int, str]]:
+        """(id, query) of the retrievals that got feedback (only those without a task vector)."""
+        sql = "SELECT DISTINCT r.id, r.query FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id"
+        if without_vector:
+            sql += " WHERE r.id NOT IN (SELECT retrieval_id FROM retrieval_vectors)"
+        return self._conn.execute(sql).fetchall()
+
+    def replace_task_vectors(self, rows: Sequence[tuple[int, bytes]], clear: bool) -> None:
+        """Write task vectors (all others dropped first with ``clear``) and start a new learning
+        epoch, so every learner's cache rebuilds."""
+        if clear:
+            self._conn.execute("DELETE FROM retrieval_vectors")
+        self._conn.executemany("INSERT OR REPLACE INTO retrieval_vectors (retrieval_id, vector) VALUES (?, ?)", rows)
+        self._conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'learning_epoch'")
+
     def credit_records(self, ids: Sequence[int], min_weight: float) -> dict[int, CreditRecord]:
         out: dict[int, CreditRecord] = {}
         for chunk in chunked(ids):
@@ -308,6 +407,39 @@ class SqliteKeywords:
         return [r[0] for r in self._conn.execute(
             f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({_marks(len(ids))})",
             [f'"{term}"', *ids])]
+
+
+class SqliteTuning:
+    """The context tuner's arms: pulls and reward per (scope, arm), and the arm each retrieval served."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def arms(self, scope: str) -> dict[str, tuple[float, float]]:
+        """arm key -> (pulls, reward) in one scope."""
+        return {a: (p, r) for a, p, r in self._conn.execute(
+            "SELECT arm, pulls, reward FROM context_tuning WHERE scope = ?", (scope,))}
+
+    def scopes(self) -> list[str]:
+        return [r[0] for r in self._conn.execute("SELECT DISTINCT scope FROM context_tuning ORDER BY scope")]
+
+    def log_arm(self, rid: int, scope: str, arm: str, max_tokens: int) -> None:
+        self._conn.execute(
+            "INSERT OR REPLACE INTO retrieval_tuning (retrieval_id, scope, arm, max_tokens) VALUES (?, ?, ?, ?)",
+            (rid, scope, arm, max_tokens))
+
+    def arm_of(self, rid: int) -> tuple[str, str, int] | None:
+        """(scope, arm, max tokens) a retrieval was served with."""
+        return self._conn.execute("SELECT scope, arm, max_tokens FROM retrieval_tuning WHERE retrieval_id = ?",
+                                  (rid,)).fetchone()
+
+    def reward(self, scope: str, arm: str, reward: float, now: float, decay: float) -> None:
+        """One more (discounted) pull of an arm with this reward."""
+        self._conn.execute(
+            "INSERT INTO context_tuning (scope, arm, pulls, reward, updated_at) VALUES (?, ?, 1, ?, ?) "
+            "ON CONFLICT(scope, arm) DO UPDATE SET pulls = pulls * ? + 1, reward = reward * ? + excluded.reward, "
+            "updated_at = excluded.updated_at",
+            (scope, arm, reward, now, decay, decay))
 
 
 _TURN = "SELECT memory_id, scope, session, seq, role FROM episodes"
@@ -430,6 +562,10 @@ class SqliteSession:
     @cached_property
     def episodes(self) -> SqliteEpisodes:
         return SqliteEpisodes(self._conn)
+
+    @cached_property
+    def tuning(self) -> SqliteTuning:
+        return SqliteTuning(self._conn)
 
     @cached_property
     def keywords(self) -> SqliteKeywords:
