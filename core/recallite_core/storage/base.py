@@ -44,6 +44,7 @@ class MemoryFilter:
     statuses: tuple[str, ...] | None = None
     types: tuple[str, ...] | None = None
     sessions: tuple[str, ...] | None = None
+    sources: tuple[str, ...] | None = None  # source types
     tags: tuple[str, ...] | None = None  # any of them
     roles: tuple[str, ...] | None = None  # conversation turns spoken by any of them
     categories: tuple[str, ...] | None = None

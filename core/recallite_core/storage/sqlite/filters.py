@@ -23,6 +23,8 @@ def where_sql(flt: MemoryFilter, alias: str = "m") -> tuple[str, list]:
         among("type", flt.types)
     if flt.sessions is not None:
         among("session", flt.sessions)
+    if flt.sources is not None:
+        among("source_type", flt.sources)
     if flt.tags is not None:
         where.append(
             f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE json_each.value IN ({','.join('?' * len(flt.tags))}))"

@@ -12,7 +12,7 @@ from ..base import (
 )
 from ..fts import fts_query
 from .filters import where_sql
-from .rows import load_memories
+from .rows import SELECT_MEMORIES, load_memories, memory_from_select
 
 
 def _marks(n: int) -> str:
@@ -82,6 +82,21 @@ class SqliteMemories:
             ):
                 out[mid] = (conf, meta)
         return out
+
+    def page(self, flt: MemoryFilter, limit: int, offset: int) -> tuple[list[Memory], int]:
+        """Memories passing the filter, newest first, from ``offset``; and how many pass it."""
+        where, params = where_sql(flt)
+        rows = self._conn.execute(f"{SELECT_MEMORIES} WHERE {where} ORDER BY m.id DESC LIMIT ? OFFSET ?",
+                                  [*params, limit, offset]).fetchall()
+        total = self._conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()[0]
+        return [memory_from_select(r) for r in rows], total
+
+    def exists(self, mid: int) -> bool:
+        return self._conn.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone() is not None
+
+    def scope_counts(self) -> dict[str, int]:
+        """Memories per scope (any status), largest first, ties by name."""
+        return dict(self._conn.execute("SELECT scope, count(*) FROM memories GROUP BY scope ORDER BY 2 DESC, 1"))
 
     def created_at(self, ids: Sequence[int]) -> dict[int, float]:
         out: dict[int, float] = {}
@@ -204,6 +219,27 @@ class SqliteRelations:
             f"AND (from_id IN ({marks}) OR to_id IN ({marks}))",
             [type, *ids, *ids]).fetchall()
 
+    def totals(self, ids: Sequence[int]) -> dict[int, int]:
+        """How many relations touch each of ``ids`` (either end); absent when none."""
+        out: dict[int, int] = {}
+        for chunk in chunked(ids, 400):
+            marks = _marks(len(chunk))
+            out.update(self._conn.execute(
+                f"SELECT x, count(*) FROM (SELECT from_id AS x FROM relations WHERE from_id IN ({marks}) "
+                f"UNION ALL SELECT to_id FROM relations WHERE to_id IN ({marks})) GROUP BY x", [*chunk, *chunk]))
+        return out
+
+    def open_contradictions(self, live: Sequence[str], scope: str | None, limit: int) -> list[tuple[int, int, int, float, float]]:
+        """(relation id, from, to, created_at, confidence effect) of ``contradicts`` links whose
+        both ends are in ``live`` statuses (the from end in ``scope``), newest first."""
+        where, params = ("AND a.scope = ? ", [scope]) if scope else ("", [])
+        marks = _marks(len(live))
+        return self._conn.execute(
+            "SELECT r.id, r.from_id, r.to_id, r.created_at, r.confidence_effect FROM relations r "
+            "JOIN memories a ON a.id = r.from_id JOIN memories b ON b.id = r.to_id "
+            f"WHERE r.type = 'contradicts' AND a.status IN ({marks}) AND b.status IN ({marks}) {where}"
+            "ORDER BY r.id DESC LIMIT ?", [*live, *live, *params, limit]).fetchall()
+
     def supporters(self, ids: Sequence[int], statuses: Sequence[str]) -> list[tuple[int, str, str | None]]:
         """(supported id, supporter's source type, source id) of ``supports`` links into ``ids``
         from memories in these statuses."""
@@ -212,6 +248,13 @@ class SqliteRelations:
             f"WHERE r.type = 'supports' AND r.to_id IN ({_marks(len(ids))}) AND m.status IN ({_marks(len(statuses))})",
             [*ids, *statuses],
         ).fetchall()
+
+
+def _searched(scope: str | None) -> tuple[str, list]:
+    """Retrievals whose searched scopes (a JSON list, NULL for every scope) include ``scope``."""
+    if not scope:
+        return "1", []
+    return "(r.scope IS NULL OR EXISTS (SELECT 1 FROM json_each(r.scope) WHERE json_each.value = ?))", [scope]
 
 
 class SqliteOutcomes:
@@ -239,6 +282,58 @@ class SqliteOutcomes:
                 "INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score) VALUES (?, ?, ?, ?)",
                 [(rid, mid, rank, score) for mid, rank, score in items])
         return rid
+
+    # -- the retrieval log, as the inspection pages show it --
+    def retrievals(self, scope: str | None, limit: int, offset: int) -> list[tuple]:
+        """(id, query, kind, profile, scopes JSON, created_at, tokens served, items) of logged
+        retrievals, newest first; ``scope``: those that searched it."""
+        where, params = _searched(scope)
+        return self._conn.execute(
+            "SELECT r.id, r.query, r.kind, r.profile, r.scope, r.created_at, r.tokens_served, "
+            "(SELECT count(*) FROM retrieval_items i WHERE i.retrieval_id = r.id) "
+            f"FROM retrievals r WHERE {where} ORDER BY r.id DESC LIMIT ? OFFSET ?", [*params, limit, offset]).fetchall()
+
+    def retrieval(self, rid: int) -> tuple | None:
+        """(id, query, kind, profile, scopes JSON, created_at, tokens served) of one retrieval."""
+        return self._conn.execute("SELECT id, query, kind, profile, scope, created_at, tokens_served FROM retrievals "
+                                  "WHERE id = ?", (rid,)).fetchone()
+
+    def retrieval_items(self, rid: int) -> list[tuple[int, int, float, int, int]]:
+        """(memory id, rank, score, served, expanded) of a retrieval's items, by rank."""
+        return self._conn.execute("SELECT memory_id, rank, score, served, expanded FROM retrieval_items "
+                                  "WHERE retrieval_id = ? ORDER BY rank", (rid,)).fetchall()
+
+    def feedback_of(self, rids: Sequence[int]) -> list[tuple]:
+        """(id, retrieval id, outcome, score, used ids JSON, reason, created_at) of the feedback
+        on these retrievals, oldest first per chunk of ids."""
+        out: list[tuple] = []
+        for chunk in chunked(rids):
+            out += self._conn.execute(
+                "SELECT id, retrieval_id, outcome, score, used_ids, reason, created_at FROM feedback "
+                f"WHERE retrieval_id IN ({_marks(len(chunk))}) ORDER BY id", chunk).fetchall()
+        return out
+
+    def of_memory(self, mid: int, limit: int) -> list[tuple]:
+        """(feedback id, retrieval id, query, outcome, kind, weight, target, usefulness before,
+        after, created_at) of a memory's outcome rows, newest first."""
+        return self._conn.execute(
+            "SELECT o.feedback_id, f.retrieval_id, r.query, f.outcome, o.kind, o.weight, o.target, "
+            "o.old_usefulness, o.new_usefulness, o.created_at FROM memory_outcomes o "
+            "JOIN feedback f ON f.id = o.feedback_id LEFT JOIN retrievals r ON r.id = f.retrieval_id "
+            "WHERE o.memory_id = ? ORDER BY o.created_at DESC, o.feedback_id DESC LIMIT ?", (mid, limit)).fetchall()
+
+    def daily(self, scope: str | None, days: int) -> list[tuple]:
+        """(UTC day, feedback, successes, failures, partial, mean score) per day over the last
+        ``days`` days before the latest feedback, oldest first; ``scope``: on retrievals that searched it."""
+        latest = self._conn.execute("SELECT max(created_at) FROM feedback").fetchone()[0]
+        if latest is None:
+            return []
+        where, params = _searched(scope)
+        return self._conn.execute(
+            "SELECT date(f.created_at, 'unixepoch') AS day, count(*), sum(f.outcome = 'success'), "
+            "sum(f.outcome = 'failure'), sum(f.outcome = 'partial'), avg(f.score) FROM feedback f "
+            f"JOIN retrievals r ON r.id = f.retrieval_id WHERE {where} AND f.created_at > ? "
+            "GROUP BY day ORDER BY day", [*params, latest - days * 86400.0]).fetchall()
 
     # -- the outcome learner's reads and writes --
     def outcome_mark(self) -> tuple[int, int | None]:
