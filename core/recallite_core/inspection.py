@@ -157,7 +157,7 @@ class Inspection:
         searched = check_scope(scope, self.limits, self.default_scope) if scope else None
         lim, off = max(1, min(int(limit), 1000)), max(0, int(offset))
         with self.store.reading() as session:
-            rows = session.outcomes.retrievals(searched, lim, off)
+            rows = session.retrievals.page(searched, lim, off)
             fb = _feedback_of(session, [r[0] for r in rows])
         return [RetrievalEntry(id=f"ret_{rid}", query=q, kind=kind, profile=prof, scopes=_scopes(sc), created_at=ts(at),
                                hits=n, tokens_served=served, feedback=fb.get(rid, []))
@@ -167,10 +167,10 @@ class Inspection:
         """One retrieval with its feedback and the memories it ranked, in rank order."""
         rid = parse_id(retrieval_id, "ret")
         with self.store.reading() as session:
-            row = session.outcomes.retrieval(rid)
+            row = session.retrievals.get(rid)
             if row is None:
                 raise RetrievalNotFoundError(f"No retrieval ret_{rid}; the Learning page lists the log.")
-            items = session.outcomes.retrieval_items(rid)
+            items = session.retrievals.items(rid)
             found = session.memories.load([i[0] for i in items])
             fb = _feedback_of(session, [rid])
         _, q, kind, prof, sc, at, served = row
@@ -200,7 +200,7 @@ class Inspection:
             raise InvalidInputError(f"days must be a whole number from 1 to 3650, got {days!r}.")
         searched = check_scope(scope, self.limits, self.default_scope) if scope else None
         with self.store.reading() as session:
-            rows = session.outcomes.daily(searched, days)
+            rows = session.retrievals.daily_feedback(searched, days)
         return [SuccessPoint(day=d, feedback=n, successes=s, failures=f, partial=p, mean_score=round(m, 4))
                 for d, n, s, f, p, m in rows]
 
@@ -231,7 +231,7 @@ def _scopes(raw: str | None) -> list[str] | None:
 
 def _feedback_of(session: Session, rids: list[int]) -> dict[int, list[FeedbackEntry]]:
     out: dict[int, list[FeedbackEntry]] = {}
-    for fid, rid, outcome, score, used, reason, at in session.outcomes.feedback_of(rids):
+    for fid, rid, outcome, score, used, reason, at in session.retrievals.feedback_of(rids):
         out.setdefault(rid, []).append(FeedbackEntry(id=f"fb_{fid}", outcome=outcome, score=score,
                                                      used_ids=json.loads(used), reason=reason, created_at=ts(at)))
     return out

@@ -598,7 +598,7 @@ class ContextTuner:
         pulled = next((a for a in self.arm_list if a.key == arm_key), None)
         if pulled is None:  # the arms were reconfigured since
             return
-        items = session.outcomes.served_items(retrieval_id)
+        items = session.retrievals.served_items(retrieval_id)
         for arm in self.arm_list:
             if arm != pulled and not arm.within(pulled):
                 continue
@@ -651,7 +651,7 @@ class Learning:
         if not self.outcomes.enabled or self.store.get_meta("retrieval_vectors") == self.VECTORS:
             return
         with self.store.reading() as session:
-            old = session.outcomes.has_task_vectors()
+            old = session.retrievals.has_task_vectors()
         if old:
             self.backfill(rebuild=True)
         with self.store.transaction() as session:
@@ -663,7 +663,7 @@ class Learning:
         if not self.outcomes.enabled:
             return None
         with self.store.reading() as session:
-            row = session.outcomes.retrieval_query(retrieval_id)
+            row = session.retrievals.query_of(retrieval_id)
         if row is None or row[1]:
             return None
         task = self.outcomes.task_of(retrieval_id)
@@ -674,7 +674,7 @@ class Learning:
         to what ranking used (the log holds the served order, after learning). Embeds outside the lock."""
         depth, d = self.cfg.task_depth, self.embedder.dimensions
         with self.store.reading() as session:
-            items = [session.outcomes.served_vectors(rid, depth) for rid, _ in rows]
+            items = [session.retrievals.served_vectors(rid, depth) for rid, _ in rows]
         out = []
         for start in range(0, len(rows), 256):
             chunk = rows[start : start + 256]
@@ -685,19 +685,19 @@ class Learning:
     def on_feedback(self, session: Session, retrieval_id: int, qvec: np.ndarray | None, target: float,
                     used: Sequence[int] | None, now: float) -> None:
         if qvec is not None:
-            session.outcomes.add_task_vector(retrieval_id, encode_vector(qvec, self.embedder.dimensions))
+            session.retrievals.add_task_vector(retrieval_id, encode_vector(qvec, self.embedder.dimensions))
         self.tuner.on_feedback(session, retrieval_id, target, used, now)
 
     def backfill(self, rebuild: bool = False) -> int:
         """Embed the queries of retrievals that have feedback but no stored vector (all of them
         with ``rebuild``, e.g. after the embedder changed). Returns how many were embedded."""
         with self.store.reading() as session:
-            rows = session.outcomes.judged_retrievals(without_vector=not rebuild)
+            rows = session.retrievals.judged(without_vector=not rebuild)
         if not rows and not rebuild:
             return 0
         vecs = self.rebuild_tasks(rows)
         with self.store.transaction() as session:
-            session.outcomes.replace_task_vectors(
+            session.retrievals.replace_task_vectors(
                 [(rid, encode_vector(v, self.embedder.dimensions)) for (rid, _), v in zip(rows, vecs)], clear=rebuild)
         with self.store.lock:
             self.outcomes.invalidate()

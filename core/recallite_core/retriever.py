@@ -800,7 +800,7 @@ class Retriever:
     def log(self, session: Session, query: str, profile: str, scopes, hits: list[RecallHit], kind: str) -> int:
         now = time.time()
         ids = [int(h.memory.id[4:]) for h in hits]
-        rid = session.outcomes.add_retrieval(
+        rid = session.retrievals.add(
             query, profile, None if scopes is None else json.dumps(list(scopes)), kind, now,
             [(mid, h.rank, h.score) for mid, h in zip(ids, hits)])
         pending, self._task_pending = self._task_pending, None

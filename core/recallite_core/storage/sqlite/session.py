@@ -271,48 +271,6 @@ class SqliteOutcomes:
                 out[mid] = last
         return out
 
-    def add_retrieval(self, query: str, profile: str, scopes: str | None, kind: str, now: float,
-                      items: Sequence[tuple[int, int, float]]) -> int:
-        """Log one retrieval and its items (memory id, rank, score); returns its id."""
-        rid = self._conn.execute(
-            "INSERT INTO retrievals (query, profile, scope, kind, created_at) VALUES (?, ?, ?, ?, ?)",
-            (query, profile, scopes, kind, now)).lastrowid
-        if items:
-            self._conn.executemany(
-                "INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score) VALUES (?, ?, ?, ?)",
-                [(rid, mid, rank, score) for mid, rank, score in items])
-        return rid
-
-    # -- the retrieval log, as the inspection pages show it --
-    def retrievals(self, scope: str | None, limit: int, offset: int) -> list[tuple]:
-        """(id, query, kind, profile, scopes JSON, created_at, tokens served, items) of logged
-        retrievals, newest first; ``scope``: those that searched it."""
-        where, params = _searched(scope)
-        return self._conn.execute(
-            "SELECT r.id, r.query, r.kind, r.profile, r.scope, r.created_at, r.tokens_served, "
-            "(SELECT count(*) FROM retrieval_items i WHERE i.retrieval_id = r.id) "
-            f"FROM retrievals r WHERE {where} ORDER BY r.id DESC LIMIT ? OFFSET ?", [*params, limit, offset]).fetchall()
-
-    def retrieval(self, rid: int) -> tuple | None:
-        """(id, query, kind, profile, scopes JSON, created_at, tokens served) of one retrieval."""
-        return self._conn.execute("SELECT id, query, kind, profile, scope, created_at, tokens_served FROM retrievals "
-                                  "WHERE id = ?", (rid,)).fetchone()
-
-    def retrieval_items(self, rid: int) -> list[tuple[int, int, float, int, int]]:
-        """(memory id, rank, score, served, expanded) of a retrieval's items, by rank."""
-        return self._conn.execute("SELECT memory_id, rank, score, served, expanded FROM retrieval_items "
-                                  "WHERE retrieval_id = ? ORDER BY rank", (rid,)).fetchall()
-
-    def feedback_of(self, rids: Sequence[int]) -> list[tuple]:
-        """(id, retrieval id, outcome, score, used ids JSON, reason, created_at) of the feedback
-        on these retrievals, oldest first per chunk of ids."""
-        out: list[tuple] = []
-        for chunk in chunked(rids):
-            out += self._conn.execute(
-                "SELECT id, retrieval_id, outcome, score, used_ids, reason, created_at FROM feedback "
-                f"WHERE retrieval_id IN ({_marks(len(chunk))}) ORDER BY id", chunk).fetchall()
-        return out
-
     def of_memory(self, mid: int, limit: int) -> list[tuple]:
         """(feedback id, retrieval id, query, outcome, kind, weight, target, usefulness before,
         after, created_at) of a memory's outcome rows, newest first."""
@@ -322,20 +280,6 @@ class SqliteOutcomes:
             "JOIN feedback f ON f.id = o.feedback_id LEFT JOIN retrievals r ON r.id = f.retrieval_id "
             "WHERE o.memory_id = ? ORDER BY o.created_at DESC, o.feedback_id DESC LIMIT ?", (mid, limit)).fetchall()
 
-    def daily(self, scope: str | None, days: int) -> list[tuple]:
-        """(UTC day, feedback, successes, failures, partial, mean score) per day over the last
-        ``days`` days before the latest feedback, oldest first; ``scope``: on retrievals that searched it."""
-        latest = self._conn.execute("SELECT max(created_at) FROM feedback").fetchone()[0]
-        if latest is None:
-            return []
-        where, params = _searched(scope)
-        return self._conn.execute(
-            "SELECT date(f.created_at, 'unixepoch') AS day, count(*), sum(f.outcome = 'success'), "
-            "sum(f.outcome = 'failure'), sum(f.outcome = 'partial'), avg(f.score) FROM feedback f "
-            f"JOIN retrievals r ON r.id = f.retrieval_id WHERE {where} AND f.created_at > ? "
-            "GROUP BY day ORDER BY day", [*params, latest - days * 86400.0]).fetchall()
-
-    # -- the outcome learner's reads and writes --
     def outcome_mark(self) -> tuple[int, int | None]:
         """(last outcome row's id, 0 for none; the learning epoch): the learner's cache key."""
         top, epoch = self._conn.execute(
@@ -387,7 +331,83 @@ class SqliteOutcomes:
                 "AND EXISTS (SELECT 1 FROM feedback f WHERE f.retrieval_id = ri.retrieval_id)", chunk)]
         return out
 
-    def retrieval_query(self, rid: int) -> tuple[str, bool] | None:
+    def credit_records(self, ids: Sequence[int], min_weight: float) -> dict[int, CreditRecord]:
+        out: dict[int, CreditRecord] = {}
+        for chunk in chunked(ids):
+            for mid, succ, rets, fails in self._conn.execute(
+                "SELECT mo.memory_id, "
+                "sum(f.outcome = 'success' AND mo.weight >= ?), "
+                "count(DISTINCT CASE WHEN f.outcome = 'success' AND mo.weight >= ? THEN f.retrieval_id END), "
+                "sum(f.outcome = 'failure') "
+                "FROM memory_outcomes mo JOIN feedback f ON f.id = mo.feedback_id "
+                f"WHERE mo.kind = 'credit' AND mo.memory_id IN ({_marks(len(chunk))}) GROUP BY mo.memory_id",
+                [min_weight, min_weight, *chunk],
+            ):
+                out[mid] = CreditRecord(succ or 0, rets or 0, fails or 0)
+        return out
+
+
+class SqliteRetrievals:
+    """The retrieval log: what each recall or context served, its feedback, its task vector."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def add(self, query: str, profile: str, scopes: str | None, kind: str, now: float,
+                      items: Sequence[tuple[int, int, float]]) -> int:
+        """Log one retrieval and its items (memory id, rank, score); returns its id."""
+        rid = self._conn.execute(
+            "INSERT INTO retrievals (query, profile, scope, kind, created_at) VALUES (?, ?, ?, ?, ?)",
+            (query, profile, scopes, kind, now)).lastrowid
+        if items:
+            self._conn.executemany(
+                "INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score) VALUES (?, ?, ?, ?)",
+                [(rid, mid, rank, score) for mid, rank, score in items])
+        return rid
+
+    def page(self, scope: str | None, limit: int, offset: int) -> list[tuple]:
+        """(id, query, kind, profile, scopes JSON, created_at, tokens served, items) of logged
+        retrievals, newest first; ``scope``: those that searched it."""
+        where, params = _searched(scope)
+        return self._conn.execute(
+            "SELECT r.id, r.query, r.kind, r.profile, r.scope, r.created_at, r.tokens_served, "
+            "(SELECT count(*) FROM retrieval_items i WHERE i.retrieval_id = r.id) "
+            f"FROM retrievals r WHERE {where} ORDER BY r.id DESC LIMIT ? OFFSET ?", [*params, limit, offset]).fetchall()
+
+    def get(self, rid: int) -> tuple | None:
+        """(id, query, kind, profile, scopes JSON, created_at, tokens served) of one retrieval."""
+        return self._conn.execute("SELECT id, query, kind, profile, scope, created_at, tokens_served FROM retrievals "
+                                  "WHERE id = ?", (rid,)).fetchone()
+
+    def items(self, rid: int) -> list[tuple[int, int, float, int, int]]:
+        """(memory id, rank, score, served, expanded) of a retrieval's items, by rank."""
+        return self._conn.execute("SELECT memory_id, rank, score, served, expanded FROM retrieval_items "
+                                  "WHERE retrieval_id = ? ORDER BY rank", (rid,)).fetchall()
+
+    def feedback_of(self, rids: Sequence[int]) -> list[tuple]:
+        """(id, retrieval id, outcome, score, used ids JSON, reason, created_at) of the feedback
+        on these retrievals, oldest first per chunk of ids."""
+        out: list[tuple] = []
+        for chunk in chunked(rids):
+            out += self._conn.execute(
+                "SELECT id, retrieval_id, outcome, score, used_ids, reason, created_at FROM feedback "
+                f"WHERE retrieval_id IN ({_marks(len(chunk))}) ORDER BY id", chunk).fetchall()
+        return out
+
+    def daily_feedback(self, scope: str | None, days: int) -> list[tuple]:
+        """(UTC day, feedback, successes, failures, partial, mean score) per day over the last
+        ``days`` days before the latest feedback, oldest first; ``scope``: on retrievals that searched it."""
+        latest = self._conn.execute("SELECT max(created_at) FROM feedback").fetchone()[0]
+        if latest is None:
+            return []
+        where, params = _searched(scope)
+        return self._conn.execute(
+            "SELECT date(f.created_at, 'unixepoch') AS day, count(*), sum(f.outcome = 'success'), "
+            "sum(f.outcome = 'failure'), sum(f.outcome = 'partial'), avg(f.score) FROM feedback f "
+            f"JOIN retrievals r ON r.id = f.retrieval_id WHERE {where} AND f.created_at > ? "
+            "GROUP BY day ORDER BY day", [*params, latest - days * 86400.0]).fetchall()
+
+    def query_of(self, rid: int) -> tuple[str, bool] | None:
         """(query, whether a task vector is stored) of a logged retrieval; None if there is none."""
         row = self._conn.execute(
             "SELECT r.query, rv.retrieval_id FROM retrievals r LEFT JOIN retrieval_vectors rv ON rv.retrieval_id = r.id "
@@ -413,7 +433,7 @@ class SqliteOutcomes:
         """Keep a retrieval's task vector (the first one written stays)."""
         self._conn.execute("INSERT OR IGNORE INTO retrieval_vectors (retrieval_id, vector) VALUES (?, ?)", (rid, vector))
 
-    def judged_retrievals(self, without_vector: bool) -> list[tuple[int, str]]:
+    def judged(self, without_vector: bool) -> list[tuple[int, str]]:
         """(id, query) of the retrievals that got feedback (only those without a task vector)."""
         sql = "SELECT DISTINCT r.id, r.query FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id"
         if without_vector:
@@ -427,21 +447,6 @@ class SqliteOutcomes:
             self._conn.execute("DELETE FROM retrieval_vectors")
         self._conn.executemany("INSERT OR REPLACE INTO retrieval_vectors (retrieval_id, vector) VALUES (?, ?)", rows)
         self._conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'learning_epoch'")
-
-    def credit_records(self, ids: Sequence[int], min_weight: float) -> dict[int, CreditRecord]:
-        out: dict[int, CreditRecord] = {}
-        for chunk in chunked(ids):
-            for mid, succ, rets, fails in self._conn.execute(
-                "SELECT mo.memory_id, "
-                "sum(f.outcome = 'success' AND mo.weight >= ?), "
-                "count(DISTINCT CASE WHEN f.outcome = 'success' AND mo.weight >= ? THEN f.retrieval_id END), "
-                "sum(f.outcome = 'failure') "
-                "FROM memory_outcomes mo JOIN feedback f ON f.id = mo.feedback_id "
-                f"WHERE mo.kind = 'credit' AND mo.memory_id IN ({_marks(len(chunk))}) GROUP BY mo.memory_id",
-                [min_weight, min_weight, *chunk],
-            ):
-                out[mid] = CreditRecord(succ or 0, rets or 0, fails or 0)
-        return out
 
 
 class SqliteKeywords:
@@ -653,6 +658,10 @@ class SqliteSession:
     @cached_property
     def outcomes(self) -> SqliteOutcomes:
         return SqliteOutcomes(self._conn)
+
+    @cached_property
+    def retrievals(self) -> SqliteRetrievals:
+        return SqliteRetrievals(self._conn)
 
     @cached_property
     def episodes(self) -> SqliteEpisodes:

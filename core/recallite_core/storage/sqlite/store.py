@@ -311,8 +311,8 @@ class Store:
             row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
-    def set_meta(self, conn: sqlite3.Connection, key: str, value: str) -> None:
-        conn.execute(
+    def set_meta(self, session: SqliteSession, key: str, value: str) -> None:
+        session.execute(
             "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
@@ -324,7 +324,7 @@ class Store:
         return self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes
 
     @staticmethod
-    def reload_readers(conn: sqlite3.Connection) -> None:
+    def reload_readers(conn: SqliteSession) -> None:
         """After a rebuild that stamps no row (FTS, windows, episode positions), move the change
         counter and the tombstone floor together: every reader's in-memory copy (the matrix,
         the keyword mirror, the episode map) then reloads from scratch."""
