@@ -1,8 +1,13 @@
-"""A MemoryFilter as an SQL WHERE clause over the memories table."""
+"""SQL fragments: parameter marks, and a MemoryFilter as a WHERE clause over the memories table."""
 
 from __future__ import annotations
 
 from ..base import MemoryFilter
+
+
+def marks(n: int) -> str:
+    """n comma-separated parameter marks."""
+    return ",".join("?" * n)
 
 
 def where_sql(flt: MemoryFilter, alias: str = "m") -> tuple[str, list]:
