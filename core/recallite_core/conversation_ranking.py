@@ -59,7 +59,7 @@ def episode_structure(
 class EpisodeMap:
     """Where every conversation turn sits (scope, session, seq) and who spoke it, in memory.
 
-    ``episode_structure`` answers from SQL; this answers from arrays indexed by memory id (the
+    ``episode_structure`` asks the store; this answers from arrays indexed by memory id (the
     previous and next turn, the speaker), kept in step with the store's change counter
     (turns arrive with their memory row, which the counter stamps, and leave with its
     tombstone; reconcile, the one other writer of positions, makes every reader reload). Call
@@ -82,7 +82,7 @@ class EpisodeMap:
 
     @property
     def usable(self) -> bool:
-        """False once a turn's id was too large for the arrays (callers ask SQL then)."""
+        """False once a turn's id was too large for the arrays (callers ask the store then)."""
         return self.role.usable and self.prev.usable and self.next.usable
 
     def _put(self, mid: int, scope: str, session: str, seq: int, role: str) -> None:

@@ -16,7 +16,7 @@ Three parts (docs/learning.md):
 
 The rows of ``memory_outcomes`` (with the query text in ``retrievals``) are the truth; the
 query vectors in ``retrieval_vectors`` are a projection that :meth:`Learning.backfill`
-rebuilds. Pure functions first, SQL below.
+rebuilds. Pure functions first, the store side below.
 """
 
 from __future__ import annotations
@@ -266,7 +266,7 @@ class OutcomeModel:
 
     Fitted models are cached per memory and refreshed from ``max(rowid)`` of ``memory_outcomes``
     (new rows name the memories to drop) and the ``learning_epoch`` counter (deletions,
-    re-embedded query vectors: drop everything). One SQL query per recall at most.
+    re-embedded query vectors: drop everything). One store query per recall at most.
     """
 
     def __init__(self, dimensions: int, cfg: LearningConfig, gain: float):

@@ -104,7 +104,7 @@ def flags_of(mem: Memory) -> list[str]:
 
 def scan_filter_for(session: Session, flt: RecallFilter) -> ScanFilter:
     """The filter a vector scan applies before its top-k (tags, roles and categories become an
-    id list via SQL). Shared by the inline scan and the worker processes, so both filter identically."""
+    id list asked of the store). Shared by the inline scan and the worker processes, so both filter identically."""
     allowed = None
     if needs_id_list(flt):
         allowed = np.array(session.memories.matching(None, flt.memory_filter()), dtype=np.int64)
@@ -182,7 +182,7 @@ class Retriever:
     def passing_mask(self, session: Session, ids: np.ndarray, flt: RecallFilter) -> np.ndarray:
         """Whether each of ``ids`` passes the filter. From the inline matrix's own columns
         (status, scope, type, session) when it is current, else (and for tags, roles,
-        categories) SQL."""
+        categories) the store."""
         idx = self.index
         out = np.zeros(len(ids), dtype=bool)
         rest = np.arange(len(ids))
@@ -194,7 +194,7 @@ class Retriever:
             expired = self.expired_ids(session, flt.valid_at)
             if expired:
                 out &= ~np.isin(ids, np.fromiter(expired, dtype=np.int64, count=len(expired)))
-            rest = np.flatnonzero(~have)  # no vector (yet): ask SQL
+            rest = np.flatnonzero(~have)  # no vector (yet): ask the store
         if len(rest):
             todo = ids[rest].tolist()
             ok = set(session.memories.matching(todo, flt.memory_filter()))
@@ -306,7 +306,7 @@ class Retriever:
                 self._scan_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="recallite-scan")
             # Build the filter's mask here first: then both threads only read the index's mask
             # cache (the keyword channel filters with the same mask). One-off filters (an id
-            # list) are not cached, and the keyword channel asks SQL for them.
+            # list) are not cached, and the keyword channel asks the store for them.
             if sflt.key() is not None:
                 self.index.mask(sflt)
             future = self._scan_thread.submit(self.index.search_with_stats, qvec, k, sflt)
@@ -453,7 +453,7 @@ class Retriever:
         return float(getattr(self.embedder, "relevance_floor", 0.0) if floor is None else floor)
 
     def vectors_of(self, session: Session, ids: list[int]) -> dict[int, np.ndarray]:
-        """Stored vectors of ``ids`` (from the inline matrix where it holds them, else SQL)."""
+        """Stored vectors of ``ids`` (from the inline matrix where it holds them, else the store)."""
         out: dict[int, np.ndarray] = {}
         arr = np.asarray(ids, dtype=np.int64)
         rows = self.index.rows_of(arr) if len(self.index) else np.full(len(arr), -1, dtype=np.int64)
@@ -539,7 +539,7 @@ class Retriever:
         return out
 
     def _turn_links(self, session: Session, ids: np.ndarray):
-        """Where the turns among ``ids`` sit: the episode map (kept in memory), else SQL."""
+        """Where the turns among ``ids`` sit: the episode map (kept in memory), else the store."""
         em = self.episode_map
         if em is not None:
             try:
@@ -547,7 +547,7 @@ class Retriever:
                 if em.usable:
                     return em
             except DRIVER_ERRORS as exc:
-                log.warning("episode map dropped, SQL answers this recall: %s", exc)
+                log.warning("episode map dropped, the store answers this recall: %s", exc)
                 em.reset()
         return SqlTurnLinks(session, ids.tolist())
 

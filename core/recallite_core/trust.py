@@ -2,7 +2,7 @@
 
 Nothing here is cached on the rows: a contradiction, a supporting memory from another source,
 a validation or a successful use changes the next score at once. Every function works on a
-batch of ids with a fixed number of queries (no per-memory SQL), chunked for SQLite's
+batch of ids with a fixed number of queries (none per memory), chunked for the driver's
 parameter limit. The arithmetic is ``policy.trust_score``.
 """
 
