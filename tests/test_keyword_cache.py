@@ -12,7 +12,8 @@ from recallite_core import Recallite, RecalliteConfig
 from recallite_core.conversation_ranking import EpisodeMap, episode_structure
 from recallite_core.fts import fts_query, query_terms
 from recallite_core.retriever import RecallFilter
-from recallite_core.keyword_index import KeywordIndex, top_order
+from recallite_core.storage.order import top_order
+from recallite_core.storage.sqlite.keyword_mirror import KeywordIndex
 from recallite_mcp.benchmarks.dataset import memories, queries
 
 WORDS = ("deploy deploys deploying deployment cache caches caching café cafe naïve naive résumé build builds "
@@ -271,7 +272,7 @@ def test_stats_from_the_covering_index_match_plain_counts(tmp_path):
 
 
 def test_postings_beyond_the_cap_are_evicted_and_read_again(monkeypatch):
-    import recallite_core.keyword_index as ki
+    import recallite_core.storage.sqlite.keyword_mirror as ki
 
     rng = random.Random(3)
     rows = [(i, _text(rng, 2), _text(rng, 20), _text(rng, 1)) for i in range(1, 300)]

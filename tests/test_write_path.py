@@ -354,12 +354,17 @@ def test_a_batch_of_turns_equals_the_same_turns_one_by_one():
 
 
 def _assert_windows_as_migration_0007_defines_them(m):
-    from recallite_core.episode_windows import _WINDOW_SQL
+    # A window by its definition: the turn and its neighbours, "role: content", in seq order.
+    window_sql = (
+        "SELECT group_concat(t, ' ') FROM (SELECT n.role || ': ' || m.content AS t FROM episodes n "
+        "JOIN memories m ON m.id = n.memory_id WHERE n.scope = ? AND n.session = ? AND n.seq BETWEEN ? AND ? "
+        "ORDER BY n.seq)"
+    )
 
     conn = m.store.conn
     rows = conn.execute("SELECT memory_id, scope, session, seq FROM episodes").fetchall()
     assert rows
-    want = {mid: conn.execute(_WINDOW_SQL, (scope, session, seq - 1, seq + 1)).fetchone()[0] for mid, scope, session, seq in rows}
+    want = {mid: conn.execute(window_sql, (scope, session, seq - 1, seq + 1)).fetchone()[0] for mid, scope, session, seq in rows}
     assert dict(conn.execute("SELECT rowid, text FROM episode_windows").fetchall()) == want
 
 

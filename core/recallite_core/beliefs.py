@@ -9,10 +9,10 @@ scopes are visited, so the graph never leaks another scope's memory.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 
 from . import policy
+from .storage.base import MemoryFilter, Session
 
 LIVE = ("candidate", "validated", "active")
 
@@ -31,7 +31,7 @@ class Reached:
 
 
 def walk(
-    conn: sqlite3.Connection,
+    session: Session,
     seeds: dict[int, float],
     *,
     depth: int = 2,
@@ -45,16 +45,10 @@ def walk(
     reached: dict[int, Reached] = {i: Reached(i, 0, c, None, None) for i, c in seeds.items()}
     frontier = list(seeds)
     edges: set[tuple[int, int, str]] = set()
-    rel_marks = ",".join("?" * len(relations))
     for hop in range(1, max(0, depth) + 1):
         if not frontier or len(reached) >= max_nodes:
             break
-        marks = ",".join("?" * len(frontier))
-        rows = conn.execute(
-            f"SELECT from_id, to_id, type FROM relations WHERE type IN ({rel_marks}) "
-            f"AND (from_id IN ({marks}) OR to_id IN ({marks}))",
-            [*relations, *frontier, *frontier],
-        ).fetchall()
+        rows = session.relations.edges(frontier, relations)
         fset = set(frontier)
         candidates: dict[int, tuple[int, str]] = {}
         for a, b, t in rows:
@@ -67,17 +61,7 @@ def walk(
                             candidates[other] = (me, label)
         if not candidates:
             break
-        ids = list(candidates)
-        cmarks = ",".join("?" * len(ids))
-        where = [f"id IN ({cmarks})", f"status IN ({','.join('?' * len(LIVE))})"]
-        params: list = [*ids, *LIVE]
-        if scopes is not None:
-            where.append(f"scope IN ({','.join('?' * len(scopes))})")
-            params.extend(scopes)
-        if valid_at is not None:
-            where.append("(valid_until IS NULL OR valid_until > ?)")
-            params.append(valid_at)
-        allowed = {r[0] for r in conn.execute(f"SELECT id FROM memories WHERE {' AND '.join(where)}", params)}
+        allowed = set(session.memories.matching(list(candidates), MemoryFilter(statuses=LIVE, scopes=scopes, valid_at=valid_at)))
         frontier = []
         for other in sorted(allowed):
             if len(reached) >= max_nodes:

@@ -10,12 +10,12 @@ roles are generic ("user", "assistant").
 from __future__ import annotations
 
 import re
-import sqlite3
 from typing import Iterable
 
 import numpy as np
 
-from .id_arrays import IdArray
+from .storage.base import Session
+from .storage.id_arrays import IdArray
 
 #: "No neighbouring turn" in link arrays: -1 is a valid (hand-made) rowid, this is not one in practice.
 NO_TURN = np.iinfo(np.int64).min
@@ -25,7 +25,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def episode_structure(
-    conn: sqlite3.Connection, ids: Iterable[int]
+    session: Session, ids: Iterable[int]
 ) -> tuple[dict[int, list[int]], dict[int, str]]:
     """For the episodes among ``ids``: their neighbouring turns (same scope and session, seq ± 1)
     and the role of every turn involved. Non-episodes are absent from both maps."""
@@ -34,29 +34,17 @@ def episode_structure(
         return {}, {}
     pos: dict[int, tuple[str, str, int]] = {}
     roles: dict[int, str] = {}
-    for i in range(0, len(ids), 500):
-        chunk = ids[i : i + 500]
-        for mid, scope, session, seq, role in conn.execute(
-            f"SELECT memory_id, scope, session, seq, role FROM episodes WHERE memory_id IN ({','.join('?' * len(chunk))})",
-            chunk,
-        ):
-            pos[mid] = (scope, session, seq)
-            roles[mid] = role
+    for mid, scope, name, seq, role in session.episodes.turns_of(ids):
+        pos[mid] = (scope, name, seq)
+        roles[mid] = role
     if not pos:
         return {}, {}
     wanted = {(sc, se, q + d) for sc, se, q in pos.values() for d in (-1, 1)}
     at: dict[tuple[str, str, int], int] = {p: m for m, p in pos.items()}
     missing = [w for w in wanted if w not in at]
-    for i in range(0, len(missing), 300):
-        chunk = missing[i : i + 300]
-        params = [x for w in chunk for x in w]
-        for mid, scope, session, seq, role in conn.execute(
-            "SELECT memory_id, scope, session, seq, role FROM episodes WHERE (scope, session, seq) IN "
-            f"(VALUES {','.join(['(?, ?, ?)'] * len(chunk))})",
-            params,
-        ):
-            at[(scope, session, seq)] = mid
-            roles[mid] = role
+    for mid, scope, name, seq, role in session.episodes.turns_at(missing):
+        at[(scope, name, seq)] = mid
+        roles[mid] = role
     adjacency: dict[int, list[int]] = {}
     for mid, (sc, se, q) in pos.items():
         for d in (-1, 1):
@@ -71,7 +59,7 @@ def episode_structure(
 class EpisodeMap:
     """Where every conversation turn sits (scope, session, seq) and who spoke it, in memory.
 
-    ``episode_structure`` answers from SQL; this answers from arrays indexed by memory id (the
+    ``episode_structure`` asks the store; this answers from arrays indexed by memory id (the
     previous and next turn, the speaker), kept in step with the store's change counter
     (turns arrive with their memory row, which the counter stamps, and leave with its
     tombstone; reconcile, the one other writer of positions, makes every reader reload). Call
@@ -94,7 +82,7 @@ class EpisodeMap:
 
     @property
     def usable(self) -> bool:
-        """False once a turn's id was too large for the arrays (callers ask SQL then)."""
+        """False once a turn's id was too large for the arrays (callers ask the store then)."""
         return self.role.usable and self.prev.usable and self.next.usable
 
     def _put(self, mid: int, scope: str, session: str, seq: int, role: str) -> None:
@@ -153,23 +141,20 @@ class EpisodeMap:
             arr.set(mids, np.fromiter((at.get((sc, se, q + d), -1) for sc, se, q in pos.values()),
                                       dtype=np.int64, count=len(pos)))
 
-    def sync(self, conn: sqlite3.Connection, counter: int) -> None:
+    def sync(self, session: Session, counter: int) -> None:
         if counter == self.seq:
             return
-        floor = conn.execute("SELECT value FROM counters WHERE name = 'tombstone_floor'").fetchone()[0]
+        floor = session.feed.tombstone_floor()
         if self.seq >= 0 and floor <= self.seq <= counter:
-            for (mid,) in conn.execute("SELECT memory_id FROM tombstones WHERE seq > ?", (self.seq,)):
+            for mid in session.feed.tombstones_since(self.seq):
                 self._drop(mid)
-            for row in conn.execute(
-                "SELECT e.memory_id, e.scope, e.session, e.seq, e.role FROM memories m "
-                "JOIN episodes e ON e.memory_id = m.id WHERE m.seq > ?", (self.seq,)
-            ):
+            for row in session.episodes.turns_changed_since(self.seq):
                 self._put(*row)
             self._relink()
             self.seq = counter
             return
         self.reset()  # first use, a reindex, or out of step: read the whole table
-        self._load(conn.execute("SELECT memory_id, scope, session, seq, role FROM episodes"))
+        self._load(session.episodes.all_turns())
         self.seq = counter
 
     def links(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -217,8 +202,8 @@ def expand(ids: np.ndarray, score: np.ndarray, prev: np.ndarray, nxt: np.ndarray
 class SqlTurnLinks:
     """``EpisodeMap.links`` for ``ids`` and their neighbours, from SQL (when no map is kept)."""
 
-    def __init__(self, conn: sqlite3.Connection, ids: Iterable[int]):
-        adjacency, roles = episode_structure(conn, ids)
+    def __init__(self, session: Session, ids: Iterable[int]):
+        adjacency, roles = episode_structure(session, ids)
         self.role_names = sorted(set(roles.values()))
         code = {r: i for i, r in enumerate(self.role_names)}
         self._role = {mid: code[r] for mid, r in roles.items()}

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 from . import policy
+from .storage.base import Session
 
 # -- words ------------------------------------------------------------------------------------------------------
 _TOKEN = re.compile(r"\$?\d[\w.,:/%+-]*\w%?|\$?\d|[^\W\d][\w'’.+#/-]*[\w+#]|[^\W\d]", re.UNICODE)
@@ -444,25 +445,20 @@ def note(new_id: str, found: list[Finding]) -> str | None:
 
 
 # -- ranking --------------------------------------------------------------------------------------------------------
-def newer_first(conn, scored: list[tuple]) -> list[tuple]:
+def newer_first(session: Session, scored: list[tuple]) -> list[tuple]:
     """A replacement ranks above what it superseded, and of two memories linked as contradicting
     each other the newer ranks first, whatever their scores (feedback included): the older one's
     final score is capped just under the newer one's. ``scored``: (final, key, id, ...) tuples,
     best first; returns them re-sorted."""
     if len(scored) < 2:
         return scored
-    ids = [t[2] for t in scored]
-    marks = ",".join("?" * len(ids))
-    pairs = conn.execute(
-        f"SELECT r.from_id, r.to_id, r.type, a.created_at, b.created_at, a.failure_count > a.success_count, "
-        f"b.failure_count > b.success_count FROM relations r "
-        f"JOIN memories a ON a.id = r.from_id JOIN memories b ON b.id = r.to_id "
-        f"WHERE r.type IN ('supersedes', 'contradicts') AND r.from_id IN ({marks}) AND r.to_id IN ({marks})",
-        [*ids, *ids]).fetchall()
+    pairs = session.relations.pairs_among([t[2] for t in scored], ("supersedes", "contradicts"))
     if not pairs:
         return scored
     above: list[tuple[int, int]] = []  # (newer, older)
-    for a, b, kind, ta, tb, a_failed, b_failed in pairs:
+    for link in pairs:
+        a, b, kind, ta, tb = link.from_id, link.to_id, link.type, link.from_created_at, link.to_created_at
+        a_failed, b_failed = link.from_failing, link.to_failing
         if kind == "supersedes":
             above.append((a, b))  # final: only undo_supersede brings the old one back
             continue

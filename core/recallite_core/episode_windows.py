@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Collection, Iterable
 
-_WINDOW_SQL = (
-    "SELECT group_concat(t, ' ') FROM (SELECT n.role || ': ' || m.content AS t FROM episodes n "
-    "JOIN memories m ON m.id = n.memory_id WHERE n.scope = ? AND n.session = ? AND n.seq BETWEEN ? AND ? ORDER BY n.seq)"
-)
+from .storage.base import Session
 
 
-def write_windows(conn: sqlite3.Connection, scope: str, session: str, seqs: Iterable[int],
+def write_windows(session: Session, scope: str, session_name: str, seqs: Iterable[int],
                   absent: Collection[int] | bool = ()) -> None:
     """(Re)write the window rows of the turns at these positions of one session.
 
-    The same rows as _WINDOW_SQL per position, read with one query per run of nearby
-    positions; the old rows are deleted before any new one is written (FTS5 flushes its
-    pending terms whenever a delete follows an insert, so interleaving them costs segments).
+    A window is the turn with its neighbours (seq - 1, seq, seq + 1) as "role: content" joined
+    by spaces, read with one query per run of nearby positions; the old rows are deleted before
+    any new one is written (the storage does it in that order).
     ``absent``: memory ids that have no window row yet (turns inserted in this transaction:
     ids are never reused), or True for all of them; their rows are not looked up to delete."""
     wanted = sorted(set(seqs))
@@ -31,27 +27,23 @@ def write_windows(conn: sqlite3.Connection, scope: str, session: str, seqs: Iter
             runs.append([seq])
     rows: list[tuple[int, str]] = []
     for run in runs:
-        turns = {seq: (mid, f"{role}: {content}") for seq, mid, role, content in conn.execute(
-            "SELECT n.seq, n.memory_id, n.role, m.content FROM episodes n JOIN memories m ON m.id = n.memory_id "
-            "WHERE n.scope = ? AND n.session = ? AND n.seq BETWEEN ? AND ?", (scope, session, run[0] - 1, run[-1] + 1))}
+        turns = {seq: (mid, f"{role}: {content}") for seq, mid, role, content
+                 in session.episodes.turn_texts(scope, session_name, run[0] - 1, run[-1] + 1)}
         for seq in run:
             if seq in turns:
                 rows.append((turns[seq][0], " ".join(turns[s][1] for s in (seq - 1, seq, seq + 1) if s in turns)))
     if not rows:
         return
     old = [] if absent is True else [mid for mid, _ in rows if mid not in absent]
-    for i in range(0, len(old), 500):
-        part = old[i : i + 500]
-        conn.execute(f"DELETE FROM episode_windows WHERE rowid IN ({','.join('?' * len(part))})", part)
-    conn.executemany("INSERT INTO episode_windows (rowid, text) VALUES (?, ?)", rows)
+    session.episodes.replace_windows(old, rows)
 
 
-def rebuild_windows(conn: sqlite3.Connection) -> int:
-    conn.execute("DELETE FROM episode_windows")
-    rows = conn.execute("SELECT scope, session, seq FROM episodes").fetchall()
+def rebuild_windows(session: Session) -> int:
+    session.episodes.clear_windows()
+    rows = session.episodes.places()
     by_session: dict[tuple[str, str], list[int]] = {}
-    for scope, session, seq in rows:
-        by_session.setdefault((scope, session), []).append(seq)
-    for (scope, session), seqs in by_session.items():
-        write_windows(conn, scope, session, seqs, absent=True)  # every row was deleted above
+    for scope, name, seq in rows:
+        by_session.setdefault((scope, name), []).append(seq)
+    for (scope, name), seqs in by_session.items():
+        write_windows(session, scope, name, seqs, absent=True)  # every row was deleted above
     return len(rows)

@@ -8,24 +8,18 @@ a hand edit, a restore by another tool or a bug can; ``recallite-mcp doctor`` re
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import sqlite3
-from dataclasses import dataclass, field
+
+from .storage import as_session
+from .storage.base import ProjectionCounts, Session
 
 SHOWN = 10  # ids listed per problem in messages
 
 
 @dataclass
-class ProjectionReport:
-    memories: int = 0
-    vectors: int = 0
-    fts_rows: int = 0
-    missing_vectors: list[int] = field(default_factory=list)
-    orphan_vectors: list[int] = field(default_factory=list)
-    bad_vectors: list[int] = field(default_factory=list)
-    missing_fts: list[int] = field(default_factory=list)
-    orphan_fts: list[int] = field(default_factory=list)
-    fts_detail: str = "ok"
-
+class ProjectionReport(ProjectionCounts):
     @property
     def vectors_ok(self) -> bool:
         return not (self.missing_vectors or self.orphan_vectors or self.bad_vectors) and self.vectors == self.memories
@@ -53,26 +47,9 @@ class ProjectionReport:
         return out
 
 
-def check_projections(conn: sqlite3.Connection, dimensions: int | None = None) -> ProjectionReport:
-    """Compare memories, vectors and the FTS index. ``conn`` may be any connection to the file."""
-    r = ProjectionReport()
-    one = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
-    r.memories = one("SELECT count(*) FROM memories")
-    r.vectors = one("SELECT count(*) FROM vectors")
-    r.fts_rows = one("SELECT count(*) FROM memories_fts_docsize")
-    col = lambda sql: [row[0] for row in conn.execute(sql)]  # noqa: E731
-    r.missing_vectors = col("SELECT id FROM memories WHERE id NOT IN (SELECT memory_id FROM vectors) ORDER BY id")
-    r.orphan_vectors = col("SELECT memory_id FROM vectors WHERE memory_id NOT IN (SELECT id FROM memories) ORDER BY 1")
-    if dimensions:
-        r.bad_vectors = col(f"SELECT memory_id FROM vectors WHERE length(vector) != {4 * int(dimensions)} ORDER BY 1")
-    r.missing_fts = col("SELECT id FROM memories WHERE id NOT IN (SELECT id FROM memories_fts_docsize) ORDER BY id")
-    r.orphan_fts = col("SELECT id FROM memories_fts_docsize WHERE id NOT IN (SELECT id FROM memories) ORDER BY id")
-    try:
-        # rank = 1 also compares the index with the content of the memories table.
-        conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)")
-    except sqlite3.Error as exc:
-        r.fts_detail = str(exc)
-    return r
+def check_projections(session: Session | sqlite3.Connection, dimensions: int | None = None) -> ProjectionReport:
+    """Compare memories, vectors and the FTS index, in any session (or connection) on the store."""
+    return ProjectionReport(**vars(as_session(session).integrity.projections(dimensions)))
 
 
 __all__ = ["ProjectionReport", "check_projections"]

@@ -16,13 +16,12 @@ Three parts (docs/learning.md):
 
 The rows of ``memory_outcomes`` (with the query text in ``retrievals``) are the truth; the
 query vectors in ``retrieval_vectors`` are a projection that :meth:`Learning.backfill`
-rebuilds. Pure functions first, SQL below.
+rebuilds. Pure functions first, the store side below.
 """
 
 from __future__ import annotations
 
 import math
-import sqlite3
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -30,9 +29,10 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .codec import decode_many, encode_vector
 from .models import OutcomeEvidence
-from .rows import ts
+from .storage.base import Session
+from .storage.codec import decode_many, encode_vector
+from .storage.codec import ts
 
 LEARNING_MODES = ("contextual", "global", "ema")
 
@@ -266,7 +266,7 @@ class OutcomeModel:
 
     Fitted models are cached per memory and refreshed from ``max(rowid)`` of ``memory_outcomes``
     (new rows name the memories to drop) and the ``learning_epoch`` counter (deletions,
-    re-embedded query vectors: drop everything). One SQL query per recall at most.
+    re-embedded query vectors: drop everything). One store query per recall at most.
     """
 
     def __init__(self, dimensions: int, cfg: LearningConfig, gain: float):
@@ -302,21 +302,18 @@ class OutcomeModel:
         self._seen_rowid = -1
         self._epoch = None
 
-    def _sync(self, conn: sqlite3.Connection) -> None:
-        top, epoch = conn.execute(
-            "SELECT (SELECT max(rowid) FROM memory_outcomes), (SELECT value FROM counters WHERE name = 'learning_epoch')"
-        ).fetchone()
-        top = top or 0
+    def _sync(self, session: Session) -> None:
+        top, epoch = session.outcomes.outcome_mark()
         if epoch != self._epoch or top < self._seen_rowid:
             self._cache.clear()
             self._offered.clear()
         elif top > self._seen_rowid:
-            for (mid,) in conn.execute("SELECT DISTINCT memory_id FROM memory_outcomes WHERE rowid > ?", (self._seen_rowid,)):
+            for mid in session.outcomes.judged_since(self._seen_rowid):
                 self._cache.pop(mid, None)
         self._seen_rowid, self._epoch = top, epoch
 
-    def models(self, conn: sqlite3.Connection, ids: Sequence[int], now: float) -> dict[int, _Model]:
-        self._sync(conn)
+    def models(self, session: Session, ids: Sequence[int], now: float) -> dict[int, _Model]:
+        self._sync(session)
         if self._seen_rowid == 0:  # no outcome recorded yet: nothing to read or fit
             return {i: self._empty for i in ids}
         out: dict[int, _Model] = {}
@@ -330,31 +327,8 @@ class OutcomeModel:
                 out[i] = m
         if missing:
             fetched: dict[int, list] = {i: [] for i in missing}
-            for start in range(0, len(missing), 500):
-                chunk = missing[start : start + 500]
-                for row in conn.execute(
-                    "SELECT memory_id, target, weight, created_at, rival, explained, vector FROM ("
-                    " SELECT mo.memory_id, mo.target, mo.weight, mo.created_at,"
-                    # other memories that succeeded on the same retrieval: newer (rival) or not (explained)
-                    # an 'unused' row (served, not needed by a task that succeeded) is never a sign of change
-                    "  CASE WHEN mo.kind = 'unused' THEN 0 ELSE"
-                    "  (SELECT coalesce(sum(m2.created_at > me.created_at), 0) FROM feedback f2"
-                    "   JOIN memory_outcomes mo2 ON mo2.feedback_id = f2.id JOIN memories m2 ON m2.id = mo2.memory_id"
-                    "   WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id != mo.memory_id AND mo2.target >= 0.5) END AS rival,"
-                    "  CASE WHEN mo.kind = 'unused' THEN 1 ELSE"
-                    "  (SELECT coalesce(sum(m2.created_at <= me.created_at), 0) FROM feedback f2"
-                    "   JOIN memory_outcomes mo2 ON mo2.feedback_id = f2.id JOIN memories m2 ON m2.id = mo2.memory_id"
-                    "   WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id != mo.memory_id AND mo2.target >= 0.5) END AS explained,"
-                    "  rv.vector,"
-                    "  ROW_NUMBER() OVER (PARTITION BY mo.memory_id ORDER BY mo.rowid DESC) AS rn"
-                    " FROM memory_outcomes mo JOIN memories me ON me.id = mo.memory_id"
-                    " LEFT JOIN feedback f ON f.id = mo.feedback_id"
-                    " LEFT JOIN retrieval_vectors rv ON rv.retrieval_id = f.retrieval_id"
-                    f" WHERE mo.memory_id IN ({','.join('?' * len(chunk))})"
-                    ") WHERE rn <= ? ORDER BY memory_id, rn",
-                    [*chunk, self.cfg.max_outcomes],
-                ):
-                    fetched[row[0]].append(row[1:])
+            for row in session.outcomes.history(missing, self.cfg.max_outcomes):
+                fetched[row[0]].append(row[1:])
             for mid, rs in fetched.items():
                 m = self._fit(rs, now) if rs else self._empty
                 self._cache[mid] = m
@@ -466,7 +440,7 @@ class OutcomeModel:
         )
 
     def assess(
-        self, conn: sqlite3.Connection, qvec: np.ndarray | None, candidates: dict[int, float],
+        self, session: Session, qvec: np.ndarray | None, candidates: dict[int, float],
         explore: bool, now: float | None = None,
     ) -> dict[int, Assessment]:
         """Assessment of each candidate: id -> its usefulness column (the prior of a memory
@@ -474,7 +448,7 @@ class OutcomeModel:
         if not self.enabled or not candidates:
             return {}
         now = time.time() if now is None else now
-        models = self.models(conn, list(candidates), now)
+        models = self.models(session, list(candidates), now)
         q = None if qvec is None else np.asarray(qvec, dtype=np.float32)
         # Never tried: a newcomer (created after its rivals started being judged, never offered in
         # a judged retrieval since), passed over (offered before, not needed), or just untried.
@@ -482,8 +456,8 @@ class OutcomeModel:
         since = min(judged) if judged else None
         untried = [mid for mid in candidates if models.get(mid, self._empty).n == 0]
         # (no outcome row in the store: no feedback credited anything, nothing was passed over)
-        offered = self.offered(conn, untried) if explore and untried and self._seen_rowid > 0 else set()
-        created = created_at(conn, [i for i in untried if i not in offered]) if explore and since is not None else {}
+        offered = self.offered(session, untried) if explore and untried and self._seen_rowid > 0 else set()
+        created = created_at(session, [i for i in untried if i not in offered]) if explore and since is not None else {}
         closest = self.closest_success(models.values(), q)
         out = {}
         # Without outcome rows an assessment depends on the prior and the status alone, and most
@@ -506,26 +480,17 @@ class OutcomeModel:
                 out[mid] = self.assess_model(m, q, 0.5, explore, status, closest)
         return out
 
-    def offered(self, conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
+    def offered(self, session: Session, ids: Sequence[int]) -> set[int]:
         """Which of ``ids`` were shown in some retrieval that got feedback (monotonic: cached once true).
         Reads alone never change it: only feedback marks what was offered."""
         unknown = [i for i in ids if i not in self._offered]
-        for start in range(0, len(unknown), 500):
-            chunk = unknown[start : start + 500]
-            self._offered.update(r[0] for r in conn.execute(
-                "SELECT DISTINCT ri.memory_id FROM retrieval_items ri "
-                f"WHERE ri.memory_id IN ({','.join('?' * len(chunk))}) "
-                "AND EXISTS (SELECT 1 FROM feedback f WHERE f.retrieval_id = ri.retrieval_id)", chunk))
+        self._offered.update(session.outcomes.offered(unknown))
         return {i for i in ids if i in self._offered}
 
 
-def created_at(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, float]:
+def created_at(session: Session, ids: Sequence[int]) -> dict[int, float]:
     """Creation time of each of ``ids`` (epoch seconds)."""
-    out: dict[int, float] = {}
-    for start in range(0, len(ids), 500):
-        chunk = list(ids[start : start + 500])
-        out.update(conn.execute(f"SELECT id, created_at FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk))
-    return out
+    return session.memories.created_at(ids)
 
 
 def outcome_reasons(a: Assessment, change_after: int = 2) -> list[str]:
@@ -599,13 +564,12 @@ class ContextTuner:
         self.cfg = cfg
         self.arm_list = [Arm(int(k), float(r)) for k, r in cfg.arms] or [Arm(10, 0.0)]
 
-    def stats(self, conn: sqlite3.Connection, scope: str) -> list[ArmStats]:
-        got = {a: (p, r) for a, p, r in conn.execute(
-            "SELECT arm, pulls, reward FROM context_tuning WHERE scope = ?", (scope,))}
+    def stats(self, session: Session, scope: str) -> list[ArmStats]:
+        got = session.tuning.arms(scope)
         return [ArmStats(a, *got.get(a.key, (0.0, 0.0))) for a in self.arm_list]
 
-    def choose(self, conn: sqlite3.Connection, scope: str) -> Arm:
-        return self.decide(self.stats(conn, scope))[0]
+    def choose(self, session: Session, scope: str) -> Arm:
+        return self.decide(self.stats(session, scope))[0]
 
     def decide(self, st: list[ArmStats]) -> tuple[Arm, str]:
         """The arm to serve and why: the default arm until ``min_judged`` judged contexts, then the
@@ -622,25 +586,19 @@ class ContextTuner:
         return best.arm, (f"{best.arm.key} (limit:relative floor): mean reward {best.mean:.3f} vs {default.mean:.3f} "
                           f"for the default {default.arm.key} on the judged contexts")
 
-    def log(self, conn: sqlite3.Connection, retrieval_id: int, scope: str, arm: Arm, max_tokens: int) -> None:
-        conn.execute(
-            "INSERT OR REPLACE INTO retrieval_tuning (retrieval_id, scope, arm, max_tokens) VALUES (?, ?, ?, ?)",
-            (retrieval_id, scope, arm.key, int(max_tokens)),
-        )
+    def log(self, session: Session, retrieval_id: int, scope: str, arm: Arm, max_tokens: int) -> None:
+        session.tuning.log_arm(retrieval_id, scope, arm.key, int(max_tokens))
 
-    def on_feedback(self, conn: sqlite3.Connection, retrieval_id: int, target: float, used: Sequence[int] | None,
+    def on_feedback(self, session: Session, retrieval_id: int, target: float, used: Sequence[int] | None,
                     now: float) -> None:
-        row = conn.execute("SELECT scope, arm, max_tokens FROM retrieval_tuning WHERE retrieval_id = ?",
-                           (retrieval_id,)).fetchone()
+        row = session.tuning.arm_of(retrieval_id)
         if row is None:
             return
         scope, arm_key, max_tokens = row
         pulled = next((a for a in self.arm_list if a.key == arm_key), None)
         if pulled is None:  # the arms were reconfigured since
             return
-        items = conn.execute(
-            "SELECT ri.memory_id, ri.rank, ri.score, m.tokens FROM retrieval_items ri JOIN memories m ON m.id = ri.memory_id "
-            "WHERE ri.retrieval_id = ? ORDER BY ri.rank", (retrieval_id,)).fetchall()
+        items = session.retrievals.served_items(retrieval_id)
         for arm in self.arm_list:
             if arm != pulled and not arm.within(pulled):
                 continue
@@ -649,19 +607,14 @@ class ContextTuner:
             included = True if not used else all(u in ids for u in used)
             tokens = sum(t for *_, t in served)
             reward = (target if included else 0.0) - self.cfg.arm_token_cost * min(1.0, tokens / max(1, max_tokens))
-            conn.execute(
-                "INSERT INTO context_tuning (scope, arm, pulls, reward, updated_at) VALUES (?, ?, 1, ?, ?) "
-                "ON CONFLICT(scope, arm) DO UPDATE SET pulls = pulls * ? + 1, reward = reward * ? + excluded.reward, "
-                "updated_at = excluded.updated_at",
-                (scope, arm.key, reward, now, self.cfg.arm_decay, self.cfg.arm_decay),
-            )
+            session.tuning.reward(scope, arm.key, reward, now, self.cfg.arm_decay)
 
-    def summary(self, conn: sqlite3.Connection, scopes: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+    def summary(self, session: Session, scopes: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
         if scopes is None:
-            scopes = [r[0] for r in conn.execute("SELECT DISTINCT scope FROM context_tuning ORDER BY scope")]
+            scopes = session.tuning.scopes()
         out = {}
         for sc in scopes:
-            st = self.stats(conn, sc)
+            st = self.stats(session, sc)
             if not any(s.pulls for s in st):
                 continue
             cur, why = self.decide(st)
@@ -697,23 +650,21 @@ class Learning:
         bare query vector lies elsewhere than a task vector, so old and new evidence would not meet)."""
         if not self.outcomes.enabled or self.store.get_meta("retrieval_vectors") == self.VECTORS:
             return
-        with self.store.reading() as conn:
-            old = conn.execute("SELECT 1 FROM retrieval_vectors LIMIT 1").fetchone() is not None
+        with self.store.reading() as session:
+            old = session.retrievals.has_task_vectors()
         if old:
             self.backfill(rebuild=True)
-        with self.store.transaction() as conn:
-            self.store.set_meta(conn, "retrieval_vectors", self.VECTORS)
+        with self.store.transaction() as session:
+            self.store.set_meta(session, "retrieval_vectors", self.VECTORS)
 
     def query_vector(self, retrieval_id: int) -> np.ndarray | None:
         """The task vector of a retrieval (the one it was ranked with, when this process served it;
         else rebuilt from its query and logged items). Call outside a transaction."""
         if not self.outcomes.enabled:
             return None
-        with self.store.reading() as conn:
-            row = conn.execute(
-                "SELECT r.query, rv.retrieval_id FROM retrievals r LEFT JOIN retrieval_vectors rv ON rv.retrieval_id = r.id "
-                "WHERE r.id = ?", (retrieval_id,)).fetchone()
-        if row is None or row[1] is not None:
+        with self.store.reading() as session:
+            row = session.retrievals.query_of(retrieval_id)
+        if row is None or row[1]:
             return None
         task = self.outcomes.task_of(retrieval_id)
         return task if task is not None else self.rebuild_tasks([(retrieval_id, row[0])])[0]
@@ -722,10 +673,8 @@ class Learning:
         """Task vectors of logged retrievals (id, query), from their query and top logged items: close
         to what ranking used (the log holds the served order, after learning). Embeds outside the lock."""
         depth, d = self.cfg.task_depth, self.embedder.dimensions
-        with self.store.reading() as conn:
-            items = [conn.execute(
-                "SELECT v.vector, ri.score FROM retrieval_items ri JOIN vectors v ON v.memory_id = ri.memory_id "
-                "WHERE ri.retrieval_id = ? ORDER BY ri.rank LIMIT ?", (rid, depth)).fetchall() for rid, _ in rows]
+        with self.store.reading() as session:
+            items = [session.retrievals.served_vectors(rid, depth) for rid, _ in rows]
         out = []
         for start in range(0, len(rows), 256):
             chunk = rows[start : start + 256]
@@ -733,33 +682,23 @@ class Learning:
         return [blend_task(q, decode_many([b for b, _ in got], d), np.array([sc for _, sc in got]), self.cfg.task_weight)
                 if got else q for q, got in zip(out, items)]
 
-    def on_feedback(self, conn: sqlite3.Connection, retrieval_id: int, qvec: np.ndarray | None, target: float,
+    def on_feedback(self, session: Session, retrieval_id: int, qvec: np.ndarray | None, target: float,
                     used: Sequence[int] | None, now: float) -> None:
         if qvec is not None:
-            conn.execute("INSERT OR IGNORE INTO retrieval_vectors (retrieval_id, vector) VALUES (?, ?)",
-                         (retrieval_id, encode_vector(qvec, self.embedder.dimensions)))
-        self.tuner.on_feedback(conn, retrieval_id, target, used, now)
+            session.retrievals.add_task_vector(retrieval_id, encode_vector(qvec, self.embedder.dimensions))
+        self.tuner.on_feedback(session, retrieval_id, target, used, now)
 
     def backfill(self, rebuild: bool = False) -> int:
         """Embed the queries of retrievals that have feedback but no stored vector (all of them
         with ``rebuild``, e.g. after the embedder changed). Returns how many were embedded."""
-        with self.store.reading() as conn:
-            if rebuild:
-                rows = conn.execute(
-                    "SELECT DISTINCT r.id, r.query FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id").fetchall()
-            else:
-                rows = conn.execute(
-                    "SELECT DISTINCT r.id, r.query FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id "
-                    "WHERE r.id NOT IN (SELECT retrieval_id FROM retrieval_vectors)").fetchall()
+        with self.store.reading() as session:
+            rows = session.retrievals.judged(without_vector=not rebuild)
         if not rows and not rebuild:
             return 0
         vecs = self.rebuild_tasks(rows)
-        with self.store.transaction() as conn:
-            if rebuild:
-                conn.execute("DELETE FROM retrieval_vectors")
-            conn.executemany("INSERT OR REPLACE INTO retrieval_vectors (retrieval_id, vector) VALUES (?, ?)",
-                             [(rid, encode_vector(v, self.embedder.dimensions)) for (rid, _), v in zip(rows, vecs)])
-            conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'learning_epoch'")
+        with self.store.transaction() as session:
+            session.retrievals.replace_task_vectors(
+                [(rid, encode_vector(v, self.embedder.dimensions)) for (rid, _), v in zip(rows, vecs)], clear=rebuild)
         with self.store.lock:
             self.outcomes.invalidate()
         return len(rows)

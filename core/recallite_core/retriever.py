@@ -7,11 +7,10 @@ import contextlib
 import json
 import logging
 import math
-import sqlite3
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,28 +20,29 @@ from .embedder import Embedder
 from .corrections import newer_first as corrections_first
 from .conversation_ranking import NO_TURN, EpisodeMap, SqlTurnLinks, expand, named_speakers
 from .episodes import chunk_channel, needs_id_list
-from .codec import decode_vector
 from .errors import ScanError, WorkerTimeoutError
-from .fts import fts_query, query_terms
-from .keyword_index import KeywordIndexes, StaleIndex, top_order
 from .fusion import (keyword_moments, keyword_weight, margin_ramp, reciprocal_rank_fusion, vector_margin,
                      zscore_arrays)
 from .learning import Assessment, OutcomeModel, blend_task, outcome_reasons
 from .models import Memory, RecallHit, ScoreBreakdown
-from .rows import load_memories
-from .store import Store
+from .storage import DRIVER_ERRORS, Storage
+from .storage.base import MemoryFilter, Session, StaleIndex, chunked
+from .storage.codec import decode_vector
+from .storage.fts import query_terms
+from .storage.order import top_order
+from .storage.sqlite.filters import where_sql  # RecallFilter.sql, until its last callers convert
 from .trust import side_tables, trust_scores
 from .vector_index import ScanFilter, VectorIndex, exact_scores, stats_moments
 
 if TYPE_CHECKING:
     from .scan_workers import ScanPool
+    from .storage.sqlite.keyword_mirror import KeywordIndexes
 
 log = logging.getLogger("recallite.retriever")
 
 #: Column weights of the memories' bm25 (title, content, tags): content decides, the title
 #: helps a little, tags a bit more (they are chosen words).
 KEYWORD_WEIGHTS = (0.3, 1.0, 0.5)
-KEYWORD_WEIGHTS_SQL = ", ".join(str(w) for w in KEYWORD_WEIGHTS)
 
 
 @dataclass(frozen=True)
@@ -56,39 +56,15 @@ class RecallFilter:
     categories: tuple[str, ...] | None = None
     valid_at: float | None = None  # leave out memories whose valid_until is not after this moment
 
+    def memory_filter(self) -> MemoryFilter:
+        """The storage's filter of the same memories."""
+        return MemoryFilter(scopes=self.scopes, statuses=self.statuses, types=self.types, sessions=self.sessions,
+                            tags=self.tags, roles=self.roles, categories=self.categories, valid_at=self.valid_at)
+
     def sql(self, alias: str = "m") -> tuple[str, list]:
-        """WHERE fragments (joined by AND) and their parameters."""
-        where: list[str] = []
-        params: list = []
-
-        def among(column: str, values: Sequence[str]) -> None:
-            where.append(f"{alias}.{column} IN ({','.join('?' * len(values))})")
-            params.extend(values)
-
-        if self.scopes is not None:
-            among("scope", self.scopes)
-        among("status", self.statuses)
-        if self.types is not None:
-            among("type", self.types)
-        if self.sessions is not None:
-            among("session", self.sessions)
-        if self.tags is not None:
-            where.append(
-                f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE json_each.value IN ({','.join('?' * len(self.tags))}))"
-            )
-            params.extend(self.tags)
-        if self.roles is not None:
-            where.append(f"{alias}.id IN (SELECT memory_id FROM episodes WHERE role IN ({','.join('?' * len(self.roles))}))")
-            params.extend(self.roles)
-        if self.categories is not None:
-            where.append(
-                f"{alias}.id IN (SELECT memory_id FROM memory_categories WHERE category IN ({','.join('?' * len(self.categories))}))"
-            )
-            params.extend(self.categories)
-        if self.valid_at is not None:
-            where.append(f"({alias}.valid_until IS NULL OR {alias}.valid_until > ?)")
-            params.append(self.valid_at)
-        return " AND ".join(where) or "1", params
+        """WHERE fragments (joined by AND) and their parameters, for modules that still write
+        SQL against the SQLite store (docs/storage.md lists them)."""
+        return where_sql(self.memory_filter(), alias)
 
 
 @dataclass
@@ -126,13 +102,12 @@ def flags_of(mem: Memory) -> list[str]:
     return [str(flags)] if flags else []
 
 
-def scan_filter_for(conn: sqlite3.Connection, flt: RecallFilter) -> ScanFilter:
+def scan_filter_for(session: Session, flt: RecallFilter) -> ScanFilter:
     """The filter a vector scan applies before its top-k (tags, roles and categories become an
-    id list via SQL). Shared by the inline scan and the worker processes, so both filter identically."""
+    id list asked of the store). Shared by the inline scan and the worker processes, so both filter identically."""
     allowed = None
     if needs_id_list(flt):
-        where, params = flt.sql("m")
-        allowed = np.array([r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)], dtype=np.int64)
+        allowed = np.array(session.memories.matching(None, flt.memory_filter()), dtype=np.int64)
     return ScanFilter(scopes=flt.scopes, statuses=flt.statuses, types=flt.types, sessions=flt.sessions, allowed_ids=allowed)
 
 
@@ -157,7 +132,7 @@ class QueryVectorCache:
 
 class Retriever:
     def __init__(
-        self, store: Store, embedder: Embedder, index: VectorIndex, config: RecalliteConfig, pool: "ScanPool | None" = None
+        self, store: Storage, embedder: Embedder, index: VectorIndex, config: RecalliteConfig, pool: "ScanPool | None" = None
     ):
         self.store = store
         self.embedder = embedder
@@ -170,7 +145,7 @@ class Retriever:
         self._df_cache: dict[str, int] = {}
         self._df_counter = -1
         # In-memory mirrors that spare a recall most of its SQL; each follows the change counter.
-        self.keywords = KeywordIndexes(KEYWORD_WEIGHTS) if config.keyword_cache else None
+        self.keywords = store.keyword_mirror(KEYWORD_WEIGHTS) if config.keyword_cache else None
         self.episode_map = EpisodeMap() if config.keyword_cache else None
         self._memo: dict | None = None  # per-snapshot facts, see _snapshot
         # The outcome learner (set by the engine); None ranks by the usefulness column alone.
@@ -178,23 +153,23 @@ class Retriever:
         self._task_pending: tuple[str, np.ndarray] | None = None  # (query, task vector) of the last rank
 
     # -- channels -------------------------------------------------------------------------------
-    def _keyword_cache(self, conn: sqlite3.Connection) -> KeywordIndexes | None:
+    def _keyword_cache(self, session: Session) -> KeywordIndexes | None:
         """The in-memory bm25 mirror, caught up with this snapshot (None: ask FTS5)."""
         kx = self.keywords
         if kx is None:
             return None
         try:  # one cheap read of the change counter when nothing changed
-            kx.sync(conn, self._counter(conn))
-        except (StaleIndex, sqlite3.Error) as exc:
+            kx.sync(session, self._counter(session))
+        except (StaleIndex, *DRIVER_ERRORS) as exc:
             log.warning("keyword cache dropped, FTS5 answers this recall: %s", exc)
             kx.reset()
             return None
         return kx
 
-    def _mirror(self, conn: sqlite3.Connection, ask):
+    def _mirror(self, session: Session, ask):
         """``ask(mirror)`` on the keyword mirror caught up with this snapshot. None when there is
         none or it cannot answer; a mirror found stale is dropped (FTS5 answers instead)."""
-        kx = self._keyword_cache(conn)
+        kx = self._keyword_cache(session)
         if kx is None:
             return None
         try:
@@ -204,31 +179,25 @@ class Retriever:
             kx.reset()
             return None
 
-    def passing_mask(self, conn: sqlite3.Connection, ids: np.ndarray, flt: RecallFilter) -> np.ndarray:
+    def passing_mask(self, session: Session, ids: np.ndarray, flt: RecallFilter) -> np.ndarray:
         """Whether each of ``ids`` passes the filter. From the inline matrix's own columns
         (status, scope, type, session) when it is current, else (and for tags, roles,
-        categories) SQL."""
+        categories) the store."""
         idx = self.index
         out = np.zeros(len(ids), dtype=bool)
         rest = np.arange(len(ids))
-        if idx.n and not needs_id_list(flt) and idx.seq == self._counter(conn):
+        if idx.n and not needs_id_list(flt) and idx.seq == self._counter(session):
             mask = idx.mask(ScanFilter(scopes=flt.scopes, statuses=flt.statuses, types=flt.types, sessions=flt.sessions))
             rows = idx.rows_of(ids)
             have = rows >= 0
             out[have] = mask[rows[have]]
-            expired = self.expired_ids(conn, flt.valid_at)
+            expired = self.expired_ids(session, flt.valid_at)
             if expired:
                 out &= ~np.isin(ids, np.fromiter(expired, dtype=np.int64, count=len(expired)))
-            rest = np.flatnonzero(~have)  # no vector (yet): ask SQL
+            rest = np.flatnonzero(~have)  # no vector (yet): ask the store
         if len(rest):
-            where, params = flt.sql("m")
             todo = ids[rest].tolist()
-            ok: set[int] = set()
-            for i in range(0, len(todo), 900):
-                chunk = todo[i : i + 900]
-                ok.update(r[0] for r in conn.execute(
-                    f"SELECT m.id FROM memories m WHERE m.id IN ({','.join('?' * len(chunk))}) AND {where}",
-                    [*chunk, *params]))
+            ok = set(session.memories.matching(todo, flt.memory_filter()))
             out[rest] = np.fromiter((i in ok for i in todo), dtype=bool, count=len(todo))
         return out
 
@@ -241,13 +210,13 @@ class Retriever:
             memo[key] = read()
         return memo[key]
 
-    def _side_tables(self, conn: sqlite3.Connection) -> tuple[bool, bool]:
+    def _side_tables(self, session: Session) -> tuple[bool, bool]:
         """Whether relations / outcome rows exist."""
-        return self._once("side", lambda: side_tables(conn))
+        return self._once("side", lambda: side_tables(session))
 
-    def _counter(self, conn: sqlite3.Connection) -> int:
+    def _counter(self, session: Session) -> int:
         """The store's change counter in this snapshot."""
-        return self._once("counter", lambda: conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0])
+        return self._once("counter", session.feed.counter)
 
     @contextlib.contextmanager
     def _snapshot(self):
@@ -259,91 +228,60 @@ class Retriever:
         finally:
             self._memo = None
 
-    def _filtered_top(self, conn, ids: np.ndarray, scores: np.ndarray, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
+    def _filtered_top(self, session, ids: np.ndarray, scores: np.ndarray, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
         """The best ``depth`` rows passing the filter; the cut widens until it holds enough."""
         inner = depth + max(20, depth // 4)
         while True:
             k = inner if inner < len(ids) else None
             order = top_order(ids, scores, k)
-            order = order[self.passing_mask(conn, ids[order], flt)]
+            order = order[self.passing_mask(session, ids[order], flt)]
             if len(order) >= depth or k is None:
                 order = order[:depth]
                 return list(zip(ids[order].tolist(), scores[order].tolist()))
             inner *= 8
 
-    def keyword_channel(self, conn: sqlite3.Connection, query: str, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
+    def keyword_channel(self, session: Session, query: str, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
         """bm25 top-``depth`` among the memories passing the filter, ties by id."""
-        cached = self._mirror(conn, lambda kx: kx.memories.bm25(conn, query_terms(query)))
+        cached = self._mirror(session, lambda kx: kx.memories.bm25(session, query_terms(query)))
         if cached is not None:
-            return self._filtered_top(conn, cached[0], cached[1], flt, depth)
-        return self._fts_keyword_channel(conn, query, flt, depth)
+            return self._filtered_top(session, cached[0], cached[1], flt, depth)
+        return self._fts_keyword_channel(session, query, flt, depth)
 
-    def _fts_keyword_channel(self, conn: sqlite3.Connection, query: str, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
-        """The same answer from FTS5 itself.
+    def _fts_keyword_channel(self, session: Session, query: str, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
+        """The same answer from the store's own keyword search."""
+        return session.keywords.top(query, flt.memory_filter(), depth, KEYWORD_WEIGHTS)
 
-        The bm25 top-N is taken on the FTS table alone (no per-match join to memories),
-        then filtered; only when the filter leaves fewer than ``depth`` of a full top-N is
-        the N widened (and finally the whole match set filtered), so the answer is the same
-        as filtering every match first."""
-        match = fts_query(query)
-        if match is None:
-            return []
-        where, params = flt.sql("m")
-        inner = max(depth * 2, 100)
-        while True:
-            limit_sql, limit_params = ("LIMIT ?", [inner]) if inner else ("", [])
-            # One pass: the bm25 top-N with, for each, whether it passes the filter.
-            rows = conn.execute(
-                f"SELECT f.id, f.s, ({where}) FROM (SELECT rowid AS id, bm25(memories_fts, {KEYWORD_WEIGHTS_SQL}) AS s "
-                f"FROM memories_fts WHERE memories_fts MATCH ? ORDER BY s, rowid {limit_sql}) f "
-                "JOIN memories m ON m.id = f.id ORDER BY f.s, f.id",
-                [*params, match, *limit_params],
-            ).fetchall()
-            kept = [r for r in rows if r[2]]
-            if len(kept) >= depth or not inner or len(rows) < inner:
-                break  # enough, or the top-N already held every match
-            inner = inner * 8 if inner < 100_000 else 0
-        rows = kept[:depth]
-        return [(r[0], -r[1]) for r in rows]
-
-    def episodes_present(self, conn: sqlite3.Connection) -> bool:
+    def episodes_present(self, session: Session) -> bool:
         """Whether the store holds any conversation turn; re-checked only when it changed."""
         counter = self._counted[1] if self._counted else None
         cached = self.__dict__.get("_episodes_cache")
         if counter is None or cached is None or cached[0] != counter:
-            present = conn.execute("SELECT 1 FROM episodes LIMIT 1").fetchone() is not None
+            present = session.episodes.any()
             self._episodes_cache = (counter, present)
             return present
         return cached[1]
 
-    def window_channel(self, conn: sqlite3.Connection, query: str, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
+    def window_channel(self, session: Session, query: str, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
         """bm25 of conversation turns indexed together with their neighbouring turns."""
-        match = fts_query(query)
-        if match is None or not self.config.window_keyword_weight or not self.episodes_present(conn):
+        if not query_terms(query) or not self.config.window_keyword_weight or not self.episodes_present(session):
             return []
-        cached = self._mirror(conn, lambda kx: kx.windows.bm25(conn, query_terms(query)))
+        cached = self._mirror(session, lambda kx: kx.windows.bm25(session, query_terms(query)))
         if cached is not None:
-            return self._filtered_top(conn, cached[0], cached[1], flt, depth)
-        where, params = flt.sql("m")
-        rows = conn.execute(
-            "SELECT w.rowid, bm25(episode_windows) AS s FROM episode_windows w JOIN memories m ON m.id = w.rowid "
-            f"WHERE episode_windows MATCH ? AND {where} ORDER BY s, w.rowid LIMIT ?",
-            [match, *params, depth],
-        ).fetchall()
-        return [(r[0], -r[1]) for r in rows]
+            return self._filtered_top(session, cached[0], cached[1], flt, depth)
+        return session.keywords.windows_top(query, flt.memory_filter(), depth)
 
     def vector_channel(
-        self, conn: sqlite3.Connection, qvec: np.ndarray, flt: RecallFilter, depth: int
+        self, session: Session, qvec: np.ndarray, flt: RecallFilter, depth: int
     ) -> tuple[list[tuple[int, float]], tuple[int, int, int]]:
         """The inline scan: top-depth (id, cosine) from the cached matrix in this process, and
         (count, sum, sum of squares) of the cosine over the filtered scope."""
-        self._refresh_inline(conn)
-        expired = self.expired_ids(conn, flt.valid_at)
-        ids, sims, stats = self.index.search_with_stats(qvec, depth + len(expired), scan_filter_for(conn, flt))
+        self._refresh_inline(session)
+        expired = self.expired_ids(session, flt.valid_at)
+        ids, sims, stats = self.index.search_with_stats(qvec, depth + len(expired), scan_filter_for(session, flt))
         return _drop(ids, sims, expired, depth), stats
 
-    def _refresh_inline(self, conn: sqlite3.Connection) -> None:
-        self.index.refresh(conn, self._counter(conn))
+    def _refresh_inline(self, session: Session) -> None:
+        self.index.refresh(session, self._counter(session))
         self._counted = (len(self.index), self.index.seq)
 
     # Inline matrices at least this large (rows x dims) are scanned in a helper thread
@@ -352,27 +290,27 @@ class Retriever:
     # recall was slower, most of all on a busy machine).
     PARALLEL_SCAN_OPS = 16_000_000
 
-    def _inline_channels(self, conn, query: str, qvec: np.ndarray, flt: RecallFilter, depth: int):
+    def _inline_channels(self, session, query: str, qvec: np.ndarray, flt: RecallFilter, depth: int):
         """Keyword and inline vector channels; a large matrix is scanned in a helper thread
         while FTS runs here (numpy and SQLite both release the GIL). Safe: the caller holds
         the store lock throughout, and every other user of the index takes it first."""
-        self._refresh_inline(conn)
-        sflt = scan_filter_for(conn, flt)
-        expired = self.expired_ids(conn, flt.valid_at)
+        self._refresh_inline(session)
+        sflt = scan_filter_for(session, flt)
+        expired = self.expired_ids(session, flt.valid_at)
         k = depth + len(expired)  # expired rows are dropped below, so the top-k stays exact
         if self.index.n * self.index.dimensions < self.PARALLEL_SCAN_OPS:
-            kw = self.keyword_channel(conn, query, flt, depth)
+            kw = self.keyword_channel(session, query, flt, depth)
             ids, sims, stats = self.index.search_with_stats(qvec, k, sflt)
         else:
             if self._scan_thread is None:
                 self._scan_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="recallite-scan")
             # Build the filter's mask here first: then both threads only read the index's mask
             # cache (the keyword channel filters with the same mask). One-off filters (an id
-            # list) are not cached, and the keyword channel asks SQL for them.
+            # list) are not cached, and the keyword channel asks the store for them.
             if sflt.key() is not None:
                 self.index.mask(sflt)
             future = self._scan_thread.submit(self.index.search_with_stats, qvec, k, sflt)
-            kw = self.keyword_channel(conn, query, flt, depth)
+            kw = self.keyword_channel(session, query, flt, depth)
             ids, sims, stats = future.result()
         return kw, _drop(ids, sims, expired, depth), stats
 
@@ -384,31 +322,31 @@ class Retriever:
             self.keywords.close()  # their private in-memory tokenizer databases
 
     # -- routing between the inline scan and the worker pool --------------------------------------
-    def vector_count(self, conn: sqlite3.Connection) -> int:
+    def vector_count(self, session: Session) -> int:
         """How many vectors the store holds, cheaply: the last exact count (from whichever
         engine scanned) plus the vectors written and minus those deleted since."""
-        counter = self._counter(conn)
+        counter = self._counter(session)
         if self._counted is not None and self._counted[1] == counter:
             return self._counted[0]
-        floor = conn.execute("SELECT value FROM counters WHERE name = 'tombstone_floor'").fetchone()[0]
+        floor = session.feed.tombstone_floor()
         if self._counted is None or counter < self._counted[1] or floor > self._counted[1]:
-            count = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+            count = session.vectors.count()
         else:
             base, seq = self._counted
-            added = conn.execute("SELECT count(*) FROM vectors WHERE seq > ?", (seq,)).fetchone()[0]
-            removed = conn.execute("SELECT count(*) FROM tombstones WHERE seq > ?", (seq,)).fetchone()[0]
+            added = session.vectors.count_since(seq)
+            removed = session.feed.tombstones_count_since(seq)
             count = max(0, base + added - removed)
         self._counted = (count, counter)
         return count
 
-    def _submit_scan(self, conn: sqlite3.Connection, qvec: np.ndarray, flt: RecallFilter, depth: int):
+    def _submit_scan(self, session: Session, qvec: np.ndarray, flt: RecallFilter, depth: int):
         """A pool future when this store is large enough for the workers, else None (inline)."""
         pool = self.pool
-        if pool is None or not pool.wants(self.vector_count(conn)):
+        if pool is None or not pool.wants(self.vector_count(session)):
             return None
         try:
             pool.start(wait=True)  # once: the workers load their shards
-            return pool.submit(qvec, depth + len(self.expired_ids(conn, flt.valid_at)), flt)
+            return pool.submit(qvec, depth + len(self.expired_ids(session, flt.valid_at)), flt)
         except ScanError as exc:
             if pool.options.fallback != "inline":
                 raise
@@ -416,7 +354,7 @@ class Retriever:
             return None
 
     def _pool_result(
-        self, future, conn: sqlite3.Connection, qvec: np.ndarray, flt: RecallFilter, depth: int
+        self, future, session: Session, qvec: np.ndarray, flt: RecallFilter, depth: int
     ) -> tuple[list[tuple[int, float]], tuple[int, int, int]]:
         pool = self.pool
         try:
@@ -431,16 +369,16 @@ class Retriever:
             if pool.options.fallback != "inline":
                 raise
             log.warning("vector scan falls back inline: %s", exc)
-            return self.vector_channel(conn, qvec, flt, depth)
+            return self.vector_channel(session, qvec, flt, depth)
         except BaseException:
             future.cancel()
             raise
         self._counted = (res.vector_count, res.seq)
         if self.index.seq >= 0:
             self.index.reset()  # the workers hold the vectors now: free the inline copy
-        return _drop(res.ids, res.sims, self.expired_ids(conn, flt.valid_at), depth), res.stats
+        return _drop(res.ids, res.sims, self.expired_ids(session, flt.valid_at), depth), res.stats
 
-    def similarities(self, conn: sqlite3.Connection, qvec: np.ndarray, ids: list[int]) -> dict[int, float]:
+    def similarities(self, session: Session, qvec: np.ndarray, ids: list[int]) -> dict[int, float]:
         """Exact cosine for candidates the vector top-k did not include (keyword-only hits)."""
         out: dict[int, float] = {}
         arr = np.asarray(ids, dtype=np.int64)
@@ -450,38 +388,35 @@ class Retriever:
         q64 = qvec.astype(np.float64)
         if have.any():  # one gather for all of them; exact_scores gives each row the same bits anywhere
             out.update(zip(arr[have].tolist(), exact_scores(self.index.matrix[rows[have]], q64).tolist()))
-        for i in range(0, len(missing), 500):
-            chunk = missing[i : i + 500]
-            got = conn.execute(
-                f"SELECT memory_id, vector FROM vectors WHERE memory_id IN ({','.join('?' * len(chunk))})", chunk
-            ).fetchall()
+        for chunk in chunked(missing):
+            got = session.vectors.blobs(chunk)
             if got:
                 mat = np.stack([decode_vector(blob, self.embedder.dimensions) for _, blob in got])
                 out.update(zip((r[0] for r in got), exact_scores(mat, q64).tolist()))
         return out
 
     # -- keyword confidence ----------------------------------------------------------------------
-    def _document_frequency(self, conn: sqlite3.Connection, term: str, n: int) -> int:
-        df = self._mirror(conn, lambda kx: kx.memories.document_frequency(conn, term))
+    def _document_frequency(self, session: Session, term: str, n: int) -> int:
+        df = self._mirror(session, lambda kx: kx.memories.document_frequency(session, term))
         if df is not None:
             return df
-        counter = self._counter(conn)
+        counter = self._counter(session)
         if counter != self._df_counter:  # exact, like the cache: any write may move a count
             self._df_cache.clear()
             self._df_counter = counter
         df = self._df_cache.get(term)
         if df is None:
-            df = conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (f'"{term}"',)).fetchone()[0]
+            df = session.keywords.document_frequency(term)
             if len(self._df_cache) > 4096:
                 self._df_cache.clear()
             self._df_cache[term] = df
         return df
 
-    def keyword_coverage(self, conn: sqlite3.Connection, terms: list[str], top_ids: list[int]) -> float:
+    def keyword_coverage(self, session: Session, terms: list[str], top_ids: list[int]) -> float:
         """Share of the query's IDF mass matched by its best keyword hit (0..1)."""
-        return max(self.keyword_shares(conn, terms, top_ids).values(), default=0.0)
+        return max(self.keyword_shares(session, terms, top_ids).values(), default=0.0)
 
-    def keyword_shares(self, conn: sqlite3.Connection, terms: list[str], top_ids: list[int],
+    def keyword_shares(self, session: Session, terms: list[str], top_ids: list[int],
                        known_only: bool = False) -> dict[int, float]:
         """Share of the query's IDF mass that each of ``top_ids`` holds (ids holding no term are absent).
         ``known_only``: of the mass of the words some memory holds (a word no memory has is no
@@ -489,10 +424,10 @@ class Retriever:
         if not terms or not top_ids:
             return {}
         # Whichever engine scanned (inline or workers), the store's vector count is the collection size.
-        n = max(1, self.vector_count(conn))
+        n = max(1, self.vector_count(session))
         idf = {}
         for t in terms:
-            df = self._document_frequency(conn, t, n)
+            df = self._document_frequency(session, t, n)
             if df or not known_only:
                 idf[t] = math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else math.log(1 + (n + 0.5) / 0.5)
         terms = list(idf)
@@ -500,16 +435,13 @@ class Retriever:
         if total <= 0:
             return {}
         matched: dict[int, float] = {}
-        marks = ",".join("?" * len(top_ids))
         for t in terms:
-            holding = self._mirror(conn, lambda kx: kx.memories.containing(conn, t, top_ids))
+            holding = self._mirror(session, lambda kx: kx.memories.containing(session, t, top_ids))
             if holding is not None:
                 for rowid in holding:
                     matched[rowid] = matched.get(rowid, 0.0) + idf[t]
                 continue
-            for (rowid,) in conn.execute(
-                f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({marks})", [f'"{t}"', *top_ids]
-            ):
+            for rowid in session.keywords.holding(t, top_ids):
                 matched[rowid] = matched.get(rowid, 0.0) + idf[t]
         return {i: v / total for i, v in matched.items()}
 
@@ -520,8 +452,8 @@ class Retriever:
         floor = self.config.relevance_floor
         return float(getattr(self.embedder, "relevance_floor", 0.0) if floor is None else floor)
 
-    def vectors_of(self, conn: sqlite3.Connection, ids: list[int]) -> dict[int, np.ndarray]:
-        """Stored vectors of ``ids`` (from the inline matrix where it holds them, else SQL)."""
+    def vectors_of(self, session: Session, ids: list[int]) -> dict[int, np.ndarray]:
+        """Stored vectors of ``ids`` (from the inline matrix where it holds them, else the store)."""
         out: dict[int, np.ndarray] = {}
         arr = np.asarray(ids, dtype=np.int64)
         rows = self.index.rows_of(arr) if len(self.index) else np.full(len(arr), -1, dtype=np.int64)
@@ -529,15 +461,11 @@ class Retriever:
         if have.any():
             out.update(zip(arr[have].tolist(), self.index.matrix[rows[have]]))
         missing = arr[~have].tolist()
-        for i in range(0, len(missing), 500):
-            chunk = missing[i : i + 500]
-            for mid, blob in conn.execute(
-                f"SELECT memory_id, vector FROM vectors WHERE memory_id IN ({','.join('?' * len(chunk))})", chunk
-            ):
-                out[mid] = decode_vector(blob, self.embedder.dimensions)
+        for mid, blob in session.vectors.blobs(missing):
+            out[mid] = decode_vector(blob, self.embedder.dimensions)
         return out
 
-    def relevant(self, conn: sqlite3.Connection, query: str, ids: list[int], cos: dict[int, float],
+    def relevant(self, session: Session, query: str, ids: list[int], cos: dict[int, float],
                  keyword_hits: set[int], vouched: set[int] = frozenset()) -> set[int]:
         """The candidates with evidence for the query: cosine at the semantic floor, or words that
         hold ``keyword_relevance`` of the IDF mass of the query words the store knows (asked only of
@@ -548,11 +476,11 @@ class Retriever:
         out = {i for i in ids if cos.get(i, -1.0) >= floor or i in vouched}
         rest = [i for i in ids if i not in out and i in keyword_hits]
         if rest and cfg.channels != "vector":
-            shares = self.keyword_shares(conn, query_terms(query), rest, known_only=True)
+            shares = self.keyword_shares(session, query_terms(query), rest, known_only=True)
             out.update(i for i in rest if shares.get(i, 0.0) >= cfg.keyword_relevance)
         return out
 
-    def task_vector(self, conn: sqlite3.Connection, qvec: np.ndarray, ordered: list[tuple[int, float]]) -> np.ndarray:
+    def task_vector(self, session: Session, qvec: np.ndarray, ordered: list[tuple[int, float]]) -> np.ndarray:
         """The query placed among the memories it retrieves: its vector plus ``task_weight`` times the
         score-weighted centroid of the top ``task_depth`` fused candidates, normalised. Paraphrases of
         one task retrieve the same memories, so their task vectors stay close even when their words
@@ -562,35 +490,29 @@ class Retriever:
         top = ordered[: lc.task_depth]
         if lc.task_weight <= 0 or not top:
             return qvec
-        vecs = self.vectors_of(conn, [i for i, _ in top])
+        vecs = self.vectors_of(session, [i for i, _ in top])
         got = [(vecs[i], s) for i, s in top if i in vecs]
         if not got:
             return qvec
         return blend_task(qvec, np.stack([v for v, _ in got]), np.array([s for _, s in got]), lc.task_weight)
 
-    def expired_ids(self, conn: sqlite3.Connection, valid_at: float | None) -> set[int]:
+    def expired_ids(self, session: Session, valid_at: float | None) -> set[int]:
         """Memories past their valid_until (a partial index keeps this cheap; clean_expired empties it)."""
         if valid_at is None:
             return set()
-        return self._once(("expired", valid_at), lambda: {r[0] for r in conn.execute(
-            "SELECT id FROM memories WHERE valid_until IS NOT NULL AND valid_until <= ?", (valid_at,))})
+        return self._once(("expired", valid_at), lambda: session.memories.expired(valid_at))
 
     # -- contradictions -----------------------------------------------------------------------------
     def contradictions(
-        self, conn: sqlite3.Connection, ids: list[int], scopes: tuple[str, ...] | None
+        self, session: Session, ids: list[int], scopes: tuple[str, ...] | None
     ) -> dict[int, list[tuple[int, str, str, bool]]]:
         """For each id: the live memories (id, title, status, effective) that contradict it, within
         the scopes. ``effective`` is False for links the trust policy stored without effect (an
         untrusted contradiction warns but does not demote); the title is left out ("") when the
         other memory is untrusted or flagged, so its text never leaves its quarantine."""
-        if not ids or not self._side_tables(conn)[0]:
+        if not ids or not self._side_tables(session)[0]:
             return {}
-        marks = ",".join("?" * len(ids))
-        links = conn.execute(
-            f"SELECT from_id, to_id, confidence_effect FROM relations WHERE type = 'contradicts' "
-            f"AND (from_id IN ({marks}) OR to_id IN ({marks}))",
-            [*ids, *ids],
-        ).fetchall()
+        links = session.relations.effects(ids, "contradicts")
         effective = {(a, b): bool(e) for a, b, e in links}
         rows = [(a, b) for a, b, _ in links]
         if not rows:
@@ -598,10 +520,7 @@ class Retriever:
         idset = set(ids)
         others = {b if a in idset else a for a, b in rows} | {a for a, b in rows if b in idset} | {b for a, b in rows if a in idset}
         info: dict[int, tuple[str, str, str]] = {}
-        omarks = ",".join("?" * len(others))
-        for oid, title, status, scope, src, meta in conn.execute(
-            f"SELECT id, title, status, scope, source_type, metadata FROM memories WHERE id IN ({omarks})", list(others)
-        ):
+        for oid, title, status, scope, src, meta in session.memories.summaries(list(others)):
             quarantined = policy.SOURCE_TRUST.get(src) == policy.UNTRUSTED or '"flagged"' in meta
             info[oid] = ("" if quarantined else title, status, scope)
         out: dict[int, list[tuple[int, str, str]]] = {}
@@ -619,28 +538,28 @@ class Retriever:
                     lst.append((other, title, status, effective[(a, b)]))
         return out
 
-    def _turn_links(self, conn: sqlite3.Connection, ids: np.ndarray):
-        """Where the turns among ``ids`` sit: the episode map (kept in memory), else SQL."""
+    def _turn_links(self, session: Session, ids: np.ndarray):
+        """Where the turns among ``ids`` sit: the episode map (kept in memory), else the store."""
         em = self.episode_map
         if em is not None:
             try:
-                em.sync(conn, self._counter(conn))
+                em.sync(session, self._counter(session))
                 if em.usable:
                     return em
-            except sqlite3.Error as exc:
-                log.warning("episode map dropped, SQL answers this recall: %s", exc)
+            except DRIVER_ERRORS as exc:
+                log.warning("episode map dropped, the store answers this recall: %s", exc)
                 em.reset()
-        return SqlTurnLinks(conn, ids.tolist())
+        return SqlTurnLinks(session, ids.tolist())
 
     # -- the whole recall -------------------------------------------------------------------------------
-    def conversation_signals(self, conn, query, qvec, flt, kscore, sims, kmoments, vmoments, alpha, fz: "Fused",
+    def conversation_signals(self, session, query, qvec, flt, kscore, sims, kmoments, vmoments, alpha, fz: "Fused",
                              use_vec) -> "Fused":
         """Neighbouring turns and named speakers (conversation_ranking.py). Neighbours of scored
         turns are scored too: they lend their score, and those passing the filter compete."""
         cfg = self.config
-        if (not cfg.neighbour_gain and not cfg.speaker_boost) or not self.episodes_present(conn) or not len(fz.ids):
+        if (not cfg.neighbour_gain and not cfg.speaker_boost) or not self.episodes_present(session) or not len(fz.ids):
             return fz
-        links = self._turn_links(conn, fz.ids)
+        links = self._turn_links(session, fz.ids)
         prev, nxt, role = links.links(fz.ids)
         turn = role >= 0
         if not turn.any():
@@ -653,14 +572,14 @@ class Retriever:
         keep = np.ones(n, dtype=bool)
         if len(outside):
             if use_vec:
-                sims.update(self.similarities(conn, qvec, outside.tolist()))
+                sims.update(self.similarities(session, qvec, outside.tolist()))
             # Only the new candidates: the others' values would come out the same.
             ofused, okz, ovz = zscore_arrays(outside, kscore, sims, kmoments, vmoments, alpha)
             oprev, onxt, orole = links.links(outside)
             ids, score = np.concatenate((ids, outside)), np.concatenate((score, ofused))
             kz, vz = np.concatenate((kz, okz)), np.concatenate((vz, ovz))
             prev, nxt, role = np.concatenate((prev, oprev)), np.concatenate((nxt, onxt)), np.concatenate((role, orole))
-            keep = np.concatenate((keep, self.passing_mask(conn, outside, flt)))
+            keep = np.concatenate((keep, self.passing_mask(session, outside, flt)))
         core = np.arange(len(ids)) < n
         expanded = expand(ids, score, prev, nxt, core, cfg.neighbour_gain)
         boost = np.zeros(len(ids))
@@ -688,16 +607,16 @@ class Retriever:
         use_vec = cfg.channels in ("hybrid", "vector")
         if min_trust is not None:
             depth *= 3  # candidates below the trust floor are dropped: look deeper so the limit still fills
-        with self.store.reading() as conn, self._snapshot():
-            future = self._submit_scan(conn, qvec, flt, depth)  # the workers scan while FTS runs here
+        with self.store.reading() as session, self._snapshot():
+            future = self._submit_scan(session, qvec, flt, depth)  # the workers scan while FTS runs here
             if future is None:
-                kw, vec, vstats = self._inline_channels(conn, query, qvec, flt, depth)
+                kw, vec, vstats = self._inline_channels(session, query, qvec, flt, depth)
             else:
-                kw = self.keyword_channel(conn, query, flt, depth)
-                vec, vstats = self._pool_result(future, conn, qvec, flt, depth)
+                kw = self.keyword_channel(session, query, flt, depth)
+                vec, vstats = self._pool_result(future, session, qvec, flt, depth)
             if not use_kw:
                 kw = []
-            vec = chunk_channel(self, conn, qvec, flt, depth, vec)  # sentence chunks of long episodes (inline)
+            vec = chunk_channel(self, session, qvec, flt, depth, vec)  # sentence chunks of long episodes (inline)
             if not use_vec:
                 vec = []
             alpha = None
@@ -712,15 +631,15 @@ class Retriever:
                 sims = dict(vec)
                 if use_vec:
                     extra = [i for i, _ in kw if i not in sims]
-                    sims.update(self.similarities(conn, qvec, extra))
+                    sims.update(self.similarities(session, qvec, extra))
                 vmoments = stats_moments(vstats)
                 kscore = dict(kw)
                 if use_kw:
                     wk = cfg.window_keyword_weight
-                    for i, w in self.window_channel(conn, query, flt, depth):
+                    for i, w in self.window_channel(session, query, flt, depth):
                         kscore[i] = kscore.get(i, 0.0) + wk * w
                 if use_kw and use_vec:
-                    coverage = self.keyword_coverage(conn, query_terms(query), [i for i, _ in kw[: cfg.coverage_docs]])
+                    coverage = self.keyword_coverage(session, query_terms(query), [i for i, _ in kw[: cfg.coverage_docs]])
                     margin = vector_margin([c for _, c in vec], vmoments, cfg.vector_margin_rank)
                     ramp = margin_ramp(vec, kscore, cfg.vector_margin_ramp, cfg.vector_margin_ramp_unmatched)
                     alpha = keyword_weight(coverage, cfg.keyword_alpha_max, *cfg.keyword_coverage_ramp,
@@ -730,7 +649,7 @@ class Retriever:
                 kmoments = keyword_moments(kscore, vstats[0])
                 ids = np.array(list(kscore.keys() | sims.keys()), dtype=np.int64)
                 fused, kz, vz = zscore_arrays(ids, kscore, sims, kmoments, vmoments, alpha)
-                fz = self.conversation_signals(conn, query, qvec, flt, kscore, sims, kmoments, vmoments, alpha,
+                fz = self.conversation_signals(session, query, qvec, flt, kscore, sims, kmoments, vmoments, alpha,
                                                Fused(ids, fused, kz, vz), use_vec)
                 # exp keeps the score positive, so policy factors scale it the same way whatever its sign.
                 base = np.array([math.exp(min(50.0, s)) for s in fz.score.tolist()])
@@ -738,8 +657,8 @@ class Retriever:
             ordered = list(zip(fz.ids[order].tolist(), base[order].tolist()))
             trust: dict[int, float] = {}
             if min_trust is not None:  # filter every fused candidate before the pool is cut
-                trust = trust_scores(conn, [i for i, _ in ordered], half_life_days=cfg.trust_half_life_days,
-                                     present=self._side_tables(conn))
+                trust = trust_scores(session, [i for i, _ in ordered], half_life_days=cfg.trust_half_life_days,
+                                     present=self._side_tables(session))
                 ordered = [(i, s) for i, s in ordered if trust.get(i, 0.0) >= min_trust]
             pool = ordered[: max(cfg.rerank_pool, limit * 3)]
             # The relevance floor: what has no evidence for the query is not returned, nor explored.
@@ -747,23 +666,23 @@ class Retriever:
             if use_vec:
                 unseen = [i for i, _ in pool if i not in cos]
                 if unseen:
-                    cos.update(self.similarities(conn, qvec, unseen))
+                    cos.update(self.similarities(session, qvec, unseen))
             _, _, nshare, sboost = fz.about([i for i, _ in pool])
             kw_hits = kscore.keys() if alpha is not None else {i for i, _ in kw}
-            keep = self.relevant(conn, query, [i for i, _ in pool], cos, kw_hits, nshare.keys() | sboost.keys())
+            keep = self.relevant(session, query, [i for i, _ in pool], cos, kw_hits, nshare.keys() | sboost.keys())
             pool = [(i, s) for i, s in pool if i in keep]
             pool_ids = [i for i, _ in pool]
             pooled = dict(pool)
-            contra = self.contradictions(conn, pool_ids, flt.scopes)
+            contra = self.contradictions(session, pool_ids, flt.scopes)
             # The policy factors need a few columns of each pooled memory; whole memories
             # (and their explanations) are built only for the hits that are returned.
             weights = cfg.profiles[profile]
-            columns = _policy_columns(conn, pool_ids)
+            columns = _policy_columns(session, pool_ids)
             task = None
             if self.learning is not None and self.learning.enabled and use_vec:
-                task = self.task_vector(conn, qvec, pool)
+                task = self.task_vector(session, qvec, pool)
                 self._task_pending = (query, task)  # log() hands it to the learner with the retrieval id
-            learned = self._assess(conn, qvec if task is None else task, columns, explore)
+            learned = self._assess(session, qvec if task is None else task, columns, explore)
             scored: list[tuple[float, str, int, float, tuple]] = []
             for mid, mtype, status, confidence, usefulness, importance in columns:
                 judged = learned.get(mid)
@@ -778,7 +697,7 @@ class Retriever:
                 final = fusion_score * factors[0] * factors[1] * factors[2] * factors[3] * factors[4]
                 scored.append((final, f"mem_{mid}", mid, fusion_score, factors))
             scored.sort(key=lambda t: (-t[0], t[1]))
-            scored = corrections_first(conn, scored) if self._side_tables(conn)[0] else scored
+            scored = corrections_first(session, scored) if self._side_tables(session)[0] else scored
             if min_score is not None:
                 scored = [t for t in scored if t[0] >= min_score]
             if min_score_ratio and scored:
@@ -790,10 +709,10 @@ class Retriever:
                     t[3] >= min_score_ratio * top_fused and not _judged_poor(learned.get(t[2])))]
             scored = scored[:limit]
             final_ids = [t[2] for t in scored]
-            memories = load_memories(conn, final_ids)
+            memories = session.memories.load(final_ids)
             if min_trust is None:  # shown on each hit; nothing else needs it
-                trust = trust_scores(conn, final_ids, half_life_days=cfg.trust_half_life_days,
-                                     present=self._side_tables(conn))
+                trust = trust_scores(session, final_ids, half_life_days=cfg.trust_half_life_days,
+                                     present=self._side_tables(session))
         kw_rank = {i: (r, s) for r, (i, s) in enumerate(kw, start=1)}
         vec_rank = {i: (r, s) for r, (i, s) in enumerate(vec, start=1)}
         kz, vz, nshare, sboost = fz.about([t[2] for t in scored])
@@ -844,11 +763,11 @@ class Retriever:
             )
         return hits
 
-    def _assess(self, conn: sqlite3.Connection, qvec: np.ndarray, columns: list[tuple], explore: bool) -> dict[int, Assessment]:
+    def _assess(self, session: Session, qvec: np.ndarray, columns: list[tuple], explore: bool) -> dict[int, Assessment]:
         """What outcomes say about each candidate for this query (empty: rank by the usefulness column)."""
         if self.learning is None or not self.learning.enabled:
             return {}
-        return self.learning.assess(conn, qvec, {c[0]: c[4] for c in columns}, explore)
+        return self.learning.assess(session, qvec, {c[0]: c[4] for c in columns}, explore)
 
     def reasons(self, mem: Memory, bd: ScoreBreakdown, profile: str) -> list[str]:
         out: list[str] = []
@@ -878,26 +797,17 @@ class Retriever:
         out.extend(f"flagged:{f}" for f in flags_of(mem))
         return out
 
-    def log(self, conn: sqlite3.Connection, query: str, profile: str, scopes, hits: list[RecallHit], kind: str) -> int:
+    def log(self, session: Session, query: str, profile: str, scopes, hits: list[RecallHit], kind: str) -> int:
         now = time.time()
-        cur = conn.execute(
-            "INSERT INTO retrievals (query, profile, scope, kind, created_at) VALUES (?, ?, ?, ?, ?)",
-            (query, profile, None if scopes is None else json.dumps(list(scopes)), kind, now),
-        )
-        rid = cur.lastrowid
+        ids = [int(h.memory.id[4:]) for h in hits]
+        rid = session.retrievals.add(
+            query, profile, None if scopes is None else json.dumps(list(scopes)), kind, now,
+            [(mid, h.rank, h.score) for mid, h in zip(ids, hits)])
         pending, self._task_pending = self._task_pending, None
         if pending is not None and pending[0] == query and self.learning is not None:
             self.learning.note_task(rid, pending[1])
-        if hits:
-            conn.executemany(
-                "INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score) VALUES (?, ?, ?, ?)",
-                [(rid, int(h.memory.id[4:]), h.rank, h.score) for h in hits],
-            )
-            ids = [int(h.memory.id[4:]) for h in hits]
-            conn.execute(
-                f"UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id IN ({','.join('?' * len(ids))})",
-                [now, *ids],
-            )
+        if ids:
+            session.memories.record_access(ids, now)
         return rid
 
 
@@ -907,15 +817,9 @@ def _judged_poor(a: Assessment | None) -> bool:
     return a is not None and a.outcomes > 0 and a.mean < 0.5 and a.failures >= policy.POOR_EVIDENCE
 
 
-def _policy_columns(conn: sqlite3.Connection, ids: list[int]) -> list[tuple]:
+def _policy_columns(session: Session, ids: list[int]) -> list[tuple]:
     """(id, type, status, confidence, usefulness, importance) of the live rows among ``ids``."""
-    out: list[tuple] = []
-    for i in range(0, len(ids), 900):
-        chunk = ids[i : i + 900]
-        out += conn.execute(
-            "SELECT id, type, status, confidence, usefulness, importance FROM memories "
-            f"WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
-    return out
+    return session.memories.policy_columns(ids)
 
 
 def _drop(ids: np.ndarray, sims: np.ndarray, expired: set[int], depth: int) -> list[tuple[int, float]]:

@@ -39,7 +39,6 @@ import itertools
 import logging
 import multiprocessing
 import os
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field, fields
@@ -55,6 +54,7 @@ from .errors import (
     WorkerCrashedError,
     WorkerTimeoutError,
 )
+from .storage.sqlite.reader import SnapshotReader
 from .vector_index import VectorIndex, merge_stats, merge_top
 
 log = logging.getLogger("recallite.scan")
@@ -160,19 +160,10 @@ def _worker_main(conn, path: str, dimensions: int, shard: tuple[int, int] | None
     from .retriever import scan_filter_for  # the same filter code as the inline scan
 
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=busy_timeout_ms / 1000.0)
-        db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        db.execute("PRAGMA query_only = ON")
+        db = SnapshotReader(path, busy_timeout_ms)
         index = VectorIndex(dimensions, shard)
-
-        def snapshot(fn):
-            db.execute("BEGIN")
-            try:
-                return fn()
-            finally:
-                db.execute("COMMIT")
-
-        snapshot(lambda: index.refresh(db))
+        with db.snapshot() as session:
+            index.refresh(session)
         conn.send(("ready", os.getpid(), len(index)))
     except BaseException as exc:  # report, then exit: the pool counts it as a crash
         try:
@@ -191,11 +182,10 @@ def _worker_main(conn, path: str, dimensions: int, shard: tuple[int, int] | None
             continue
         _, tid, query, k, flt = msg
         try:
-            def scan():
-                index.refresh(db)
-                return index.search_with_stats(query, k, scan_filter_for(db, flt) if flt is not None else None)
-
-            ids, sims, stats = snapshot(scan)
+            with db.snapshot() as session:
+                index.refresh(session)
+                ids, sims, stats = index.search_with_stats(
+                    query, k, scan_filter_for(session, flt) if flt is not None else None)
             reply = ("result", tid, ids, sims, len(index), index.seq, stats)
         except Exception as exc:
             reply = ("error", tid, f"{type(exc).__name__}: {exc}")

@@ -2,18 +2,19 @@
 
 Nothing here is cached on the rows: a contradiction, a supporting memory from another source,
 a validation or a successful use changes the next score at once. Every function works on a
-batch of ids with a fixed number of queries (no per-memory SQL), chunked for SQLite's
+batch of ids with a fixed number of queries (none per memory), chunked for the driver's
 parameter limit. The arithmetic is ``policy.trust_score``.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass
 from typing import Iterable
 
 from . import policy
+from .storage import as_session
+from .storage.base import Session
 
 _CHUNK = 400
 _DAY = 86400.0
@@ -33,16 +34,14 @@ def _chunks(ids: list[int]) -> Iterable[list[int]]:
         yield ids[i : i + _CHUNK]
 
 
-def side_tables(conn: sqlite3.Connection) -> tuple[bool, bool]:
+def side_tables(session: Session) -> tuple[bool, bool]:
     """Whether any relation and any outcome row exist: a store without them (most of a new
     one's life) skips the queries that look for them."""
-    rel, out = conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM relations), EXISTS (SELECT 1 FROM memory_outcomes)").fetchone()
-    return bool(rel), bool(out)
+    return session.feed.side_tables()
 
 
 def trust_inputs(
-    conn: sqlite3.Connection, ids: Iterable[int], present: tuple[bool, bool] | None = None
+    session: Session, ids: Iterable[int], present: tuple[bool, bool] | None = None
 ) -> dict[int, TrustInputs]:
     """Everything the trust score needs, for many memories in a few queries.
 
@@ -52,59 +51,43 @@ def trust_inputs(
       other than its own, counted once per identity; untrusted sources (llm, imported) do not count;
     - last validation: the latest of creation, validation/activation and a successful use.
     """
+    session = as_session(session)
     id_list = list(dict.fromkeys(int(i) for i in ids))
     out: dict[int, TrustInputs] = {}
     if not id_list:
         return out
-    relations, outcomes = side_tables(conn) if present is None else present
+    relations, outcomes = side_tables(session) if present is None else present
     for chunk in _chunks(id_list):
-        marks = ",".join("?" * len(chunk))
         own: dict[int, tuple[str, str | None]] = {}
-        for mid, st, sid, behavioral, created, validated in conn.execute(
-            f"SELECT id, source_type, source_id, json_extract(metadata, '$.behavioral'), created_at, validated_at "
-            f"FROM memories WHERE id IN ({marks})",
-            chunk,
-        ):
-            own[mid] = (st, sid)
-            out[mid] = TrustInputs(
-                source=policy.credibility_key(st, bool(behavioral)),
+        for row in session.memories.trust_rows(chunk):
+            own[row.id] = (row.source_type, row.source_id)
+            out[row.id] = TrustInputs(
+                source=policy.credibility_key(row.source_type, row.behavioral),
                 contradictions=0,
                 independent_sources=0,
-                last_validated=max(created, validated or 0.0),
+                last_validated=max(row.created_at, row.validated_at or 0.0),
             )
         if relations:
-            _count_relations(conn, chunk, marks, own, out)
+            _count_relations(session, chunk, own, out)
         if outcomes:
-            for mid, last in conn.execute(
-                f"SELECT memory_id, max(created_at) FROM memory_outcomes WHERE target >= 0.5 AND memory_id IN ({marks}) "
-                "GROUP BY memory_id",
-                chunk,
-            ):
+            for mid, last in session.outcomes.last_success(chunk, 0.5).items():
                 if mid in out and last:
                     out[mid].last_validated = max(out[mid].last_validated, last)
     return out
 
 
-def _count_relations(conn: sqlite3.Connection, chunk: list[int], marks: str,
+def _count_relations(session: Session, chunk: list[int],
                      own: dict[int, tuple[str, str | None]], out: dict[int, TrustInputs]) -> None:
     """Live contradictions and independent supporters of each memory of ``chunk``."""
     seen_pairs: set[tuple[int, int]] = set()
-    for a, b, sa, sb in conn.execute(
-        f"SELECT r.from_id, r.to_id, ma.status, mb.status FROM relations r "
-        f"JOIN memories ma ON ma.id = r.from_id JOIN memories mb ON mb.id = r.to_id "
-        f"WHERE r.type = 'contradicts' AND (r.from_id IN ({marks}) OR r.to_id IN ({marks}))",
-        [*chunk, *chunk],
-    ):
+    for link in session.relations.touching(chunk, "contradicts"):
+        a, b, sa, sb = link.from_id, link.to_id, link.from_status, link.to_status
         for me, other, other_status in ((a, b, sb), (b, a, sa)):
             if me in out and other_status in _LIVE and (me, other) not in seen_pairs:
                 seen_pairs.add((me, other))
                 out[me].contradictions += 1
     supporters: dict[int, set[tuple[str, str | None]]] = {}
-    for target, st, sid in conn.execute(
-        f"SELECT r.to_id, m.source_type, m.source_id FROM relations r JOIN memories m ON m.id = r.from_id "
-        f"WHERE r.type = 'supports' AND r.to_id IN ({marks}) AND m.status IN ('candidate', 'validated', 'active')",
-        chunk,
-    ):
+    for target, st, sid in session.relations.supporters(chunk, _LIVE):
         if policy.SOURCE_TRUST.get(st) == policy.UNTRUSTED or (st, sid) == own.get(target):
             continue
         supporters.setdefault(target, set()).add((st, sid))
@@ -113,7 +96,7 @@ def _count_relations(conn: sqlite3.Connection, chunk: list[int], marks: str,
 
 
 def trust_scores(
-    conn: sqlite3.Connection, ids: Iterable[int], now: float | None = None,
+    session: Session, ids: Iterable[int], now: float | None = None,
     half_life_days: float = policy.TRUST_HALF_LIFE_DAYS, present: tuple[bool, bool] | None = None,
 ) -> dict[int, float]:
     """id -> trust in [0.1, 1] (see policy.trust_score)."""
@@ -121,7 +104,7 @@ def trust_scores(
     return {
         mid: round(policy.trust_score(t.source, t.contradictions, (now - t.last_validated) / _DAY,
                                       t.independent_sources, half_life_days), 4)
-        for mid, t in trust_inputs(conn, ids, present).items()
+        for mid, t in trust_inputs(session, ids, present).items()
     }
 
 

@@ -14,15 +14,15 @@ ids in the same order with the same scores.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
 
-from .codec import decode_many
-from .id_arrays import IdArray
 from .models import MEMORY_TYPES, STATUSES
+from .storage.base import Session, Shard
+from .storage.codec import decode_many
+from .storage.id_arrays import IdArray
 
 STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 TYPE_CODE = {t: i for i, t in enumerate(MEMORY_TYPES)}
@@ -45,9 +45,6 @@ def exact_scores(rows: np.ndarray, query64: np.ndarray) -> np.ndarray:
 
 
 _EMPTY = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64))
-
-_SELECT = "SELECT m.id, m.scope, m.status, m.type, m.session, v.vector FROM vectors v JOIN memories m ON m.id = v.memory_id"
-
 
 @dataclass(frozen=True)
 class ScanFilter:
@@ -201,41 +198,28 @@ class VectorIndex:
     def reset(self) -> None:
         self.__init__(self.dimensions, self.shard)
 
-    def _shard_sql(self, column: str) -> tuple[str, list]:
-        if self.shard is None:
-            return "", []
-        return f" AND {column} % ? = ?", [self.shard[1], self.shard[0]]
-
-    def refresh(self, conn: sqlite3.Connection, counter: int | None = None) -> bool:
+    def refresh(self, session: Session, counter: int | None = None) -> bool:
         """Bring the matrix up to date with the database. Returns True if anything changed.
 
-        ``conn`` must be inside a read transaction (or autocommit with no concurrent writer)
-        so that the counter and the rows come from one snapshot.
+        ``session`` must be a snapshot (reading() or a transaction) so that the counter and
+        the rows come from one state of the store.
         """
+        feed = session.feed
         if counter is None:
-            counter = conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
+            counter = feed.counter()
         if counter == self.seq:
             return False
-        floor = conn.execute("SELECT value FROM counters WHERE name = 'tombstone_floor'").fetchone()[0]
-        shard_where, shard_params = self._shard_sql("v.memory_id")
+        floor = feed.tombstone_floor()
+        shard = None if self.shard is None else Shard(*self.shard)
         if self.seq < 0 or self.seq < floor or counter < self.seq:
             self.reset()
-            total = conn.execute(f"SELECT count(*) FROM vectors v WHERE 1{shard_where}", shard_params).fetchone()[0]
-            self._grow(total)
-            cur = conn.execute(f"{_SELECT} WHERE 1{shard_where}", shard_params)
-            while True:  # in chunks: never hold every BLOB of a large store at once
-                rows = cur.fetchmany(8192)
-                if not rows:
-                    break
+            self._grow(session.vectors.count(shard))
+            for rows in session.vectors.all_rows(shard):
                 self._upsert(rows)
         else:
-            for (mid,) in conn.execute("SELECT memory_id FROM tombstones WHERE seq > ?", (self.seq,)):
+            for mid in feed.tombstones_since(self.seq):
                 self._remove(mid)
-            rows = conn.execute(
-                f"{_SELECT} WHERE v.seq > ?{shard_where} UNION ALL {_SELECT} WHERE m.seq > ? AND v.seq <= ?{shard_where}",
-                (self.seq, *shard_params, self.seq, self.seq, *shard_params),
-            ).fetchall()
-            self._upsert(rows)
+            self._upsert(session.vectors.changed_rows(self.seq, shard))
             if self.dead > 1000 and self.dead * 4 > self.n:
                 self._compact()
         self.seq = counter

@@ -1,0 +1,103 @@
+"""Memory rows: models, filters, the columns ranking, trust and promotion read."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Collection, Sequence
+
+from ...models import Memory
+from ..base import MemoryFilter, TrustRow, chunked
+from .filters import marks, where_sql
+from .rows import SELECT_MEMORIES, load_memories, memory_from_select
+
+
+class SqliteMemories:
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def load(self, ids: Sequence[int]) -> dict[int, Memory]:
+        return load_memories(self._conn, list(ids))
+
+    def matching(self, ids: Collection[int] | None, flt: MemoryFilter) -> list[int]:
+        """The ids (among ``ids``; None: all memories) that pass the filter."""
+        where, params = where_sql(flt)
+        if ids is None:
+            return [r[0] for r in self._conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)]
+        out: list[int] = []
+        for chunk in chunked(ids, 900):
+            out.extend(r[0] for r in self._conn.execute(
+                f"SELECT m.id FROM memories m WHERE m.id IN ({marks(len(chunk))}) AND {where}", [*chunk, *params]))
+        return out
+
+    def expired(self, valid_at: float) -> set[int]:
+        return {r[0] for r in self._conn.execute(
+            "SELECT id FROM memories WHERE valid_until IS NOT NULL AND valid_until <= ?", (valid_at,))}
+
+    def trust_rows(self, ids: Sequence[int]) -> list[TrustRow]:
+        out: list[TrustRow] = []
+        for chunk in chunked(ids):
+            for mid, st, sid, behavioral, created, validated in self._conn.execute(
+                "SELECT id, source_type, source_id, json_extract(metadata, '$.behavioral'), created_at, validated_at "
+                f"FROM memories WHERE id IN ({marks(len(chunk))})", chunk,
+            ):
+                out.append(TrustRow(mid, st, sid, bool(behavioral), created, validated))
+        return out
+
+    def candidates(self, ids: Sequence[int]) -> dict[int, tuple[float, str]]:
+        out: dict[int, tuple[float, str]] = {}
+        for chunk in chunked(ids):
+            for mid, conf, meta in self._conn.execute(
+                f"SELECT id, confidence, metadata FROM memories WHERE status = 'candidate' AND id IN ({marks(len(chunk))})",
+                chunk,
+            ):
+                out[mid] = (conf, meta)
+        return out
+
+    def page(self, flt: MemoryFilter, limit: int, offset: int) -> tuple[list[Memory], int]:
+        """Memories passing the filter, newest first, from ``offset``; and how many pass it."""
+        where, params = where_sql(flt)
+        rows = self._conn.execute(f"{SELECT_MEMORIES} WHERE {where} ORDER BY m.id DESC LIMIT ? OFFSET ?",
+                                  [*params, limit, offset]).fetchall()
+        total = self._conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()[0]
+        return [memory_from_select(r) for r in rows], total
+
+    def exists(self, mid: int) -> bool:
+        return self._conn.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone() is not None
+
+    def scope_counts(self) -> dict[str, int]:
+        """Memories per scope (any status), largest first, ties by name."""
+        return dict(self._conn.execute("SELECT scope, count(*) FROM memories GROUP BY scope ORDER BY 2 DESC, 1"))
+
+    def created_at(self, ids: Sequence[int]) -> dict[int, float]:
+        out: dict[int, float] = {}
+        for chunk in chunked(ids):
+            out.update(self._conn.execute(f"SELECT id, created_at FROM memories WHERE id IN ({marks(len(chunk))})", chunk))
+        return out
+
+    def policy_columns(self, ids: Sequence[int]) -> list[tuple[int, str, str, float, float, float]]:
+        """(id, type, status, confidence, usefulness, importance) of the rows among ``ids``."""
+        out: list[tuple[int, str, str, float, float, float]] = []
+        for chunk in chunked(ids, 900):
+            out += self._conn.execute(
+                "SELECT id, type, status, confidence, usefulness, importance FROM memories "
+                f"WHERE id IN ({marks(len(chunk))})", chunk).fetchall()
+        return out
+
+    def summaries(self, ids: Sequence[int]) -> list[tuple[int, str, str, str, str, str]]:
+        """(id, title, status, scope, source type, metadata JSON) of the rows among ``ids``."""
+        return self._conn.execute(
+            f"SELECT id, title, status, scope, source_type, metadata FROM memories WHERE id IN ({marks(len(ids))})",
+            list(ids)).fetchall()
+
+    def record_access(self, ids: Sequence[int], now: float) -> None:
+        """One more access for each of ``ids``, at ``now``."""
+        self._conn.execute(
+            f"UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id IN ({marks(len(ids))})",
+            [now, *ids])
+
+    def mark_validated(self, mid: int, confidence: float, metadata: str, now: float) -> None:
+        self._conn.execute(
+            "UPDATE memories SET status = 'validated', confidence = ?, metadata = ?, updated_at = ?, validated_at = ? "
+            "WHERE id = ?",
+            (confidence, metadata, now, now, mid),
+        )

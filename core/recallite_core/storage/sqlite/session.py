@@ -1,0 +1,127 @@
+"""The SQLite session, one unit of work on one connection: it hands out the nouns (the change
+feed and the integrity check here, the others in their sibling modules)."""
+
+from __future__ import annotations
+
+import sqlite3
+from functools import cached_property
+
+from ..base import ProjectionCounts
+from .episodes import SqliteEpisodes
+from .keywords import SqliteKeywords
+from .memories import SqliteMemories
+from .outcomes import SqliteOutcomes, SqliteRetrievals, SqliteTuning
+from .relations import SqliteRelations
+from .vectors import SqliteVectors
+
+
+class SqliteChangeFeed:
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def counter(self) -> int:
+        return self._conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
+
+    def tombstone_floor(self) -> int:
+        return self._conn.execute("SELECT value FROM counters WHERE name = 'tombstone_floor'").fetchone()[0]
+
+    def tombstones_since(self, seq: int) -> list[int]:
+        return [r[0] for r in self._conn.execute("SELECT memory_id FROM tombstones WHERE seq > ?", (seq,))]
+
+    def tombstones_count_since(self, seq: int) -> int:
+        return self._conn.execute("SELECT count(*) FROM tombstones WHERE seq > ?", (seq,)).fetchone()[0]
+
+    def side_tables(self) -> tuple[bool, bool]:
+        rel, out = self._conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM relations), EXISTS (SELECT 1 FROM memory_outcomes)").fetchone()
+        return bool(rel), bool(out)
+
+
+class SqliteIntegrity:
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def projections(self, dimensions: int | None = None) -> ProjectionCounts:
+        conn = self._conn
+        r = ProjectionCounts()
+
+        def one(sql: str) -> int:
+            return conn.execute(sql).fetchone()[0]
+
+        def col(sql: str) -> list[int]:
+            return [row[0] for row in conn.execute(sql)]
+
+        r.memories = one("SELECT count(*) FROM memories")
+        r.vectors = one("SELECT count(*) FROM vectors")
+        r.fts_rows = one("SELECT count(*) FROM memories_fts_docsize")
+        r.missing_vectors = col("SELECT id FROM memories WHERE id NOT IN (SELECT memory_id FROM vectors) ORDER BY id")
+        r.orphan_vectors = col("SELECT memory_id FROM vectors WHERE memory_id NOT IN (SELECT id FROM memories) ORDER BY 1")
+        if dimensions:
+            r.bad_vectors = col(f"SELECT memory_id FROM vectors WHERE length(vector) != {4 * int(dimensions)} ORDER BY 1")
+        r.missing_fts = col("SELECT id FROM memories WHERE id NOT IN (SELECT id FROM memories_fts_docsize) ORDER BY id")
+        r.orphan_fts = col("SELECT id FROM memories_fts_docsize WHERE id NOT IN (SELECT id FROM memories) ORDER BY id")
+        try:
+            # rank = 1 also compares the index with the content of the memories table.
+            conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)")
+        except sqlite3.Error as exc:
+            r.fts_detail = str(exc)
+        return r
+
+
+class SqliteSession:
+    """One unit of work on an SQLite connection: the nouns of storage.base.Session.
+
+    ``execute``/``executemany`` pass through to the connection for the modules that still
+    write their own SQL (docs/storage.md lists them); they are not part of the interface and
+    go once those modules are converted."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+        self.execute = conn.execute
+        self.executemany = conn.executemany
+
+    @cached_property
+    def feed(self) -> SqliteChangeFeed:
+        return SqliteChangeFeed(self._conn)
+
+    @cached_property
+    def memories(self) -> SqliteMemories:
+        return SqliteMemories(self._conn)
+
+    @cached_property
+    def vectors(self) -> SqliteVectors:
+        return SqliteVectors(self._conn)
+
+    @cached_property
+    def relations(self) -> SqliteRelations:
+        return SqliteRelations(self._conn)
+
+    @cached_property
+    def outcomes(self) -> SqliteOutcomes:
+        return SqliteOutcomes(self._conn)
+
+    @cached_property
+    def retrievals(self) -> SqliteRetrievals:
+        return SqliteRetrievals(self._conn)
+
+    @cached_property
+    def episodes(self) -> SqliteEpisodes:
+        return SqliteEpisodes(self._conn)
+
+    @cached_property
+    def tuning(self) -> SqliteTuning:
+        return SqliteTuning(self._conn)
+
+    @cached_property
+    def keywords(self) -> SqliteKeywords:
+        return SqliteKeywords(self._conn)
+
+    @cached_property
+    def integrity(self) -> SqliteIntegrity:
+        return SqliteIntegrity(self._conn)
+
+
+__all__ = [
+    "SqliteChangeFeed", "SqliteEpisodes", "SqliteIntegrity", "SqliteKeywords", "SqliteMemories", "SqliteOutcomes",
+    "SqliteRelations", "SqliteRetrievals", "SqliteSession", "SqliteTuning", "SqliteVectors",
+]

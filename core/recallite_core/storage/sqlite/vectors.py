@@ -1,0 +1,55 @@
+"""Stored vectors, read in bulk for the in-memory matrix and its worker shards."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Iterator, Sequence
+
+from ..base import Shard, VectorRow, chunked
+from .filters import marks
+
+
+_VECTOR_SELECT = ("SELECT m.id, m.scope, m.status, m.type, m.session, v.vector FROM vectors v "
+                  "JOIN memories m ON m.id = v.memory_id")
+
+
+def _shard_sql(shard: Shard | None, column: str) -> tuple[str, list]:
+    if shard is None:
+        return "", []
+    return f" AND {column} % ? = ?", [shard.count, shard.index]
+
+
+class SqliteVectors:
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def count(self, shard: Shard | None = None) -> int:
+        where, params = _shard_sql(shard, "v.memory_id")
+        return self._conn.execute(f"SELECT count(*) FROM vectors v WHERE 1{where}", params).fetchone()[0]
+
+    def count_since(self, seq: int) -> int:
+        return self._conn.execute("SELECT count(*) FROM vectors WHERE seq > ?", (seq,)).fetchone()[0]
+
+    def all_rows(self, shard: Shard | None = None, batch: int = 8192) -> Iterator[list[VectorRow]]:
+        where, params = _shard_sql(shard, "v.memory_id")
+        cur = self._conn.execute(f"{_VECTOR_SELECT} WHERE 1{where}", params)
+        while True:  # in batches: never hold every BLOB of a large store at once
+            rows = cur.fetchmany(batch)
+            if not rows:
+                return
+            yield rows
+
+    def changed_rows(self, seq: int, shard: Shard | None = None) -> list[VectorRow]:
+        """Rows whose vector, or whose memory's filter columns, changed after ``seq``."""
+        where, params = _shard_sql(shard, "v.memory_id")
+        return self._conn.execute(
+            f"{_VECTOR_SELECT} WHERE v.seq > ?{where} UNION ALL {_VECTOR_SELECT} WHERE m.seq > ? AND v.seq <= ?{where}",
+            (seq, *params, seq, seq, *params),
+        ).fetchall()
+
+    def blobs(self, ids: Sequence[int]) -> list[tuple[int, bytes]]:
+        out: list[tuple[int, bytes]] = []
+        for chunk in chunked(ids):
+            out.extend(self._conn.execute(
+                f"SELECT memory_id, vector FROM vectors WHERE memory_id IN ({marks(len(chunk))})", chunk))
+        return out
