@@ -103,3 +103,9 @@ def test_tool_groups_name_what_they_register():
     assert anyio.run(names, "all") == core + extra
     assert list(tools.EXTRA_TOOLS) == extra
     assert set(tools.ADVANCED) <= set(core)
+
+
+def test_no_source_file_over_800_lines():
+    """Long data lives in package data files (benchmarks/catalogs, benchmarks/data), not in code."""
+    long = {str(p.relative_to(ROOT)): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > 800}
+    assert not long, long
