@@ -1,16 +1,14 @@
 """The state one MCP server keeps beside its engine: the open engine (or why it could not be
 opened), the settings, per client session the retrievals awaiting feedback and the active
 project scope, and the rules that map a tool call to scopes. Tool groups (recallite_mcp.tools)
-get it with ``state_of``; the server (recallite_mcp.server) creates it in its lifespan.
-
-No ``from __future__ import annotations``: ``RootsArg`` is evaluated by the SDK in the tool
-modules that use it."""
+get it with ``state_of``; the server (recallite_mcp.server) creates it in its lifespan. Imports
+the core, the SDK and scoping, sessions and settings; never the server or a tool group."""
 
 import logging
 import threading
 import warnings
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Optional, cast
 
 from mcp.server.mcpserver import Context, ListRoots, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
@@ -61,6 +59,8 @@ def scope_denied(scope: str, project: str, user: str) -> ToolError:
 
 @dataclass
 class AppState:
+    """One server's state, created by its lifespan and shared by every request it serves."""
+
     memory: Optional[Recallite]  # None when the database could not be opened (see open_error)
     settings: Settings
     embedder_ready: threading.Event = field(default_factory=threading.Event)
@@ -187,12 +187,17 @@ class AppState:
                         f"(newest first): {listed}.")
 
 
+def lifespan_state(ctx: Context) -> AppState:
+    """The AppState the server's lifespan yielded (the SDK types it as a plain dict)."""
+    return cast(AppState, ctx.request_context.lifespan_context)
+
+
 async def client_roots(ctx: Context) -> Any:
     """Resolver of every tool's hidden `roots` parameter: the client's workspace roots, asked once
     per client session and only while its scope is undecided. Protocol 2026-07-28 on, the SDK
     asks through an input-required round; before it, a roots/list request mid-call (a client
     that fails to answer leaves the scope to the other rules)."""
-    st = ctx.request_context.lifespan_context
+    st = lifespan_state(ctx)
     if not offers_roots(ctx) or st.known_scope(ctx) is not None:
         return None
     version = getattr(ctx.request_context, "protocol_version", None)
@@ -212,7 +217,7 @@ RootsArg = Annotated[Optional[ListRootsResult], Resolve(client_roots)]
 
 def state_of(ctx: Context, roots: Optional[ListRootsResult] = None) -> AppState:
     """The server's state for a tool call; refuses the call when the database is not open."""
-    st: AppState = ctx.request_context.lifespan_context
+    st = lifespan_state(ctx)
     if st.memory is None:
         raise st.closed()
     if roots is not None:

@@ -168,7 +168,7 @@ def run_learning_benchmark(
     fams = lt.generate_families(families, seed=seed, catalog=catalog)
     pairs = lt.interference_pairs(fams, catalog=catalog)
     # Embed every text once, up front (memories, replacements, queries): later calls hit the cache.
-    texts = []
+    texts: list[str] = []
     from recallite_core.engine import embedding_text
 
     for f in fams:

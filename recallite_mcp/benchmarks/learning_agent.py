@@ -85,7 +85,7 @@ class Task:
 
 def agent_turn(
     shown: Sequence[str], key_of: dict[str, str], task: Task, rng: random.Random, noise: float, attempts: int,
-    send: Callable[[str, str], None] | None, noise_mode: str = "label",
+    send: Callable[[str, str], object] | None, noise_mode: str = "label",
 ) -> tuple[bool, float, int]:
     """Act on the first shown memory; report it, and the fallbacks after a failure.
 
@@ -133,7 +133,7 @@ def tasks_for_round(families: list[lt.TaskFamily], scenario: str, r: int, seed: 
     return out
 
 
-def mean_rate(values: list[bool | float]) -> float:
+def mean_rate(values: Sequence[bool | float]) -> float:
     return float(np.mean(values)) if values else float("nan")
 
 

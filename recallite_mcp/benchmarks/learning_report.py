@@ -79,7 +79,7 @@ def final_table(result: dict[str, Any]) -> str:
     sc = result["scenarios"]
     rounds = result["config"]["rounds"]
     head = ["scenario", "group"] + [f"r{r}" for r in range(1, rounds + 1)] + ["regr.", "target (rounds 1-based)", "met"]
-    rows = []
+    rows: list[list[Any]] = []
     spec = [("clean", "all"), ("noise", "all"), ("drift", "all"), ("drift", "drifted"), ("interference", "A"),
             ("interference", "B"), ("none", "all")]
     for name, group in spec:

@@ -2,11 +2,10 @@
 verbatim, with their role, order and time; recallite_why traces a memory back to the turns it
 was learned from. Registers them on the server; may import the app state (recallite_mcp.app),
 the shared edge (tools.common), schemas and the core, never the server module or another tool
-group.
+group."""
 
-No ``from __future__ import annotations``: the SDK evaluates the tool signatures, which are the
-schema, against this module.
-"""
+# No `from __future__ import annotations`: the SDK evaluates the tool signatures, which are the
+# schema, against this module.
 
 from typing import Annotated, Optional
 

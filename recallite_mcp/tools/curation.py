@@ -3,11 +3,10 @@ read, recallite_update to move a memory through its lifecycle or revise it, reca
 delete, recallite_relate to link two memories, recallite_stats for the store's health (also
 behind the recallite://stats resource). Registers them on the server; may import the app state
 (recallite_mcp.app), the shared edge (tools.common), schemas and the core, never the server
-module or another tool group.
+module or another tool group."""
 
-No ``from __future__ import annotations``: the SDK evaluates the tool signatures, which are the
-schema, against this module.
-"""
+# No `from __future__ import annotations`: the SDK evaluates the tool signatures, which are the
+# schema, against this module.
 
 from typing import Annotated, Any, Literal, Optional
 

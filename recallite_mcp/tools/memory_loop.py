@@ -2,11 +2,10 @@
 recallite_remember for what is worth keeping, recallite_feedback when the task ends, and
 recallite_recall for ranked hits as data. Registers them on the server; may import the app
 state (recallite_mcp.app), the shared edge (tools.common), schemas and the core, never the
-server module or another tool group.
+server module or another tool group."""
 
-No ``from __future__ import annotations``: the SDK evaluates the tool signatures, which are the
-schema, against this module.
-"""
+# No `from __future__ import annotations`: the SDK evaluates the tool signatures, which are the
+# schema, against this module.
 
 from typing import Annotated, Any, Literal, Optional
 

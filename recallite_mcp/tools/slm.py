@@ -3,11 +3,10 @@ topic), recallite_history (a memory's versions), recallite_capture (behaviour wo
 and recallite_auto_context (auto-recall for a whole message, with concepts extracted by the
 client's LLM through MCP sampling when it offers it, else locally). Registers them on the
 server; may import the app state (recallite_mcp.app), the shared edge (tools.common), schemas
-and the core, never the server module or another tool group.
+and the core, never the server module or another tool group."""
 
-No ``from __future__ import annotations``: the SDK evaluates the tool signatures (the
-``Resolve`` marker among them) against this module.
-"""
+# No `from __future__ import annotations`: the SDK evaluates the tool signatures (the `Resolve`
+# marker among them) against this module.
 
 import json
 import logging
@@ -84,7 +83,7 @@ def concepts_from_reply(reply: Any) -> Optional[Concepts]:
 
 def _client_name(ctx: Context) -> Optional[str]:
     try:
-        info = ctx.session.client_params.client_info  # type: ignore[union-attr]
+        info = ctx.session.client_params.client_info
         return info.name if info and info.name else None
     except Exception:
         return None
