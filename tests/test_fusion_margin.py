@@ -126,3 +126,34 @@ def test_the_fade_starts_earlier_when_the_best_vector_match_holds_no_query_word(
 def test_config_refuses_a_margin_setting_that_cannot_work(bad):
     with pytest.raises(ValueError):
         RecalliteConfig(**bad)
+
+
+# -- a context's relative cut reads the fusion before the fade -------------------------------------
+OFF_TASK = [
+    "We travel light: one cabin bag each, never a checked suitcase.",
+    "The cat's vaccination booklet is in the blue folder on the shelf.",
+    "When the office moves we travel to the new site by the 8:10 train.",
+]
+
+
+def served(mem: Recallite, ratio: float) -> set[str]:
+    return set(mem.recall(QUESTION, limit=10, scope="s", min_score_ratio=ratio).ids)
+
+
+@pytest.mark.parametrize("ratio", [0.05, 0.15, 0.3])
+def test_the_context_cut_does_not_widen_when_the_fade_drops_the_keyword_channel(ratio):
+    """What broke: with the keyword weight faded out the scores a context's relative cut reads were
+    flatter, so the same ratio kept more off-task memories than without the fade (agent day)."""
+    texts = [TARGET, NEAR_MISS, *OFF_TASK, *FILLER]
+    faded, _ = open_store(pinned_paraphrase(), texts)
+    plain, _ = open_store(pinned_paraphrase(), texts, vector_margin_ramp=None, vector_margin_ramp_unmatched=None)
+    assert faded.recall(QUESTION, limit=1, scope="s").memories[0].breakdown.keyword_alpha == 0.0  # the fade is on
+    assert plain.recall(QUESTION, limit=1, scope="s").memories[0].breakdown.keyword_alpha > 0
+    # The same memories pass the cut, and a context never cuts its own first hit (the ids differ
+    # per store: compare by position in the store).
+    ids_f = [m.id for m in faded.list(limit=100, scope="s")]
+    ids_p = [m.id for m in plain.list(limit=100, scope="s")]
+    first = faded.recall(QUESTION, limit=1, scope="s").ids[0]
+    kept_f = {ids_f.index(i) for i in served(faded, ratio)}
+    kept_p = {ids_p.index(i) for i in served(plain, ratio)}
+    assert kept_f == kept_p | {ids_f.index(first)}

@@ -619,7 +619,8 @@ class Retriever:
             vec = chunk_channel(self, session, qvec, flt, depth, vec)  # sentence chunks of long episodes (inline)
             if not use_vec:
                 vec = []
-            alpha = None
+            alpha = alpha0 = None
+            cut_base: dict[int, float] | None = None  # fused scores the relative cut reads, when not `base`
             if cfg.fusion == "rrf":
                 rrf = reciprocal_rank_fusion(
                     [[i for i, _ in kw], [i for i, _ in vec]], [cfg.keyword_weight, cfg.vector_weight], cfg.rrf_k
@@ -644,6 +645,7 @@ class Retriever:
                     ramp = margin_ramp(vec, kscore, cfg.vector_margin_ramp, cfg.vector_margin_ramp_unmatched)
                     alpha = keyword_weight(coverage, cfg.keyword_alpha_max, *cfg.keyword_coverage_ramp,
                                            margin=margin, margin_ramp=ramp)
+                    alpha0 = keyword_weight(coverage, cfg.keyword_alpha_max, *cfg.keyword_coverage_ramp)
                 else:
                     alpha = 1.0 if use_kw else 0.0
                 kmoments = keyword_moments(kscore, vstats[0])
@@ -653,6 +655,12 @@ class Retriever:
                                                Fused(ids, fused, kz, vz), use_vec)
                 # exp keeps the score positive, so policy factors scale it the same way whatever its sign.
                 base = np.array([math.exp(min(50.0, s)) for s in fz.score.tolist()])
+                if use_kw and use_vec and alpha0 != alpha and fz.kz is not None and fz.vz is not None:
+                    # The fade orders the list; a context's relative cut reads the fusion before it.
+                    # Without the keyword channel the scores are flatter, so the same ratio kept more
+                    # off-task memories (agent day, docs/ranking.md).
+                    unfaded = fz.score + (alpha0 - alpha) * (fz.kz - fz.vz)
+                    cut_base = dict(zip(fz.ids.tolist(), (math.exp(min(50.0, s)) for s in unfaded.tolist())))
             order = np.lexsort((fz.ids, -base))
             ordered = list(zip(fz.ids[order].tolist(), base[order].tolist()))
             trust: dict[int, float] = {}
@@ -701,12 +709,7 @@ class Retriever:
             if min_score is not None:
                 scored = [t for t in scored if t[0] >= min_score]
             if min_score_ratio and scored:
-                # Close enough to the best hit, or to the best match before learning unless feedback
-                # says it misled or went unused on tasks like this one: learning may cut what it
-                # knows to be noise, never what it has not judged (the lesson the next task needs).
-                top, top_fused = scored[0][0], max(t[3] for t in scored)
-                scored = [t for t in scored if t[0] >= min_score_ratio * top or (
-                    t[3] >= min_score_ratio * top_fused and not _judged_poor(learned.get(t[2])))]
+                scored = _relative_cut(scored, cut_base, min_score_ratio, learned)
             scored = scored[:limit]
             final_ids = [t[2] for t in scored]
             memories = session.memories.load(final_ids)
@@ -809,6 +812,23 @@ class Retriever:
         if ids:
             session.memories.record_access(ids, now)
         return rid
+
+
+def _relative_cut(scored: list, cut_base: dict[int, float] | None, ratio: float, learned: dict) -> list:
+    """Keep what is close enough to the best hit, or to the best match before learning unless
+    feedback says it misled or went unused on tasks like this one: learning may cut what it knows
+    to be noise, never what it has not judged (the lesson the next task needs). Scores are read
+    from ``cut_base`` where given (the fusion before the keyword fade), with the same policy factors."""
+    if cut_base is None:
+        fused = {t[2]: t[3] for t in scored}
+        final = {t[2]: t[0] for t in scored}
+    else:
+        fused = {t[2]: cut_base.get(t[2], t[3]) for t in scored}
+        final = {t[2]: (t[0] / t[3] if t[3] else 0.0) * fused[t[2]] for t in scored}
+    top, top_fused = max(final.values()), max(fused.values())
+    first = scored[0][2]  # never cut: a correction ranked first may score below what it replaced
+    return [t for t in scored if t[2] == first or final[t[2]] >= ratio * top or (
+        fused[t[2]] >= ratio * top_fused and not _judged_poor(learned.get(t[2])))]
 
 
 def _judged_poor(a: Assessment | None) -> bool:
