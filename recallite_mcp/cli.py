@@ -73,7 +73,7 @@ def handle_errors(fn: Callable) -> Callable:
 
 
 def open_engine(settings: Settings):
-    from .server import open_memory
+    from .app import open_memory
 
     return open_memory(settings)
 
@@ -247,7 +247,7 @@ def _scopes(s: Settings, all_scopes: bool) -> list[str] | None:
 
 def _matching(mem, scopes, types, statuses, sources, tags) -> list:
     """Every memory the filters match, newest first."""
-    from .server import list_page
+    from .tools.curation import list_page
 
     out, offset = [], 0
     while True:
@@ -269,7 +269,7 @@ def _matching(mem, scopes, types, statuses, sources, tags) -> list:
 @handle_errors
 def list_cmd(ctx, db, scope, embedder, log_level, all_scopes, types, statuses, sources, tags, limit, offset, as_json):
     """Stored memories, newest first, filtered."""
-    from .server import list_page
+    from .tools.curation import list_page
 
     s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
     with open_engine(s) as mem:

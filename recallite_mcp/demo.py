@@ -33,7 +33,7 @@ WORKS = "Deploy the web app by tagging a release"  # the fab script was retired:
 
 
 def run_demo(settings: Settings, rounds: int = 3) -> None:
-    from .server import open_memory
+    from .app import open_memory
 
     settings.scope = DEMO_SCOPE
     with open_memory(settings) as mem:

@@ -26,7 +26,7 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
     check("scope", True, f"{d.scope} ({d.rule}: {d.reason}); a client that reports workspace roots overrides this")
     mem = None
     try:
-        from .server import open_memory
+        from .app import open_memory
 
         mem = open_memory(settings)
         check("database", True, f"{path or ':memory:'} opens, schema {mem.store.conn.execute('PRAGMA user_version').fetchone()[0]}")

@@ -1,13 +1,85 @@
-"""Engine settings. Every number that shapes behaviour lives here, with its default."""
+"""Engine settings. Every number that shapes behaviour lives here, with its default, or is
+read here from the module that owns it (policy.py for the score arithmetic). Every choice is a
+Literal, checked when it is set (at construction and after): a misspelt choice fails with one
+line naming the field, the value and what is allowed, instead of quietly changing what recall
+returns."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Literal, Sequence, Union, get_args
 
-from .learning import LearningConfig
-from .policy import PROFILES
+from .errors import InvalidInputError
+from .learning import LEARNING_MODES, LearningConfig
+from .models import MEMORY_TYPES, MemoryType
+from .policy import OUTCOME_GAIN, PROFILES
 from .validation import Limits
+
+Fusion = Literal["zscore", "rrf"]
+Channels = Literal["hybrid", "keyword", "vector"]
+WorkingOverflow = Literal["archive", "drop"]
+# The reranker kinds rerank.resolve_reranker builds, in the spellings it accepts (any case).
+RerankKind = Literal["cross-encoder", "crossencoder", "cross_encoder"]
+Reranker = Callable[[str, list[str]], Sequence[float]]
+# False, True, "auto" or a dict of scan_workers.WorkerOptions fields (a WorkerOptions works too).
+Workers = Union[bool, Literal["auto"], dict[str, Any]]
+
+FUSIONS: tuple[str, ...] = get_args(Fusion)
+CHANNELS: tuple[str, ...] = get_args(Channels)
+WORKING_OVERFLOWS: tuple[str, ...] = get_args(WorkingOverflow)
+RERANK_KINDS: tuple[str, ...] = get_args(RerankKind)
+
+
+def choice_error(name: str, value: Any, allowed: Sequence[Any]) -> InvalidInputError:
+    return InvalidInputError(f"{name} must be one of {', '.join(repr(a) for a in allowed)}, not {value!r}.")
+
+
+def check_choice(name: str, allowed: tuple[str, ...]) -> Callable[[Any], None]:
+    def check(value: Any) -> None:
+        if not isinstance(value, str) or value not in allowed:
+            raise choice_error(name, value, allowed)
+    return check
+
+
+def check_rerank(value: Any) -> None:
+    if value is None or value is False or callable(value):
+        return
+    if not isinstance(value, str) or value.lower() not in RERANK_KINDS:
+        raise InvalidInputError(f"rerank must be None, 'cross-encoder' or a callable (query, texts) -> scores, "
+                                f"not {value!r}.")
+
+
+def check_workers(value: Any) -> None:
+    options = dataclasses.is_dataclass(value) and not isinstance(value, type)  # a scan_workers.WorkerOptions
+    if value is None or isinstance(value, (bool, dict)) or value == "auto" or options:
+        return
+    raise InvalidInputError(f"workers must be one of False, True, 'auto' or a dict of worker options, not {value!r}.")
+
+
+def check_chunk_types(value: Any) -> None:
+    if isinstance(value, str):
+        raise InvalidInputError(f"chunk_types must be a tuple of memory types, not the string {value!r}.")
+    for t in value:
+        if t not in MEMORY_TYPES:
+            raise choice_error("chunk_types item", t, MEMORY_TYPES)
+
+
+def check_learning(value: Any) -> None:
+    if getattr(value, "mode", None) not in LEARNING_MODES:
+        raise choice_error("learning.mode", getattr(value, "mode", None), LEARNING_MODES)
+
+
+# Checked on every assignment: benchmarks and callers switch these on a live config.
+CHECKS: dict[str, Callable[[Any], None]] = {
+    "fusion": check_choice("fusion", FUSIONS),
+    "channels": check_choice("channels", CHANNELS),
+    "working_overflow": check_choice("working_overflow", WORKING_OVERFLOWS),
+    "rerank": check_rerank,
+    "workers": check_workers,
+    "chunk_types": check_chunk_types,
+    "learning": check_learning,
+}
 
 
 @dataclass
@@ -17,8 +89,8 @@ class RecalliteConfig:
     # Retrieval. fusion "zscore" (default): coverage-gated z-score fusion; "rrf": weighted
     # reciprocal rank fusion with the weights below. channels: "hybrid", "keyword" or "vector"
     # (single-channel ablations for evaluation).
-    fusion: str = "zscore"
-    channels: str = "hybrid"
+    fusion: Fusion = "zscore"
+    channels: Channels = "hybrid"
     keyword_alpha_max: float = 0.45
     keyword_coverage_ramp: tuple[float, float] = (0.1, 0.4)
     coverage_docs: int = 20  # keyword hits inspected for query-term coverage
@@ -53,7 +125,7 @@ class RecalliteConfig:
     profiles: dict[str, dict[str, float]] = field(default_factory=lambda: {k: dict(v) for k, v in PROFILES.items()})
     # Learning
     learning_rate: float = 0.35
-    outcome_gain: float = 3.0
+    outcome_gain: float = OUTCOME_GAIN  # on the usefulness column; the learner has its own (learning.gain)
     # Outcome learner (context-aware posterior, exploration, context auto-tuning): learning.py
     learning: LearningConfig = field(default_factory=LearningConfig)
     # Caches
@@ -73,7 +145,7 @@ class RecalliteConfig:
     # Conversation memory (episodes.py). Memories of these types longer than
     # chunk_threshold_chars are split into sentence-level chunks (about chunk_max_chars each,
     # short sentences merged up to chunk_min_chars) that get their own vectors.
-    chunk_types: tuple[str, ...] = ("episode",)
+    chunk_types: tuple[MemoryType, ...] = ("episode",)
     chunk_threshold_chars: int = 280
     chunk_max_chars: int = 240
     chunk_min_chars: int = 40
@@ -85,25 +157,31 @@ class RecalliteConfig:
     # Optional reranking stage, off by default: None, "cross-encoder" (sentence-transformers,
     # with rerank_model = a local model directory; nothing is downloaded) or a callable
     # (query, texts) -> scores (higher = more relevant). Reorders the top rerank_depth hits.
-    rerank: Any = None
+    rerank: Union[None, RerankKind, Reranker] = None
     rerank_model: str | None = None
     rerank_depth: int = 20
     # SLM-Lite: trust, working memory, behaviour capture
     trust_half_life_days: float = 180.0
     working_max_entries: int = 200  # per session; the oldest entry is archived beyond it
     working_max_bytes: int = 256 * 1024  # per session, content bytes
-    working_overflow: str = "archive"  # "archive": written as a candidate episode; "drop": forgotten
+    working_overflow: WorkingOverflow = "archive"  # "archive": written as a candidate episode; "drop": forgotten
     working_promote_after: int = 3  # uses (recall hits + credited feedback) before auto-promotion; 0 = never
     behavior_queue_size: int = 1000
     # Vector scans in worker processes (file stores only): False, True, "auto" or a dict of
     # scan_workers.WorkerOptions fields (size, min_vector_count, min_scan_operations,
     # max_concurrent_scans, task_timeout, max_queue, fallback). False keeps every scan inline.
-    workers: Any = False
+    workers: Workers = False
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        check = CHECKS.get(name)
+        if check is not None:
+            check(value)
+        super().__setattr__(name, value)
 
     def __post_init__(self) -> None:
         for name in ("vector_margin_ramp", "vector_margin_ramp_unmatched"):
             ramp = getattr(self, name)
             if ramp is not None and not (len(ramp) == 2 and 0 <= ramp[0] < ramp[1]):
-                raise ValueError(f"{name} must be None or (lo, hi) with 0 <= lo < hi, not {ramp!r}.")
+                raise InvalidInputError(f"{name} must be None or (lo, hi) with 0 <= lo < hi, not {ramp!r}.")
         if int(self.vector_margin_rank) < 2:
-            raise ValueError(f"vector_margin_rank must be at least 2, not {self.vector_margin_rank!r}.")
+            raise InvalidInputError(f"vector_margin_rank must be at least 2, not {self.vector_margin_rank!r}.")

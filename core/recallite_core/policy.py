@@ -184,7 +184,12 @@ def quality(confidence: float, usefulness: float, importance: float) -> float:
     return 0.45 + 0.25 * confidence + 0.20 * usefulness + 0.10 * importance
 
 
-OUTCOME_GAIN = 3.0
+# The outcome factor exp(gain * (u - 0.5)). These are the one home of both gains: config.py
+# (RecalliteConfig.outcome_gain) and learning.py (LearningConfig.gain) take their defaults from here.
+OUTCOME_GAIN = 3.0  # u = a memory's usefulness column (no learner, or LearningConfig(mode="ema"))
+# u = the outcome learner's posterior mean, which its Beta prior and the coverage ramp keep close
+# to 0.5, so the same evidence needs a steeper gain to move a memory as far (docs/learning.md).
+LEARNED_OUTCOME_GAIN = 7.0
 
 
 def outcome_factor(usefulness: float, gain: float = OUTCOME_GAIN) -> float:

@@ -21,12 +21,16 @@ memory of a quarter of the families stops working and a new one, never tried, is
 ``interference`` (10 pairs: B's queries pull A's working memory, which fails for B);
 ``none`` (no feedback at all: rankings must not move, whatever is read).
 
-Catalogs (``--catalog``): ``ops`` (built in, 48 families), ``voices-dev`` and ``voices-holdout``
-(``catalogs/*.txt``: paraphrases in different voices, far apart). ``--via recall`` asks with
+Catalogs (``--catalog``, files under ``catalogs/``): ``ops`` (48 families), ``voices-dev`` and
+``voices-holdout`` (paraphrases in different voices, far apart). ``--via recall`` asks with
 ``recall(query, limit=3)`` (no exploration) instead of ``build_context``. Besides success per
 round, each scenario reports regressions: the share of family-rounds 2..N that fail although
 the family succeeded in its previous round. The report starts with the distribution of the
 cosine between paraphrases of a family, with the embedder in use.
+
+This module runs the whole benchmark (and the short MCP check, the oracle and separation
+probes, the CLI); the agent and one scenario are in ``learning_agent``, the printing in
+``learning_report``.
 
 ``python -m recallite_mcp.benchmarks.learning --help`` or ``recallite-mcp bench --learning``.
 """
@@ -39,290 +43,18 @@ import os
 import random
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import learning_tasks as lt
+from .learning_agent import (SCENARIOS, TARGETS, VIAS, CachingEmbedder, agent_turn, evaluate, make_embedder, mean_rate,
+                             run_scenario, series, tasks_for_round)
+from .learning_report import final_table, format_cosine, format_mcp, format_scenario, format_separation, plot
 
-SCENARIOS = ("clean", "noise", "drift", "interference", "none")
-VIAS = ("context", "recall")
-
-# The targets of the issue (rounds 1-based) and how each is read:
-#   "at": the success rate at that round;  "first": the first round from `round` on whose rate
-#   reaches the target must come within `within` rounds;  "min-from": every round from `round` on
-#   (interference start when `round` is None);  "last": the final round;  "mean": the mean rate of rounds
-#   `round`..`to` (or up to the last round);  "regressions": the scenario's regression share must stay <= target.
-# Each target also reports the lowest rate from its round on ("stays"), for the record.
-TARGETS: dict[str, list[dict[str, Any]]] = {
-    "clean": [{"name": "round 3", "group": "all", "how": "at", "round": 3, "target": 0.90},
-              {"name": "round 10", "group": "all", "how": "at", "round": 10, "target": 0.97},
-              {"name": "regressions", "group": "all", "how": "regressions", "round": 2, "target": 0.02}],
-    "noise": [{"name": "mean of rounds 6-10", "group": "all", "how": "mean", "round": 6, "to": 10, "target": 0.85}],
-    "drift": [{"name": "back within 3 rounds of the change", "group": "all", "how": "first",
-               "round": lt.DRIFT_AFTER_ROUND + 1, "within": 3, "target": 0.85},
-              {"name": "drifted families alone, within 3 rounds", "group": "drifted", "how": "first",
-               "round": lt.DRIFT_AFTER_ROUND + 1, "within": 3, "target": 0.85, "stricter": True}],
-    "interference": [{"name": "family A stays, every round from B's interference on", "group": "A", "how": "min-from",
-                      "round": None, "target": 0.90},
-                     {"name": "family B recovers (last round)", "group": "B", "how": "last", "target": 0.85}],
-    "none": [],
-}
-
-
-class CachingEmbedder:
-    """Embeds each distinct text once for the whole benchmark (every scenario opens a fresh store)."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.name = inner.name
-        self.dimensions = inner.dimensions
-        self.relevance_floor = getattr(inner, "relevance_floor", 0.0)  # the same relevance floor as the real thing
-        self._cache: dict[str, np.ndarray] = {}
-        self.calls = 0
-        self.texts = 0
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        todo = list(dict.fromkeys(t for t in texts if t not in self._cache))
-        if todo:
-            self.calls += 1
-            self.texts += len(todo)
-            for t, v in zip(todo, np.asarray(self.inner.embed(todo), dtype=np.float32)):
-                self._cache[t] = v
-        return np.stack([self._cache[t] for t in texts]) if texts else np.empty((0, self.dimensions), np.float32)
-
-    def load(self) -> None:
-        load = getattr(self.inner, "load", None)
-        if callable(load):
-            load()
-
-
-def make_embedder(kind: str):
-    from recallite_core import resolve_embedder
-
-    return CachingEmbedder(resolve_embedder("onnx" if kind == "default" else kind))
-
-
-# -- the simulated agent ------------------------------------------------------------------------------
-
-
-@dataclass
-class Task:
-    family: lt.TaskFamily
-    query: str
-    working: str  # key of the memory that works this round
-    group: str  # "stable", "drifted", "A", "B", "rest"
-
-
-def agent_turn(
-    shown: Sequence[str], key_of: dict[str, str], task: Task, rng: random.Random, noise: float, attempts: int,
-    send: Callable[[str, str], None] | None, noise_mode: str = "label",
-) -> tuple[bool, float, int]:
-    """Act on the first shown memory; report it, and the fallbacks after a failure.
-
-    ``noise_mode="label"``: the agent knows whether an attempt worked (it falls back after a
-    real failure, stops after a real success) and the label it reports is flipped with
-    probability ``noise``. ``"coupled"``: the agent itself believes the flipped label (a false
-    failure sends it on to the next memory, a false success stops it).
-    Returns (first choice worked, reciprocal rank of the working memory in ``shown``, feedback sent)."""
-    keys = [key_of.get(i, "?") for i in shown]
-    success = bool(keys) and keys[0] == task.working
-    rr = 1.0 / (keys.index(task.working) + 1) if task.working in keys else 0.0
-    sent = 0
-    if send is not None:
-        for mid, key in list(zip(shown, keys))[:attempts]:
-            worked = key == task.working
-            reported = worked != (rng.random() < noise)
-            send(mid, "success" if reported else "failure")
-            sent += 1
-            if (reported if noise_mode == "coupled" else worked):
-                break
-    return success, rr, sent
-
-
-def tasks_for_round(families: list[lt.TaskFamily], scenario: str, r: int, seed: int, drifted: set[str],
-                    pairs: list[tuple[str, str]], interference_from: int = 1) -> list[Task]:
-    """The tasks of round ``r`` (0-based). In the interference scenario, family B plays its
-    interference queries from round ``interference_from`` (1-based) on, its own queries before."""
-    role = {}
-    for a, b in pairs:
-        role[a], role[b] = "A", "B"
-    out = []
-    for fam in families:
-        query = lt.query_for(fam, r, seed)
-        if scenario == "drift":
-            group = "drifted" if fam.key in drifted else "stable"
-        elif scenario == "interference":
-            group = role.get(fam.key, "rest")
-            if group == "B" and r + 1 >= interference_from:
-                a = next(a for a, b in pairs if b == fam.key)
-                query = lt.interference_query_for((a, fam.key), r, seed)
-        else:
-            group = role.get(fam.key, "rest") if pairs else "all"  # A and B families without interference
-        out.append(Task(fam, query, lt.working_key(fam, r, fam.key in drifted and scenario == "drift"), group))
-    random.Random(f"learning-bench|order|{seed}|{scenario}|{r}").shuffle(out)
-    return out
-
-
-def _rate(values: list[bool | float]) -> float:
-    return float(np.mean(values)) if values else float("nan")
-
-
-# -- one scenario through the Python API ------------------------------------------------------------------
-
-
-def run_scenario(
-    scenario: str, families: list[lt.TaskFamily], rounds: int, seed: int, embedder, *, noise: float = 0.15,
-    attempts: int = 3, limit: int = 3, config=None, interference_from: int = 4, noise_mode: str = "label",
-    via: str = "context", pairs: list[tuple[str, str]] | None = None, keep_log: bool = False,
-) -> dict[str, Any]:
-    """One scenario on a fresh store. ``via="context"``: ``build_context`` (exploration on);
-    ``via="recall"``: ``recall(query, limit)`` (no exploration). ``pairs`` defaults to the
-    interference pairs of the families' catalog."""
-    from recallite_core import Recallite
-
-    if via not in VIAS:
-        raise ValueError(f"via must be one of {', '.join(VIAS)}, got {via!r}")
-    t0 = time.perf_counter()
-    mem = Recallite.open(None, embedder=embedder, config=config)
-    try:
-        key_of: dict[str, str] = {}
-        id_of: dict[str, str] = {}
-
-        def insert(specs: list[lt.MemorySpec]) -> None:
-            got = mem.remember_many([{"content": s.content, "title": s.title, "type": s.type} for s in specs])
-            for s, m in zip(specs, got):
-                key_of[m.id], id_of[s.key] = s.key, m.id
-
-        insert(lt.store_memories(families, seed))
-        drifted = set(lt.drift_families(families, seed)) if scenario == "drift" else set()
-        if pairs is None:
-            pairs = lt.interference_pairs(families)
-        pairs = list(pairs) if scenario in ("interference", "clean") else []
-        noise_rate = noise if scenario == "noise" else 0.0
-        rng = random.Random(f"learning-bench|noise|{seed}|{scenario}")
-        per_round = []
-        seen_rankings: dict[tuple[str, str], list[str]] = {}
-        repeats = changed = 0
-        replacement_first_used: dict[str, int] = {}
-        feedback_calls = 0
-        prev_ok: dict[str, bool] = {}
-        regressions = later_rounds = 0
-        log: list[dict[str, Any]] = []
-        for r in range(rounds):
-            if scenario == "drift" and r == lt.DRIFT_AFTER_ROUND:
-                insert([f.drift_replacement for f in families if f.key in drifted])
-            results: dict[str, list[tuple[bool, float]]] = {}
-            for task in tasks_for_round(families, scenario, r, seed, drifted, pairs, interference_from):
-                if via == "recall":
-                    got = mem.recall(task.query, limit=limit)
-                    rid, shown = got.retrieval_id, [h.memory.id for h in got.memories]
-                else:
-                    ctx = mem.build_context(task.query, limit=limit, max_tokens=2000)
-                    rid, shown = ctx.retrieval_id, ctx.memory_ids
-                send = None if scenario == "none" else (
-                    lambda mid, outcome, _rid=rid: mem.feedback(_rid, outcome, used_memory_ids=[mid]))
-                ok, rr, sent = agent_turn(shown, key_of, task, rng, noise_rate, attempts, send, noise_mode)
-                feedback_calls += sent
-                if keep_log:
-                    log.append({"round": r + 1, "family": task.family.key, "query": task.query, "retrieval_id": rid,
-                                "ids": list(shown), "ok": ok})
-                if task.family.key in prev_ok:
-                    later_rounds += 1
-                    regressions += prev_ok[task.family.key] and not ok
-                prev_ok[task.family.key] = ok
-                results.setdefault(task.group, []).append((ok, rr))
-                if scenario == "drift" and task.group == "drifted" and r >= lt.DRIFT_AFTER_ROUND and task.working in [key_of.get(i) for i in shown[:sent or 1]]:
-                    replacement_first_used.setdefault(task.family.key, r + 1)
-                if scenario == "none":
-                    ranking = [key_of[i] for i in shown]
-                    prev = seen_rankings.setdefault((task.family.key, task.query), ranking)
-                    if prev is not ranking:
-                        repeats += 1
-                        changed += prev != ranking
-            everything = [x for v in results.values() for x in v]
-            row = {
-                "round": r + 1,
-                "success": _rate([ok for ok, _ in everything]),
-                "mrr": _rate([rr for _, rr in everything]),
-                "n": len(everything),
-                "groups": {g: {"success": _rate([ok for ok, _ in v]), "mrr": _rate([rr for _, rr in v]), "n": len(v)}
-                           for g, v in sorted(results.items()) if g != "all"},
-            }
-            per_round.append(row)
-        out: dict[str, Any] = {"scenario": scenario, "via": via, "rounds": per_round, "feedback_calls": feedback_calls,
-                               "regressions": round(regressions / later_rounds, 4) if later_rounds else float("nan"),
-                               "regression_count": regressions, "family_rounds_after_first": later_rounds}
-        if keep_log:
-            out["log"] = log
-        if scenario == "none":
-            out["repeated_queries"] = repeats
-            out["rankings_changed_by_reads"] = changed
-            out["access_counts"] = int(mem.store.conn.execute("SELECT coalesce(sum(access_count), 0) FROM memories").fetchone()[0])
-        if scenario == "drift":
-            out["drifted_families"] = sorted(drifted)
-            out["replacement_first_used_round"] = replacement_first_used
-        if scenario == "interference":
-            out["interference_from"] = interference_from
-        out["targets"] = evaluate(scenario, per_round, interference_from, regressions=out["regressions"])
-        out["seconds"] = round(time.perf_counter() - t0, 2)
-        return out
-    finally:
-        mem.close()
-
-
-def series(per_round: list[dict], group: str) -> list[float]:
-    if group == "all":
-        return [r["success"] for r in per_round]
-    return [r["groups"].get(group, {}).get("success", float("nan")) for r in per_round]
-
-
-def evaluate(scenario: str, per_round: list[dict], interference_from: int = 4,
-             regressions: float | None = None) -> list[dict[str, Any]]:
-    out = []
-    for t in TARGETS.get(scenario, []):
-        s = series(per_round, t["group"])
-        start = t.get("round") or interference_from
-        if not s or (t["how"] != "last" and start > len(s)):
-            continue  # too few rounds to judge
-        target = t["target"]
-        row: dict[str, Any] = {"name": t["name"], "group": t["group"], "how": t["how"], "target": target,
-                               "required": not t.get("stricter", False), "from": start}
-        if t["how"] == "regressions":
-            if regressions is None or regressions != regressions:
-                continue
-            row["value"] = round(regressions, 4)
-            row["pass"] = regressions <= target + 1e-9
-            row["lowest_after"] = row["value"]
-            out.append(row)
-            continue
-        if t["how"] == "mean":
-            end = min(len(s), t.get("to") or len(s))
-            row["to"] = end
-            row["value"] = round(float(np.mean(s[start - 1 : end])), 4)
-            row["pass"] = row["value"] >= target - 1e-9
-            row["lowest_after"] = round(min(s[start - 1 :]), 4)
-            out.append(row)
-            continue
-        if t["how"] == "first":
-            row["by"] = start + t["within"] - 1
-        if t["how"] == "at":
-            row["value"] = s[start - 1]
-        elif t["how"] == "last":
-            row["value"] = s[-1]
-        elif t["how"] == "min-from":
-            row["value"] = min(s[start - 1 :])
-        else:  # first
-            reached = next((r for r in range(start, len(s) + 1) if s[r - 1] >= target - 1e-9), None)
-            row["first_round"] = reached
-            row["value"] = s[min(len(s), start + t["within"] - 1) - 1] if reached is None else s[reached - 1]
-            row["pass"] = reached is not None and reached <= start + t["within"] - 1
-        row["value"] = round(row["value"], 4)
-        row.setdefault("pass", row["value"] >= target - 1e-9)
-        row["lowest_after"] = round(min(s[(start if t["how"] != "last" else len(s)) - 1 :]), 4)
-        out.append(row)
-    return out
+__all__ = ["run_learning_benchmark", "run_scenario", "run_mcp_check", "separation", "oracle", "main", "SCENARIOS",
+           "VIAS", "TARGETS", "CachingEmbedder", "make_embedder", "agent_turn", "evaluate", "series", "tasks_for_round",
+           "final_table", "format_cosine", "format_mcp", "format_scenario", "format_separation", "plot"]
 
 
 # -- one short run through the MCP tools --------------------------------------------------------------------
@@ -366,7 +98,7 @@ async def _mcp_run(families: list[lt.TaskFamily], rounds: int, seed: int, embedd
                     for mid, outcome, rid in pending:
                         await call(c, "recallite_feedback", retrieval_id=rid, outcome=outcome, used_memory_ids=[mid])
                     oks.append(ok)
-                per_round.append({"round": r + 1, "success": _rate(oks), "n": len(oks)})
+                per_round.append({"round": r + 1, "success": mean_rate(oks), "n": len(oks)})
             stats = await call(c, "recallite_stats")
     finally:
         mem.close()
@@ -415,14 +147,6 @@ def paraphrase_cosine(families: Sequence[lt.TaskFamily], emb) -> dict[str, Any]:
             "max": round(float(a.max()), 4)}
 
 
-def format_cosine(pc: dict[str, Any], catalog: str) -> str:
-    if not pc.get("pairs"):
-        return f"paraphrase cosine ({catalog}): no paraphrase pairs"
-    return (f"paraphrase cosine within a family ({catalog}, {pc['pairs']} pairs, embedder {pc['embedder']}): "
-            f"min {pc['min']:.2f}  p10 {pc['p10']:.2f}  median {pc['median']:.2f}  mean {pc['mean']:.2f}  "
-            f"p90 {pc['p90']:.2f}  max {pc['max']:.2f}")
-
-
 def run_learning_benchmark(
     families: int | None = None, rounds: int = 10, seed: int = 7, embedder: Any = "default",
     scenarios: Sequence[str] = SCENARIOS, *, noise: float = 0.15, attempts: int = 3, limit: int = 3,
@@ -444,7 +168,7 @@ def run_learning_benchmark(
     fams = lt.generate_families(families, seed=seed, catalog=catalog)
     pairs = lt.interference_pairs(fams, catalog=catalog)
     # Embed every text once, up front (memories, replacements, queries): later calls hit the cache.
-    texts = []
+    texts: list[str] = []
     from recallite_core.engine import embedding_text
 
     for f in fams:
@@ -492,131 +216,6 @@ def run_learning_benchmark(
     result["seconds"] = round(time.perf_counter() - t0, 2)
     result["passed"] = all(t["pass"] for s in result["scenarios"].values() for t in s["targets"] if t["required"])
     return result
-
-
-# -- printing ------------------------------------------------------------------------------------------------------
-
-
-def _f(x: float) -> str:
-    return "  -  " if x != x else f"{x:.3f}"
-
-
-def format_scenario(res: dict[str, Any]) -> str:
-    groups = sorted({g for r in res["rounds"] for g in r["groups"]})
-    head = ["round", "success", "MRR@3"] + [f"{g}" for g in groups]
-    lines = [f"== {res['scenario']} (via {res.get('via', 'context')}, {res['seconds']}s, {res['feedback_calls']} feedback calls)",
-             "  ".join(f"{h:>8}" for h in head)]
-    for r in res["rounds"]:
-        cells = [f"{r['round']:>8}", f"{_f(r['success']):>8}", f"{_f(r['mrr']):>8}"]
-        cells += [f"{_f(r['groups'].get(g, {}).get('success', float('nan'))):>8}" for g in groups]
-        lines.append("  ".join(cells))
-    if "regressions" in res:
-        lines.append(f"   regressions (failed after a success in the previous round): {_f(res['regressions'])} "
-                     f"({res['regression_count']} of {res['family_rounds_after_first']} family-rounds 2..N)")
-    for t in res["targets"]:
-        extra = f" (first at round {t['first_round']})" if "first_round" in t else ""
-        verdict = ("PASS" if t["pass"] else "FAIL") if t["required"] else ("met" if t["pass"] else "not met") + " (stricter reading)"
-        if t["how"] == "regressions":
-            lines.append(f"   target {t['name']}: {t['value']:.3f} <= {t['target']:.2f}  {verdict}")
-            continue
-        lines.append(f"   target {t['name']}: {t['value']:.3f} >= {t['target']:.2f}{extra}  {verdict}"
-                     f"; lowest from then on {t['lowest_after']:.3f}")
-    if res["scenario"] == "none":
-        lines.append(f"   reads moved no ranking: {res['rankings_changed_by_reads']} of {res['repeated_queries']} repeated "
-                     f"queries ranked differently ({res['access_counts']} accesses counted)")
-    if res["scenario"] == "drift":
-        used = res["replacement_first_used_round"]
-        lines.append(f"   replacements first used (round): {dict(sorted(used.items()))}; "
-                     f"never: {sorted(set(res['drifted_families']) - set(used))}")
-    return "\n".join(lines)
-
-
-def format_mcp(m: dict[str, Any]) -> str:
-    rounds = ", ".join(f"r{r['round']} {r['success']:.2f}" for r in m["rounds"])
-    tuning = "; ".join(f"{sc}: limit {v['limit']}, min_score_ratio {v['min_score_ratio']}" for sc, v in m["context_tuning"].items())
-    return (f"== MCP tools ({m['families']} families, {m['seconds']}s): success {rounds}; "
-            f"feedback {m['feedback']}; auto-tuned context: {tuning or 'no feedback yet'}")
-
-
-def target_label(t: dict[str, Any]) -> str:
-    """A short form of a target for the final table."""
-    if t["how"] == "at":
-        core = f"r{TARGETS_ROUND[t['name']]} >= {t['target']:.2f}"
-    elif t["how"] == "last":
-        core = f"last round >= {t['target']:.2f}"
-    elif t["how"] == "mean":
-        core = f"mean r{t['from']}-r{t.get('to', '?')} >= {t['target']:.2f}"
-    elif t["how"] == "regressions":
-        core = f"regressions {t['value']:.3f} <= {t['target']:.2f}"
-    elif t["how"] == "min-from":
-        core = f">= {t['target']:.2f} every round from r{t.get('from', '?')}"
-    else:
-        core = f">= {t['target']:.2f} by r{t.get('by', '?')}"
-        if t.get("first_round"):
-            core += f" (r{t['first_round']})"
-    return core + ("" if t["required"] else " [stricter, not an issue target]")
-
-
-TARGETS_ROUND = {t["name"]: t["round"] for ts in TARGETS.values() for t in ts if t["how"] == "at"}
-
-
-def final_table(result: dict[str, Any]) -> str:
-    """Markdown: success per round (first choice) for each scenario and group, with its targets."""
-    sc = result["scenarios"]
-    rounds = result["config"]["rounds"]
-    head = ["scenario", "group"] + [f"r{r}" for r in range(1, rounds + 1)] + ["regr.", "target (rounds 1-based)", "met"]
-    rows = []
-    spec = [("clean", "all"), ("noise", "all"), ("drift", "all"), ("drift", "drifted"), ("interference", "A"),
-            ("interference", "B"), ("none", "all")]
-    for name, group in spec:
-        if name not in sc:
-            continue
-        s = series(sc[name]["rounds"], group)
-        targets = [t for t in sc[name]["targets"] if t["group"] == group]
-        tt = "; ".join(target_label(t) for t in targets)
-        if name == "none":
-            n, moved = sc[name]["repeated_queries"], sc[name]["rankings_changed_by_reads"]
-            tt = f"no learning from reads: {moved} of {n} repeated queries re-ranked"
-            met = "yes" if moved == 0 else "NO"
-        else:
-            met = ("yes" if all(t["pass"] for t in targets) else "NO") if targets else ""
-            if targets and all(not t["required"] for t in targets):
-                met = met.lower()
-        first_row = not rows or rows[-1][0] != name
-        reg = sc[name].get("regressions", float("nan")) if first_row and name != "none" else float("nan")
-        rows.append([name, group] + [f"{x:.2f}" if x == x else "-" for x in s] + [_f(reg).strip(), tt, met])
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    fmt = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
-    return "\n".join([fmt(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(fmt, rows)])
-
-
-def plot(result: dict[str, Any], path: str) -> bool:
-    """PNG of success per round per scenario; False when matplotlib is not installed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for name, res in result["scenarios"].items():
-        xs = [r["round"] for r in res["rounds"]]
-        ax.plot(xs, [r["success"] for r in res["rounds"]], marker="o", label=name)
-        if name == "drift":
-            ax.plot(xs, series(res["rounds"], "drifted"), ls="--", label="drift (drifted families)")
-        if name == "interference":
-            ax.plot(xs, series(res["rounds"], "B"), ls=":", label="interference (B)")
-    ax.axvline(lt.DRIFT_AFTER_ROUND + 0.5, color="grey", lw=0.5)
-    ax.set_xlabel("round")
-    ax.set_ylabel("success (first memory used)")
-    ax.set_ylim(0, 1.02)
-    ax.legend(fontsize=7, loc="lower right")
-    ax.set_title(f"recallite learning benchmark ({result['config']['families']} families, {result['config']['embedder']})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
 
 
 def separation(catalog: str, embedder: Any = "default", seed: int = 7) -> dict[str, Any]:
@@ -714,23 +313,10 @@ def oracle(catalog: str, attempts: int = 3, rounds: int = 10, embedder: Any = "d
         mem.close()
 
 
-def format_separation(s: dict[str, Any]) -> str:
-    lines = [f"task separation before feedback ({s['catalog']}, {s['embedder']}): same-task vs other-task pairs "
-             "(other task: its top 5 holds this task's working memory)"]
-    for name in ("query", "task"):
-        r = s[name]
-        lines.append(f"  {name + ' vectors':13s} median cosine {r['same_task_median']:.2f} vs {r['other_task_median']:.2f}, "
-                     f"AUC {r['auc']:.3f} ({r['pairs'][0]} / {r['pairs'][1]} pairs)")
-    f = s["floor"]
-    lines.append(f"  relevance floor {f['cosine']:g}: {f['own_memories_above']:.0%} of a task's own memories at or above it, "
-                 f"{f['other_memories_below']:.0%} of other tasks' memories below it")
-    return "\n".join(lines)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="recallite-mcp bench --learning", description=__doc__.split("\n\n")[0])
     p.add_argument("--catalog", choices=list(lt.CATALOGS), default="ops",
-                   help="task catalog: ops (built-in, 48 families), voices-dev (24, paraphrases in different voices), "
+                   help="task catalog: ops (48 families), voices-dev (24, paraphrases in different voices), "
                         "voices-holdout (held out; catalogs/*.txt)")
     p.add_argument("--via", choices=list(VIAS), default="context",
                    help="context: build_context(limit=3), exploration on (default); recall: recall(limit=3), no exploration")

@@ -1,33 +1,34 @@
-"""The extra MCP tools, served with `--tools all`: conversation memory (record, why) and the
-SLM-Lite capabilities: belief graph, version history, behaviour capture and auto-recall with
-concept extraction (client LLM through sampling when offered, else local).
+"""The SLM-Lite extras (served with --tools all): recallite_beliefs (the belief graph around a
+topic), recallite_history (a memory's versions), recallite_capture (behaviour worth repeating)
+and recallite_auto_context (auto-recall for a whole message, with concepts extracted by the
+client's LLM through MCP sampling when it offers it, else locally). Registers them on the
+server; may import the app state (recallite_mcp.app), the shared edge (tools.common), schemas
+and the core, never the server module or another tool group."""
 
-Registered by ``server.build_server``; like every tool, they only translate to the core.
-No ``from __future__ import annotations`` here: the SDK evaluates tool annotations (the
-``Resolve`` marker among them) against this module.
-"""
+# No `from __future__ import annotations`: the SDK evaluates the tool signatures (the `Resolve`
+# marker among them) against this module.
 
 import json
 import logging
 import re
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import mcp_types as t
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context, Resolve, Sample
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CreateMessageResult, ToolAnnotations
+from mcp_types import CreateMessageResult
 from pydantic import Field
 
 from recallite_core.models import Concepts
 
-from .sessions import awaiting_key, connection_key
-from .schemas import AutoContextOut, BeliefsOut, CaptureOut, HistoryOut, MemoryOut, RecordOut, TurnArg, TurnOut, WhyOut
-
-if TYPE_CHECKING:
-    from .server import AppState
+from ..app import RootsArg, state_of, working_session
+from ..schemas import AutoContextOut, BeliefsOut, CaptureOut, HistoryOut, MemoryOut
+from ..sessions import awaiting_key
+from .common import READ_ONLY, WRITES, edge
 
 log = logging.getLogger("recallite.server")
+
+TOOLS = ("recallite_beliefs", "recallite_history", "recallite_capture", "recallite_auto_context")
 
 MAX_SAMPLED_CHARS = 6000
 SAMPLING_PROMPT = (
@@ -35,10 +36,6 @@ SAMPLING_PROMPT = (
     "summary of the text between <<< and >>>. Answer with JSON only, no prose: "
     '{{"concepts": ["..."], "summary": "..."}}\n\n<<<\n{text}\n>>>'
 )
-def working_session(st: "AppState", ctx: Context) -> str:
-    """The working-memory session of this client (see sessions.py): one per connection in the
-    classic protocol era, one per server process in the stateless era."""
-    return connection_key(ctx.session, getattr(ctx.request_context, "protocol_version", None))
 
 
 def sampling_request(text: str, ctx: Context) -> Any:
@@ -86,59 +83,14 @@ def concepts_from_reply(reply: Any) -> Optional[Concepts]:
 
 def _client_name(ctx: Context) -> Optional[str]:
     try:
-        info = ctx.session.client_params.client_info  # type: ignore[union-attr]
+        info = ctx.session.client_params.client_info
         return info.name if info and info.name else None
     except Exception:
         return None
 
 
-def register_extra_tools(
-    server: MCPServer, state_of: Callable[..., "AppState"], read_only: ToolAnnotations, writes: ToolAnnotations
-) -> None:
-    # the server module is loaded by now
-    from .server import RootsArg, active_scope, allowed_scopes, edge, guard_memories, read_scopes, write_scope
-
-    @server.tool(title="Record conversation turns", annotations=writes)
-    @edge
-    def recallite_record(
-        session: Annotated[str, Field(min_length=1, description="The conversation's id; use the same one for every turn of a conversation.")],
-        turns: Annotated[list[TurnArg], Field(min_length=1, max_length=200, description="One or more turns in the order they happened: role, content, optional timestamp, metadata, category.")],
-        ctx: Context,
-        scope: Annotated[Optional[str], Field(description="Store in this scope instead of the active project scope.")] = None,
-        roots: RootsArg = None,
-    ) -> RecordOut:
-        """Record what was said, verbatim: raw conversation turns (or events) with their role, order and
-        time. Recall finds them later (long turns are searched sentence by sentence) with their
-        neighbouring turns; recallite_context with session= shows the last turns and a running summary;
-        facts you remember with cites=[turn ids] can be traced back with recallite_why."""
-        st = state_of(ctx, roots)
-        target = write_scope(st, ctx, scope, "episode", None)
-        mems = st.memory.record_turns(
-            [{"role": t.role, "content": t.content, "timestamp": t.timestamp, "metadata": t.metadata, "category": t.category}
-             for t in turns],
-            session=session, scope=target, source={"type": "agent"},
-        )
-        return RecordOut(session=session, scope=target, turns=[TurnOut.of(m) for m in mems])
-
-    @server.tool(title="Why do you think that? Sources of a memory", annotations=read_only)
-    @edge
-    def recallite_why(
-        id: Annotated[str, Field(description="The memory to explain, e.g. mem_12.")],
-        ctx: Context,
-        window: Annotated[int, Field(ge=0, le=10, description="Also return this many neighbouring turns around each source.")] = 0,
-        roots: RootsArg = None,
-    ) -> WhyOut:
-        """The conversation turns a memory came from (its citations, and those of the memories it was
-        derived from), in conversation order. Use it when asked why you believe something."""
-        st = state_of(ctx, roots)
-        guard_memories(st, ctx, [id])
-        sources = st.memory.why(id, window=window)
-        if st.settings.isolate_scopes:
-            allowed = allowed_scopes(st, ctx)
-            sources = [m for m in sources if m.scope in allowed]
-        return WhyOut(id=id, sources=[TurnOut.of(m) for m in sources])
-
-    @server.tool(title="Belief graph around a topic", annotations=writes)
+def register(server: MCPServer) -> None:
+    @server.tool(title="Belief graph around a topic", annotations=WRITES)
     @edge
     def recallite_beliefs(
         topic: Annotated[str, Field(description="What you want to understand: a claim, a symptom, a decision.")],
@@ -154,12 +106,12 @@ def register_extra_tools(
         to them by causes / supports / requires / contradicts up to `depth` hops, each with a confidence
         that decays 0.6x per hop. Use it to see causes, prerequisites and counter-evidence before acting."""
         st = state_of(ctx, roots)
-        g = st.memory.beliefs(topic, depth=depth, limit=limit, scope=read_scopes(st, ctx, scope),
+        g = st.engine.beliefs(topic, depth=depth, limit=limit, scope=st.read_scopes(ctx, scope),
                               include_teams=include_teams, min_trust=min_trust)
         st.served(awaiting_key(ctx), g.retrieval_id, topic)
         return BeliefsOut.of(g)
 
-    @server.tool(title="Version history of a memory", annotations=read_only)
+    @server.tool(title="Version history of a memory", annotations=READ_ONLY)
     @edge
     def recallite_history(
         id: Annotated[str, Field(description="Any version's id, e.g. mem_12.")],
@@ -169,10 +121,10 @@ def register_extra_tools(
         """Every version of a memory, oldest first (recallite_update action=revise makes a new version and
         supersedes the old one). The last version is the current one."""
         st = state_of(ctx, roots)
-        guard_memories(st, ctx, [id])
-        return HistoryOut(versions=[MemoryOut.of(m) for m in st.memory.history(id)])
+        st.guard_memories(ctx, [id])
+        return HistoryOut(versions=[MemoryOut.of(m) for m in st.engine.history(id)])
 
-    @server.tool(title="Record what you did (behaviour)", annotations=writes)
+    @server.tool(title="Record what you did (behaviour)", annotations=WRITES)
     @edge
     def recallite_capture(
         kind: Annotated[Literal["tool_choice", "error_recovery", "success_pattern"], Field(description="tool_choice: which tool suits which job; error_recovery: how you got past an error; success_pattern: an approach that worked.")],
@@ -188,13 +140,13 @@ def register_extra_tools(
         pattern are counted, not duplicated; a pattern seen three times that mostly succeeds is confirmed
         and shows up as a procedure in later recallite_context calls."""
         st = state_of(ctx, roots)
-        queued = st.memory.capture_behavior(
+        queued = st.engine.capture_behavior(
             agent_id or _client_name(ctx) or "agent", kind, description, outcome=outcome, tool=tool,
-            scope=active_scope(st, ctx).scope, context=context,
+            scope=st.active_scope(ctx).scope, context=context,
         )
-        return CaptureOut(queued=queued, pending=st.memory.behavior_stats()["pending"])
+        return CaptureOut(queued=queued, pending=st.engine.behavior_stats()["pending"])
 
-    @server.tool(title="Auto-recall for a message", annotations=writes)
+    @server.tool(title="Auto-recall for a message", annotations=WRITES)
     @edge
     def recallite_auto_context(
         text: Annotated[str, Field(description="The user's message or the conversation so far (long text is fine).")],
@@ -211,18 +163,15 @@ def register_extra_tools(
         (with your client's LLM through MCP sampling when it offers it, else a built-in keyword
         extractor), recalls with them and returns the context plus the concepts and summary."""
         st = state_of(ctx, roots)
-        scopes = read_scopes(st, ctx, None)
+        scopes = st.read_scopes(ctx, None)
         sampled = concepts_from_reply(reply)
         if reply is not None and sampled is None:
             log.info("The sampled concepts could not be read; using the local extractor")
-        r = st.memory.auto_context(
+        r = st.engine.auto_context(
             text, max_tokens=max_tokens, format=format, limit=limit, scope=scopes, min_trust=min_trust,
-            include_teams=include_teams, working_session=working_session(st, ctx),
+            include_teams=include_teams, working_session=working_session(ctx),
             summarizer=(lambda _text: sampled) if sampled is not None else None,
         )
         st.served(awaiting_key(ctx), r.retrieval_id, r.query)
         return AutoContextOut(context=r.context, retrieval_id=r.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
                               query=r.query, concepts=r.concepts, summary=r.summary, method=r.method, scope=scopes[0])
-
-
-__all__ = ["register_extra_tools", "working_session", "sampling_request", "concepts_from_reply", "ToolError"]
