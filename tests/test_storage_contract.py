@@ -268,6 +268,11 @@ def test_vectors_round_trip_in_bulk(seed):
         assert s.feed.tombstones_count_since(counter) >= 1
         assert s.feed.tombstone_floor() == 0
         assert s.vectors.count() == 19
+    with seed.store.transaction() as s:  # a rebuild: every reader reloads from scratch
+        seed.store.reload_readers(s)
+    with seed.store.reading() as s:
+        assert s.feed.tombstone_floor() == s.feed.counter() > counter
+        assert s.feed.tombstones_since(0) == []
 
 
 def test_a_batch_stamped_insert_keeps_its_seq(seed):
