@@ -228,3 +228,52 @@ def test_the_hnsw_index_matches_the_query_it_serves(postgres_db_url):  # noqa: F
         assert f"vectors_hnsw_{DIMS}" in plan, plan
     finally:
         store.close()
+
+
+# -- keyword scores: the same BM25 as SQLite's FTS5 -----------------------------------------------------
+_DOCS = [
+    ("zebrafish tank heater set to twenty degrees", "tank", ("aquarium",)),
+    ("the zebrafish heater failed twice this week", "", ()),
+    ("unrelated note about lunch and coffee", "lunch", ("food",)),
+    ("heater heater heater: a memory that repeats one word many times over", "", ()),
+    ("the deploy script needs the network up first, then the deploy runs", "deploy", ("deploy", "ops")),
+    ("a much longer memory about aquariums, fish tanks, water heaters, filters, pumps, lights and the "
+     "weekly cleaning routine that keeps the zebrafish healthy and the water clear", "fish care", ("aquarium",)),
+]
+_QUERIES = ["zebrafish heater", "heater", "deploy", "aquarium tank", "lunch coffee", "water heaters fish", "the"]
+
+
+def test_keyword_scores_equal_sqlite_bm25_on_plain_text(postgres_db_url, tmp_path):  # noqa: F811
+    """Same rows, same queries: the same ids in the same order with the same scores as FTS5's
+    bm25 (column weights included), so the recall's fusion sees one scale on either backend."""
+    from recallite_core.storage.sqlite.store import Store
+    from tests.test_storage_contract import Seed
+
+    seeds = [Seed("sqlite", Store(str(tmp_path / "k.db")), None), Seed("postgres", _store(postgres_db_url), None)]
+    try:
+        for seed in seeds:
+            ids = [seed.memory(text, title=title, tags=tags, scope="a" if i % 2 else "b")
+                   for i, (text, title, tags) in enumerate(_DOCS)]
+            seed.forget(seed.memory("a deleted heater note leaves the statistics"))
+            for i, mid in enumerate(ids):
+                seed.turn(mid, "chat", "s", i, "user")
+            with seed.store.transaction() as s:
+                s.episodes.replace_windows([], [(mid, _DOCS[i][0] + " " + _DOCS[(i + 1) % len(_DOCS)][0])
+                                                for i, mid in enumerate(ids)])
+        answers = []
+        for seed in seeds:
+            with seed.store.reading() as s:
+                answers.append([
+                    [s.keywords.top(q, MemoryFilter(), 10, (0.3, 1.0, 0.5)) for q in _QUERIES],
+                    [s.keywords.top(q, MemoryFilter(scopes=("a",)), 2, (1.0, 1.0, 1.0)) for q in _QUERIES],
+                    [s.keywords.windows_top(q, MemoryFilter(), 10) for q in _QUERIES],
+                ])
+        lite, pg = answers
+        for group_lite, group_pg in zip(lite, pg):
+            for q, a, b in zip(_QUERIES, group_lite, group_pg):
+                assert [i for i, _ in a] == [i for i, _ in b], q
+                assert np.allclose([x for _, x in a], [x for _, x in b], rtol=1e-9, atol=1e-12), (q, a, b)
+        assert any(lite[0]) and any(lite[2])
+    finally:
+        for seed in seeds:
+            seed.store.close()
