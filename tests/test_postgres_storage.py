@@ -255,6 +255,8 @@ def test_keyword_scores_equal_sqlite_bm25_on_plain_text(postgres_db_url, tmp_pat
             ids = [seed.memory(text, title=title, tags=tags, scope="a" if i % 2 else "b")
                    for i, (text, title, tags) in enumerate(_DOCS)]
             seed.forget(seed.memory("a deleted heater note leaves the statistics"))
+            with seed.store.transaction():  # an edited text moves the statistics too
+                seed.sql("UPDATE memories SET content = ? WHERE id = ?", ("the heater was replaced by a new heater", ids[1]))
             for i, mid in enumerate(ids):
                 seed.turn(mid, "chat", "s", i, "user")
             with seed.store.transaction() as s:

@@ -81,30 +81,37 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE INDEX memories_superseded_by ON memories (superseded_by)",
             "CREATE INDEX memories_valid_until ON memories (valid_until) WHERE valid_until IS NOT NULL",
             "CREATE INDEX memories_tsv ON memories USING gin (tsv)",
-            # BM25 needs the collection's size and mean length: kept per write, not scanned per query.
+            # BM25 needs the collection's size and mean length: kept per write, not scanned per
+            # query. Statement triggers over transition tables: a bulk insert (COPY, INSERT ...
+            # SELECT) moves the totals once, not once per row (repeated updates of one row inside
+            # one transaction make PostgreSQL walk an ever longer version chain).
             """
             CREATE FUNCTION recallite_keyword_totals() RETURNS trigger LANGUAGE plpgsql AS $$
             DECLARE
-                docs text := CASE WHEN TG_TABLE_NAME = 'memories' THEN 'keyword_docs' ELSE 'window_docs' END;
-                tokens text := CASE WHEN TG_TABLE_NAME = 'memories' THEN 'keyword_tokens' ELSE 'window_tokens' END;
-                change bigint := 0;
-                moved bigint := 0;
+                prefix text := CASE WHEN TG_TABLE_NAME = 'memories' THEN 'keyword' ELSE 'window' END;
+                docs bigint;
+                tokens bigint;
             BEGIN
-                IF TG_OP IN ('INSERT', 'UPDATE') THEN
-                    change := change + NEW.tsv_tokens;
+                IF TG_OP = 'INSERT' THEN
+                    SELECT count(*), coalesce(sum(tsv_tokens), 0) INTO docs, tokens FROM new_rows;
+                ELSIF TG_OP = 'DELETE' THEN
+                    SELECT -count(*), -coalesce(sum(tsv_tokens), 0) INTO docs, tokens FROM old_rows;
+                ELSE
+                    docs := 0;
+                    tokens := coalesce((SELECT sum(tsv_tokens) FROM new_rows), 0)
+                              - coalesce((SELECT sum(tsv_tokens) FROM old_rows), 0);
                 END IF;
-                IF TG_OP IN ('DELETE', 'UPDATE') THEN
-                    change := change - OLD.tsv_tokens;
-                END IF;
-                moved := CASE TG_OP WHEN 'INSERT' THEN 1 WHEN 'DELETE' THEN -1 ELSE 0 END;
-                UPDATE counters SET value = value + moved WHERE name = docs AND moved <> 0;
-                UPDATE counters SET value = value + change WHERE name = tokens AND change <> 0;
+                UPDATE counters SET value = value + docs WHERE name = prefix || '_docs' AND docs <> 0;
+                UPDATE counters SET value = value + tokens WHERE name = prefix || '_tokens' AND tokens <> 0;
                 RETURN NULL;
             END
             $$
             """,
-            "CREATE TRIGGER memories_keyword_totals AFTER INSERT OR DELETE OR UPDATE OF title, content, tags "
-            "ON memories FOR EACH ROW EXECUTE FUNCTION recallite_keyword_totals()",
+            *(f"CREATE TRIGGER {table}_keyword_totals_{op[0].lower()} AFTER {op} ON {table} "
+              f"REFERENCING {rows} FOR EACH STATEMENT EXECUTE FUNCTION recallite_keyword_totals()"
+              for table in ("memories",)
+              for op, rows in (("INSERT", "NEW TABLE AS new_rows"), ("DELETE", "OLD TABLE AS old_rows"),
+                               ("UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"))),
             "CREATE INDEX memories_tags ON memories USING gin (tags)",
             # Dimensions follow the embedder, so the column is untyped; store.ensure_vector_index
             # adds an HNSW index over a cast to the store's dimension once it is known.
@@ -314,8 +321,10 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             )
             """,
             "CREATE INDEX episode_windows_tsv ON episode_windows USING gin (tsv)",
-            "CREATE TRIGGER episode_windows_keyword_totals AFTER INSERT OR DELETE OR UPDATE OF text "
-            "ON episode_windows FOR EACH ROW EXECUTE FUNCTION recallite_keyword_totals()",
+            *(f"CREATE TRIGGER episode_windows_keyword_totals_{op[0].lower()} AFTER {op} ON episode_windows "
+              f"REFERENCING {rows} FOR EACH STATEMENT EXECUTE FUNCTION recallite_keyword_totals()"
+              for op, rows in (("INSERT", "NEW TABLE AS new_rows"), ("DELETE", "OLD TABLE AS old_rows"),
+                               ("UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"))),
             """
             CREATE TABLE retrieval_vectors (
                 retrieval_id bigint PRIMARY KEY REFERENCES retrievals(id) ON DELETE CASCADE,

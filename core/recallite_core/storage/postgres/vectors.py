@@ -14,9 +14,10 @@ _LE_F4 = np.dtype("<f4")
 _VECTOR_SELECT = ("SELECT m.id, m.scope, m.status, m.type, m.session, v.embedding FROM vectors v "
                   "JOIN memories m ON m.id = v.memory_id")
 #: At most this many candidates (after the filter) are ranked exactly, by a scan in the server;
-#: more go through the HNSW index. An exact scan of 20k 384-d vectors takes tens of ms, and its
-#: answer is the true top-k, which an approximate index only estimates.
-EXACT_BELOW = 20_000
+#: more go through the HNSW index. The exact answer is the true top-k, which an index only
+#: estimates; its cost grows with the candidates (20k 384-d vectors: 130-390 ms measured on two
+#: busy shared cores, docs/postgres.md), so past 10k the index pays.
+EXACT_BELOW = 10_000
 
 
 def vector_bytes(value: Any) -> bytes:
