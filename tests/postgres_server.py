@@ -3,10 +3,8 @@
 No system service: the wheel bundles PostgreSQL 18 and pgvector 0.8; the session starts one server in a
 temporary folder, creates the `vector` extension and stops and deletes the server at the end.
 
-Use it from a test module with a plain import (not `pytest_plugins`, which pytest allows only in the
-root conftest), so that nothing else in the suite imports psycopg or starts a server:
-
-    from tests.postgres_server import postgres_db_url, postgres_url  # noqa: F401  (fixtures)
+tests/conftest.py imports the two fixtures, so every test module shares one server; importing this
+module imports no driver and starts nothing: only a test that asks for a fixture does.
 
 Fixtures:
 - `postgres_url` (session): `postgresql://postgres:@/recallite_test?host=/tmp/...` -- a database with

@@ -4,10 +4,9 @@ documents. Skips with the fixture's stated reason where psycopg or the wheel is 
 
 import pytest
 
-from tests.postgres_server import postgres_db_url, postgres_url  # noqa: F401  (fixtures)
 
 
-def test_vector_and_full_text_round_trip(postgres_url):  # noqa: F811
+def test_vector_and_full_text_round_trip(postgres_url):
     import numpy as np
     import psycopg
     from pgvector.psycopg import register_vector
@@ -63,7 +62,7 @@ def test_vector_and_full_text_round_trip(postgres_url):  # noqa: F811
         assert all(rank > 0 for _, rank in hits)
 
 
-def test_each_test_can_have_a_fresh_database(postgres_db_url):  # noqa: F811
+def test_each_test_can_have_a_fresh_database(postgres_db_url):
     import psycopg
 
     with psycopg.connect(postgres_db_url, autocommit=True) as conn:
@@ -72,7 +71,7 @@ def test_each_test_can_have_a_fresh_database(postgres_db_url):  # noqa: F811
         conn.execute("CREATE TABLE t (x int)")
 
 
-def test_eight_processes_connect_at_once(postgres_db_url):  # noqa: F811
+def test_eight_processes_connect_at_once(postgres_db_url):
     """Eight separate client processes (think eight MCP servers) hold connections at the same time:
     each registers its backend, then waits, connected, until all eight have (a barrier)."""
     import subprocess

@@ -15,7 +15,6 @@ import pytest
 
 from recallite_core.errors import SchemaVersionError, StoreError
 from recallite_core.storage.base import MemoryFilter
-from tests.postgres_server import postgres_db_url, postgres_url  # noqa: F401  (fixtures)
 
 DIMS = 16
 
@@ -52,7 +51,7 @@ def test_the_core_imports_without_psycopg_and_names_the_extra():
     assert 'pip install "recallite-mcp[postgres]"' in out.stdout and len(out.stdout.strip().splitlines()) == 1
 
 
-def test_a_connection_error_never_shows_the_password(postgres_url):  # noqa: F811
+def test_a_connection_error_never_shows_the_password(postgres_url):
     url = _with(postgres_url, password="hunter2-secret", db="no_such_database")
     with pytest.raises(StoreError) as err:
         _store(url)
@@ -60,7 +59,7 @@ def test_a_connection_error_never_shows_the_password(postgres_url):  # noqa: F81
     assert "hunter2-secret" not in text and "***" in text and "no_such_database" in text
 
 
-def test_migrations_are_recorded_and_a_second_open_changes_nothing(postgres_db_url):  # noqa: F811
+def test_migrations_are_recorded_and_a_second_open_changes_nothing(postgres_db_url):
     import psycopg
 
     store = _store(postgres_db_url)
@@ -76,7 +75,7 @@ def test_migrations_are_recorded_and_a_second_open_changes_nothing(postgres_db_u
         assert [r[0] for r in conn.execute("SELECT name FROM schema_migrations")] == ["0001_initial"]
 
 
-def test_two_processes_creating_one_database_do_not_collide(postgres_db_url):  # noqa: F811
+def test_two_processes_creating_one_database_do_not_collide(postgres_db_url):
     errors: list[BaseException] = []
 
     def open_it() -> None:
@@ -93,7 +92,7 @@ def test_two_processes_creating_one_database_do_not_collide(postgres_db_url):  #
     assert errors == []
 
 
-def test_a_newer_schema_is_refused_untouched(postgres_db_url):  # noqa: F811
+def test_a_newer_schema_is_refused_untouched(postgres_db_url):
     import psycopg
 
     _store(postgres_db_url).close()
@@ -105,7 +104,7 @@ def test_a_newer_schema_is_refused_untouched(postgres_db_url):  # noqa: F811
         _store(postgres_db_url, read_only=True)
 
 
-def test_a_foreign_memories_table_is_refused(postgres_db_url):  # noqa: F811
+def test_a_foreign_memories_table_is_refused(postgres_db_url):
     import psycopg
 
     with psycopg.connect(postgres_db_url) as conn:
@@ -114,7 +113,7 @@ def test_a_foreign_memories_table_is_refused(postgres_db_url):  # noqa: F811
         _store(postgres_db_url)
 
 
-def test_a_refused_vector_extension_is_named(postgres_url):  # noqa: F811
+def test_a_refused_vector_extension_is_named(postgres_url):
     """A role that may not create pgvector (not a superuser; pgvector is not a trusted extension),
     on a database without it: one clear line naming the extension, not a driver traceback."""
     import psycopg
@@ -135,7 +134,7 @@ def test_a_refused_vector_extension_is_named(postgres_url):  # noqa: F811
             conn.execute("DROP ROLE IF EXISTS plain_role")
 
 
-def test_a_write_cannot_join_a_read_snapshot(postgres_db_url):  # noqa: F811
+def test_a_write_cannot_join_a_read_snapshot(postgres_db_url):
     store = _store(postgres_db_url)
     try:
         with store.reading():
@@ -148,7 +147,7 @@ def test_a_write_cannot_join_a_read_snapshot(postgres_db_url):  # noqa: F811
         store.close()
 
 
-def test_a_writer_waits_for_the_write_lock_boundedly(postgres_db_url):  # noqa: F811
+def test_a_writer_waits_for_the_write_lock_boundedly(postgres_db_url):
     first = _store(postgres_db_url)
     second = _store(postgres_db_url, busy_timeout_ms=200)
     try:
@@ -184,7 +183,7 @@ def _exact(vecs: np.ndarray, q: np.ndarray, ids: list[int], k: int) -> list[int]
     return [ids[j] for j in order[:k]]
 
 
-def test_nearest_exact_and_hnsw_with_filters_inside(postgres_db_url):  # noqa: F811
+def test_nearest_exact_and_hnsw_with_filters_inside(postgres_db_url):
     store = _store(postgres_db_url)
     rng = np.random.default_rng(7)
     try:
@@ -210,7 +209,7 @@ def test_nearest_exact_and_hnsw_with_filters_inside(postgres_db_url):  # noqa: F
         store.close()
 
 
-def test_the_hnsw_index_matches_the_query_it_serves(postgres_db_url):  # noqa: F811
+def test_the_hnsw_index_matches_the_query_it_serves(postgres_db_url):
     """The index is on a cast limited to one dimension; the planner can use it only if the
     query repeats that expression and predicate, as Vectors.nearest does."""
     store = _store(postgres_db_url)
@@ -243,7 +242,7 @@ _DOCS = [
 _QUERIES = ["zebrafish heater", "heater", "deploy", "aquarium tank", "lunch coffee", "water heaters fish", "the"]
 
 
-def test_keyword_scores_equal_sqlite_bm25_on_plain_text(postgres_db_url, tmp_path):  # noqa: F811
+def test_keyword_scores_equal_sqlite_bm25_on_plain_text(postgres_db_url, tmp_path):
     """Same rows, same queries: the same ids in the same order with the same scores as FTS5's
     bm25 (column weights included), so the recall's fusion sees one scale on either backend."""
     from recallite_core.storage.sqlite.store import Store

@@ -22,7 +22,6 @@ from recallite_core.storage import base
 from recallite_core.storage.base import MemoryFilter, Shard
 from recallite_core.storage.codec import decode_vector
 from recallite_core.storage.sqlite.store import Store
-from tests.postgres_server import postgres_db_url, postgres_url  # noqa: F401  (fixtures)
 
 DIMS = 16
 NOW = 1_700_000_000.0
