@@ -76,6 +76,10 @@ def test_migrations_are_recorded_and_a_second_open_changes_nothing(postgres_db_u
 
 
 def test_two_processes_creating_one_database_do_not_collide(postgres_db_url):
+    import psycopg
+
+    with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+        conn.execute("DROP EXTENSION vector")  # the first opens create it too
     errors: list[BaseException] = []
 
     def open_it() -> None:

@@ -247,6 +247,8 @@ def test_vectors_round_trip_in_bulk(seed):
         assert row[1:5] == ("s0", "active", "fact", None) and row[5] == blobs[ids[4]]
         batches = list(s.vectors.all_rows(batch=7))
         assert [len(b) for b in batches] == [7, 7, 6]
+        one, two = s.vectors.all_rows(batch=5), s.vectors.all_rows(batch=5)  # two open at once
+        assert len(next(one)) == len(next(two)) == 5 and len(list(one)) == len(list(two)) == 3
         shards = [s.vectors.count(Shard(i, 3)) for i in range(3)]
         assert sum(shards) == 20
         shard_rows = [r[0] for b in s.vectors.all_rows(Shard(1, 3)) for r in b]

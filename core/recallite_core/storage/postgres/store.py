@@ -98,7 +98,10 @@ class PostgresStore:
             raise StoreError(f"PostgreSQL {self.where}: the database lacks the `vector` extension (pgvector); "
                              "open it once writable, or run CREATE EXTENSION vector as its owner.")
         try:
-            self.conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            # Under the migration lock: two processes creating it at once would collide otherwise.
+            with self.conn.transaction():
+                self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+                self.conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         except self._psycopg.Error as exc:
             why = _EXTENSION_REFUSED.get(getattr(exc, "sqlstate", None) or "")
             if why is None:

@@ -3,6 +3,7 @@ neighbours answered in the server (exact for small candidate sets, HNSW for larg
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -11,6 +12,7 @@ from ..base import MemoryFilter, Shard, VectorRow
 from .filters import where_sql
 
 _LE_F4 = np.dtype("<f4")
+_cursor_ids = itertools.count()
 _VECTOR_SELECT = ("SELECT m.id, m.scope, m.status, m.type, m.session, v.embedding FROM vectors v "
                   "JOIN memories m ON m.id = v.memory_id")
 #: At most this many candidates (after the filter) are ranked exactly, by a scan in the server;
@@ -56,7 +58,8 @@ class PostgresVectors:
     def all_rows(self, shard: Shard | None = None, batch: int = 8192) -> Iterator[list[VectorRow]]:
         where, params = _shard_sql(shard, "v.memory_id")
         # A server-side cursor: the client never holds every vector of a large store at once.
-        with self._conn.cursor(name="recallite_vectors_all_rows") as cur:
+        # Named uniquely: two of these may be open in one transaction.
+        with self._conn.cursor(name=f"recallite_vectors_{next(_cursor_ids)}") as cur:
             cur.itersize = batch
             cur.execute(f"{_VECTOR_SELECT} WHERE true{where}", params)
             while True:
