@@ -158,8 +158,25 @@ def test_each_noun_implements_its_protocol(backend):
             assert list(have[name].parameters) == list(sig.parameters), (backend, noun, name)
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_the_store_implements_storage(backend):
+    if backend == "sqlite":
+        impl: type = Store
+    else:
+        from recallite_core.storage.postgres import PostgresStore as impl
+    wanted, have = _methods(base.Storage), _methods(impl)
+    for name, sig in wanted.items():
+        assert name in have, (backend, name)
+        params, extra = list(have[name].parameters.values()), len(have[name].parameters) - len(sig.parameters)
+        assert [p.name for p in params[: len(sig.parameters)]] == list(sig.parameters), (backend, name)
+        # a backend may add keyword knobs with defaults (SQLite: transaction(attempts=8))
+        assert all(p.default is not inspect.Parameter.empty for p in params[len(params) - extra:] if extra), (backend, name)
+
+
 def test_the_session_offers_every_noun(seed):
     nouns = _nouns(seed.name)
+    assert seed.store.read_only is False
+    assert (seed.store.path is None) == (seed.name == "postgres")  # no file: no scan workers
     assert {n for n, v in vars(base.Session).items() if isinstance(v, property)} == set(nouns)
     with seed.store.reading() as s:
         for noun, (_, impl) in nouns.items():
