@@ -282,3 +282,25 @@ def test_keyword_scores_equal_sqlite_bm25_on_plain_text(postgres_db_url, tmp_pat
     finally:
         for seed in seeds:
             seed.store.close()
+
+
+def test_a_dropped_connection_is_replaced_at_the_next_unit_of_work(postgres_db_url):
+    """The server ends our backend (a restart, an idle timeout): the next transaction or reading
+    reconnects before it starts, instead of failing until the process restarts."""
+    import psycopg
+
+    store = _store(postgres_db_url)
+    try:
+        with store.transaction() as s:
+            rid = s.retrievals.add("q", "default", None, "recall", 1.0, [])
+        for start in (store.reading, store.transaction):
+            pid = store.conn.info.backend_pid
+            with psycopg.connect(postgres_db_url, autocommit=True) as admin:
+                assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0]
+            with start() as s:
+                assert s.retrievals.get(rid)[1] == "q"
+            assert store.conn.info.backend_pid != pid
+        with store.reading() as s:  # the vector adapter came back with the connection
+            assert s.vectors.nearest(np.ones(DIMS, dtype=np.float32), MemoryFilter(), 3) == []
+    finally:
+        store.close()

@@ -1,7 +1,9 @@
 """The PostgreSQL store: connection, the vector extension, migrations, transactions.
 
-One psycopg connection per store (autocommit off at the protocol level: this class sends BEGIN
-and COMMIT itself, so that nesting and isolation are decided here, in one place):
+One psycopg connection per store, in psycopg's autocommit mode: this class sends BEGIN and
+COMMIT itself, so that nesting and isolation are decided here, in one place. A connection the
+server dropped (restart, failover, idle timeout) is replaced when the next unit of work begins,
+before anything of it ran, so nothing is retried twice:
 
 - ``transaction()`` is READ COMMITTED plus a transaction-scoped advisory lock that every writer
   of the database takes first. That gives SQLite's BEGIN IMMEDIATE semantics (one writer at a
@@ -50,6 +52,7 @@ class PostgresStore:
         self._psycopg = driver.load("psycopg")
         self._register_vector = driver.load("pgvector.psycopg").register_vector
         self._secret = self._password(url)
+        self._url = url  # kept to reconnect; never shown (messages use self.where)
         self.conn = self._connect(url)
         self._session = PostgresSession(self.conn)
         try:
@@ -87,6 +90,25 @@ class PostgresStore:
         if self.read_only:
             conn.execute("SET default_transaction_read_only = on")
         return conn
+
+    def _begin(self, statement: str) -> None:
+        """Start a unit of work; on a connection the server has dropped, reconnect once first."""
+        if self.conn.broken or self.conn.closed:
+            self._reconnect()
+        try:
+            self.conn.execute(statement)
+        except self._psycopg.OperationalError:
+            if not self.conn.broken:
+                raise
+            self._reconnect()  # nothing of this unit of work ran yet: starting again is safe
+            self.conn.execute(statement)
+
+    def _reconnect(self) -> None:
+        with contextlib.suppress(Exception):
+            self.conn.close()
+        self.conn = self._connect(self._url)
+        self._register_vector(self.conn)
+        self._session = PostgresSession(self.conn)
 
     def _has_vector(self) -> bool:
         return self.conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is not None
@@ -200,7 +222,7 @@ class PostgresStore:
                 raise StoreError("A write cannot join a reading() snapshot (it is READ ONLY); "
                                  "start the transaction() outside it.")
             try:
-                self.conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+                self._begin("BEGIN ISOLATION LEVEL READ COMMITTED")
                 self.conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{int(self.busy_timeout_ms)}ms",))
                 self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
                 # The lock wait is bounded; statements after it are not (an index build may be long).
@@ -232,7 +254,7 @@ class PostgresStore:
                 yield self._session
                 return
             try:
-                self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                self._begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             except self._psycopg.Error as exc:
                 raise self._explain(exc, "starting a read") from exc
             self._mode = "read"
