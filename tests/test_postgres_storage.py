@@ -108,6 +108,13 @@ def test_a_newer_schema_is_refused_untouched(postgres_db_url):
         _store(postgres_db_url, read_only=True)
 
 
+def test_a_read_only_store_needs_an_existing_one(postgres_db_url):
+    with pytest.raises(StoreError, match="no recallite store yet"):
+        _store(postgres_db_url, read_only=True)
+    _store(postgres_db_url).close()
+    _store(postgres_db_url, read_only=True).close()
+
+
 def test_a_foreign_memories_table_is_refused(postgres_db_url):
     import psycopg
 

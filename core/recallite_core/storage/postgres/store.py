@@ -156,6 +156,9 @@ class PostgresStore:
         try:
             self._ensure_vector_extension()
             applied = self._check_version()
+            if self.read_only and not applied:
+                raise StoreError(f"PostgreSQL {self.where} holds no recallite store yet; open it writable once "
+                                 "to create one (a read-only store never writes).")
             if not self.read_only and len(applied) < len(MIGRATIONS):
                 self._migrate()
             self._register_vector(self.conn)
