@@ -133,8 +133,8 @@ class Recallite:
         ours = (self.embedder.name, str(self.embedder.dimensions))
         if (name, dims) == ours:
             return
-        with self.store.reading() as conn:
-            vectors = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+        with self.store.reading() as s:
+            vectors = s.vectors.count()
         if name is None or vectors == 0:
             with self.store.transaction() as conn:
                 self.store.set_meta(conn, "embedder", ours[0])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from typing import Any, Sequence
 
 from . import policy
@@ -139,7 +140,8 @@ class Searcher:
                 hits = hits + self.slm.belief_neighbours(hits, flt, n, mt)
             with self.core.store.transaction() as conn:
                 rid = self.core.retriever.log(conn, q, profile, flt.scopes, [h for h in hits if h.memory.layer != "working"], _kind)
-                _count_redactions(conn, q_redacted)
+                if q_redacted:
+                    conn.stats.count_redactions(Counter(q_redacted))
                 if _tuning is not None:  # build_context: which auto-tuned setting served this retrieval
                     self.core.learning.tuner.log(conn, rid, *_tuning)
         result = RecallResult(retrieval_id=fmt_id("ret", rid), query=q, profile=profile, memories=hits)
@@ -161,14 +163,10 @@ class Searcher:
             shown = set(r.memory_ids)
             unserved = [parse_id(h.memory.id) for h in result.memories
                         if h.memory.layer != "working" and h.memory.id not in shown]
-            with self.core.store.transaction() as conn:
-                conn.execute(
-                    "UPDATE retrievals SET kind = 'context', tokens_served = ?, tokens_matched = ? WHERE id = ?",
-                    (r.tokens, matched, rid),
-                )
+            with self.core.store.transaction() as s:
+                s.retrievals.mark_context(rid, r.tokens, matched)
                 if unserved:
-                    conn.executemany("UPDATE retrieval_items SET served = 0 WHERE retrieval_id = ? AND memory_id = ?",
-                                     [(rid, mid) for mid in unserved])
+                    s.retrievals.mark_unserved(rid, unserved)
         except InvalidInputError:
             pass
         return ContextResult(
@@ -231,9 +229,8 @@ class Searcher:
                               format=format, truncated=False, omitted=len(result.memories))
         text = block + r.context if r.memory_ids or not block else block
         tokens = estimate_tokens(text)
-        with self.core.store.transaction() as conn:
-            conn.execute("UPDATE retrievals SET kind = 'context', tokens_served = ? WHERE id = ?",
-                         (tokens, parse_id(result.retrieval_id, "ret")))
+        with self.core.store.transaction() as s:
+            s.retrievals.mark_context(parse_id(result.retrieval_id, "ret"), tokens, None)
         return ContextResult(context=text, retrieval_id=result.retrieval_id, memory_ids=r.memory_ids, tokens=tokens,
                              max_tokens=max_tokens, format=format, truncated=r.truncated, omitted=r.omitted)
 
@@ -342,9 +339,3 @@ class Searcher:
         return AutoContextResult(context=r.context, retrieval_id=r.retrieval_id, memory_ids=r.memory_ids,
                                  tokens=r.tokens, query=query, concepts=c.concepts, summary=c.summary, method=c.method)
 
-
-def _count_redactions(conn, kinds: Sequence[str]) -> None:
-    for kind in kinds:
-        conn.execute(
-            "INSERT INTO redactions (kind, count) VALUES (?, 1) ON CONFLICT(kind) DO UPDATE SET count = count + 1", (kind,)
-        )

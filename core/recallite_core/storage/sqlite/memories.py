@@ -101,3 +101,15 @@ class SqliteMemories:
             "WHERE id = ?",
             (confidence, metadata, now, now, mid),
         )
+
+    def newest(self, flt: MemoryFilter, limit: int, offset: int) -> list[Memory]:
+        """Memories passing the filter, newest first, from ``offset`` (page() without the total)."""
+        where, params = where_sql(flt)
+        rows = self._conn.execute(f"{SELECT_MEMORIES} WHERE {where} ORDER BY m.id DESC LIMIT ? OFFSET ?",
+                                  [*params, limit, offset]).fetchall()
+        return [memory_from_select(r) for r in rows]
+
+    def retype(self, mid: int, type: str, metadata: str, now: float) -> None:
+        """A new type and metadata for one memory (promotion between layers)."""
+        self._conn.execute("UPDATE memories SET type = ?, metadata = ?, updated_at = ? WHERE id = ?",
+                           (type, metadata, now, mid))

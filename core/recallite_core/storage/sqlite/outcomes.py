@@ -207,6 +207,29 @@ class SqliteRetrievals:
         self._conn.executemany("INSERT OR REPLACE INTO retrieval_vectors (retrieval_id, vector) VALUES (?, ?)", rows)
         self._conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'learning_epoch'")
 
+    def exists(self, rid: int) -> bool:
+        return self._conn.execute("SELECT 1 FROM retrievals WHERE id = ?", (rid,)).fetchone() is not None
+
+    def mark_expanded(self, rid: int, ids: Sequence[int]) -> None:
+        """These items of a retrieval were opened (expand)."""
+        self._conn.executemany("UPDATE retrieval_items SET expanded = 1 WHERE retrieval_id = ? AND memory_id = ?",
+                               [(rid, mid) for mid in ids])
+
+    def mark_unserved(self, rid: int, ids: Sequence[int]) -> None:
+        """These items of a retrieval were logged but never shown (left out by a budget)."""
+        self._conn.executemany("UPDATE retrieval_items SET served = 0 WHERE retrieval_id = ? AND memory_id = ?",
+                               [(rid, mid) for mid in ids])
+
+    def mark_context(self, rid: int, tokens_served: int, tokens_matched: int | None) -> None:
+        """A retrieval served as context; ``tokens_matched`` None leaves that column as it is."""
+        if tokens_matched is None:
+            self._conn.execute("UPDATE retrievals SET kind = 'context', tokens_served = ? WHERE id = ?",
+                               (tokens_served, rid))
+        else:
+            self._conn.execute(
+                "UPDATE retrievals SET kind = 'context', tokens_served = ?, tokens_matched = ? WHERE id = ?",
+                (tokens_served, tokens_matched, rid))
+
 
 class SqliteTuning:
     """The context tuner's arms: pulls and reward per (scope, arm), and the arm each retrieval served."""

@@ -12,6 +12,7 @@ from .keywords import SqliteKeywords
 from .memories import SqliteMemories
 from .outcomes import SqliteOutcomes, SqliteRetrievals, SqliteTuning
 from .relations import SqliteRelations
+from .stats import SqliteStats
 from .vectors import SqliteVectors
 
 
@@ -120,8 +121,12 @@ class SqliteSession:
     def integrity(self) -> SqliteIntegrity:
         return SqliteIntegrity(self._conn)
 
+    @cached_property
+    def stats(self) -> SqliteStats:
+        return SqliteStats(self._conn)
+
 
 __all__ = [
     "SqliteChangeFeed", "SqliteEpisodes", "SqliteIntegrity", "SqliteKeywords", "SqliteMemories", "SqliteOutcomes",
-    "SqliteRelations", "SqliteRetrievals", "SqliteSession", "SqliteTuning", "SqliteVectors",
+    "SqliteRelations", "SqliteRetrievals", "SqliteSession", "SqliteStats", "SqliteTuning", "SqliteVectors",
 ]
