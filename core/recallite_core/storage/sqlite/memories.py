@@ -113,3 +113,9 @@ class SqliteMemories:
         """A new type and metadata for one memory (promotion between layers)."""
         self._conn.execute("UPDATE memories SET type = ?, metadata = ?, updated_at = ? WHERE id = ?",
                            (type, metadata, now, mid))
+
+    def newest_ids(self, flt: MemoryFilter, limit: int) -> list[int]:
+        """The ids of the newest ``limit`` memories passing the filter, newest first."""
+        where, params = where_sql(flt)
+        return [r[0] for r in self._conn.execute(
+            f"SELECT m.id FROM memories m WHERE {where} ORDER BY m.id DESC LIMIT ?", [*params, int(limit)])]
