@@ -68,3 +68,7 @@ class SqliteKeywords:
         return [r[0] for r in self._conn.execute(
             f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({marks(len(ids))})",
             [f'"{term}"', *ids])]
+
+    def rebuild(self) -> None:
+        """The memories' keyword index rebuilt from the table."""
+        self._conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")

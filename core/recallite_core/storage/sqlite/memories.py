@@ -119,3 +119,35 @@ class SqliteMemories:
         where, params = where_sql(flt)
         return [r[0] for r in self._conn.execute(
             f"SELECT m.id FROM memories m WHERE {where} ORDER BY m.id DESC LIMIT ?", [*params, int(limit)])]
+
+    def texts(self) -> list[tuple[int, str, str]]:
+        """(id, title, content) of every memory, by id (what its embedding is made of)."""
+        return self._conn.execute("SELECT id, title, content FROM memories ORDER BY id").fetchall()
+
+    def classified(self, flt: MemoryFilter) -> list[tuple[int, str, str, str]]:
+        """(id, scope, type, metadata JSON) of the memories passing the filter."""
+        where, params = where_sql(flt)
+        return self._conn.execute(f"SELECT m.id, m.scope, m.type, m.metadata FROM memories m WHERE {where}",
+                                  params).fetchall()
+
+    def merged_metadata(self) -> list[str]:
+        """The metadata JSON of memories that may be merges (it names consolidated_from)."""
+        return [r[0] for r in self._conn.execute(
+            "SELECT metadata FROM memories WHERE metadata LIKE '%consolidated_from%'")]
+
+    def usefulness_of(self, ids: Sequence[int]) -> list[tuple[int, float, str]]:
+        """(id, usefulness, status) of the rows among ``ids``."""
+        out: list[tuple[int, float, str]] = []
+        for chunk in chunked(ids):
+            out += self._conn.execute(
+                f"SELECT id, usefulness, status FROM memories WHERE id IN ({marks(len(chunk))})", chunk).fetchall()
+        return out
+
+    def set_usefulness(self, mid: int, usefulness: float, now: float) -> None:
+        self._conn.execute("UPDATE memories SET usefulness = ?, updated_at = ? WHERE id = ?", (usefulness, now, mid))
+
+    def apply_outcomes(self, rows: Sequence[tuple[float, int, int, float, int]]) -> None:
+        """(new usefulness, successes to add, failures to add, now, id) per memory judged by a feedback."""
+        self._conn.executemany(
+            "UPDATE memories SET usefulness = ?, success_count = success_count + ?, "
+            "failure_count = failure_count + ?, updated_at = ? WHERE id = ?", rows)

@@ -105,6 +105,43 @@ class SqliteOutcomes:
                 out[mid] = CreditRecord(succ or 0, rets or 0, fails or 0)
         return out
 
+    def add_feedback(self, rid: int, outcome: str, score: float, used_ids: str, reason: str | None,
+                     client_key: str | None, now: float) -> int:
+        """Log one feedback on a retrieval; returns its id."""
+        return self._conn.execute(
+            "INSERT INTO feedback (retrieval_id, outcome, score, used_ids, reason, client_key, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", (rid, outcome, score, used_ids, reason, client_key, now)).lastrowid
+
+    def feedback_with_key(self, client_key: str) -> int | None:
+        """The feedback sent earlier with this client key (a retry), if any."""
+        row = self._conn.execute("SELECT id FROM feedback WHERE client_key = ?", (client_key,)).fetchone()
+        return None if row is None else row[0]
+
+    def feedback(self, fid: int) -> tuple[int | None, str, float]:
+        """(retrieval id, outcome, score) of one feedback."""
+        return self._conn.execute("SELECT retrieval_id, outcome, score FROM feedback WHERE id = ?", (fid,)).fetchone()
+
+    def credits_of(self, fid: int) -> list[tuple[int, float, float, float]]:
+        """(memory id, weight, usefulness before, after) of the credit rows a feedback wrote, in order."""
+        return self._conn.execute(
+            "SELECT memory_id, weight, old_usefulness, new_usefulness FROM memory_outcomes "
+            "WHERE feedback_id = ? AND kind = 'credit' ORDER BY rowid", (fid,)).fetchall()
+
+    def add(self, rows: Sequence[tuple[int, int, float, float, float, float, float]]) -> None:
+        """Credit rows: (feedback id, memory id, weight, target, usefulness before, after, created_at)."""
+        self._conn.executemany(
+            "INSERT INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, new_usefulness, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def add_unused(self, fid: int, ids: Sequence[int], weight: float, now: float, exempt_types: Sequence[str]) -> None:
+        """'unused' rows (target 0, usefulness unchanged) for the memories among ``ids`` whose
+        type is not one of ``exempt_types``."""
+        self._conn.executemany(
+            "INSERT INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, "
+            "new_usefulness, created_at, kind) SELECT ?, id, ?, 0.0, usefulness, usefulness, ?, 'unused' "
+            f"FROM memories WHERE id = ? AND type NOT IN ({marks(len(exempt_types))})",
+            [(fid, weight, now, mid, *exempt_types) for mid in ids])
+
 
 class SqliteRetrievals:
     """The retrieval log: what each recall or context served, its feedback, its task vector."""
@@ -209,6 +246,12 @@ class SqliteRetrievals:
 
     def exists(self, rid: int) -> bool:
         return self._conn.execute("SELECT 1 FROM retrievals WHERE id = ?", (rid,)).fetchone() is not None
+
+    def shown(self, rid: int) -> list[tuple[int, int, int, int]]:
+        """(memory id, rank, expanded, served) of a retrieval's items, by rank."""
+        return self._conn.execute(
+            "SELECT memory_id, rank, expanded, served FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank",
+            (rid,)).fetchall()
 
     def mark_expanded(self, rid: int, ids: Sequence[int]) -> None:
         """These items of a retrieval were opened (expand)."""

@@ -78,3 +78,9 @@ class SqliteRelations:
             f"WHERE r.type = 'supports' AND r.to_id IN ({marks(len(ids))}) AND m.status IN ({marks(len(statuses))})",
             [*ids, *statuses],
         ).fetchall()
+
+    def add(self, from_id: int, to_id: int, type: str, effect: int, now: float) -> None:
+        """One relation, unless the same (from, to, type) exists already."""
+        self._conn.execute(
+            "INSERT OR IGNORE INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (?, ?, ?, ?, ?)",
+            (from_id, to_id, type, effect, now))
