@@ -12,6 +12,13 @@ from .filters import marks
 _TURN = "SELECT memory_id, scope, session, seq, role FROM episodes"
 
 
+def _in_scopes(scopes: Sequence[str] | None, alias: str) -> tuple[str, list]:
+    """An "AND alias.scope IN (...)" fragment, empty for None (every scope)."""
+    if scopes is None:
+        return "", []
+    return f"AND {alias}.scope IN ({marks(len(scopes))})", list(scopes)
+
+
 class SqliteEpisodes:
     def __init__(self, conn: sqlite3.Connection):
         self._conn = conn
@@ -61,3 +68,43 @@ class SqliteEpisodes:
 
     def places(self) -> list[tuple[str, str, int]]:
         return self._conn.execute("SELECT scope, session, seq FROM episodes").fetchall()
+
+    def set_categories(self, rows: Sequence[tuple[int, str]]) -> None:
+        """(memory id, category) rows; a memory's earlier category is replaced."""
+        self._conn.executemany(
+            "INSERT INTO memory_categories (memory_id, category) VALUES (?, ?) "
+            "ON CONFLICT(memory_id) DO UPDATE SET category = excluded.category", rows)
+
+    def session_latest(self, session: str, scopes: Sequence[str] | None, statuses: Sequence[str],
+                       limit: int | None) -> list[int]:
+        """The turn ids of a session whose memory has one of ``statuses``, latest first (at
+        most ``limit``)."""
+        where, params = _in_scopes(scopes, "e")
+        sql = (f"SELECT e.memory_id FROM episodes e JOIN memories m ON m.id = e.memory_id WHERE e.session = ? {where} "
+               f"AND m.status IN ({marks(len(statuses))}) ORDER BY e.seq DESC, e.event_at DESC")
+        args: list = [session, *params, *statuses]
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        return [r[0] for r in self._conn.execute(sql, args)]
+
+    def session_turns(self, session: str, scopes: Sequence[str] | None,
+                      statuses: Sequence[str]) -> list[tuple[int, int]]:
+        """(memory id, seq) of a session's turns whose memory has one of ``statuses``, in order."""
+        where, params = _in_scopes(scopes, "e")
+        return self._conn.execute(
+            f"SELECT e.memory_id, e.seq FROM episodes e JOIN memories m ON m.id = e.memory_id WHERE e.session = ? {where} "
+            f"AND m.status IN ({marks(len(statuses))}) ORDER BY e.seq, e.event_at", [session, *params, *statuses]).fetchall()
+
+    def summary_pools(self, session: str, scopes: Sequence[str] | None) -> list[str]:
+        """The summary sentence pools (JSON) of a session, one per scope it has turns in."""
+        where, params = _in_scopes(scopes, "e")
+        return [r[0] for r in self._conn.execute(
+            f"SELECT pool FROM session_summaries e WHERE e.session = ? {where}", [session, *params])]
+
+    def sources_of(self, mid: int) -> list[int]:
+        """The turns a memory cites, and those cited by the memories it was derived from."""
+        return [r[0] for r in self._conn.execute(
+            "SELECT episode_id FROM citations WHERE memory_id = ? UNION "
+            "SELECT c.episode_id FROM relations r JOIN citations c ON c.memory_id = r.to_id "
+            "WHERE r.from_id = ? AND r.type = 'derived_from'", (mid, mid))]

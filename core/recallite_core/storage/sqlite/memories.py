@@ -151,3 +151,7 @@ class SqliteMemories:
         self._conn.executemany(
             "UPDATE memories SET usefulness = ?, success_count = success_count + ?, "
             "failure_count = failure_count + ?, updated_at = ? WHERE id = ?", rows)
+
+    def type_of(self, mid: int) -> str | None:
+        row = self._conn.execute("SELECT type FROM memories WHERE id = ?", (mid,)).fetchone()
+        return None if row is None else row[0]
