@@ -1,1 +1,1 @@
-from .storage.sqlite.store import MEMORY_PATHS, Store, _explain, _split_sql  # noqa: F401  (moved; this path goes once its importers do)
+from .storage.sqlite.store import MEMORY_PATHS, Store, _split_sql, explain  # noqa: F401  (moved; this path goes once its importers do)

@@ -72,3 +72,7 @@ class SqliteKeywords:
     def rebuild(self) -> None:
         """The memories' keyword index rebuilt from the table."""
         self._conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+
+    def optimize(self) -> None:
+        """Merge the keyword index's segments (deleted text leaves its pages)."""
+        self._conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")

@@ -155,3 +155,70 @@ class SqliteMemories:
     def type_of(self, mid: int) -> str | None:
         row = self._conn.execute("SELECT type FROM memories WHERE id = ?", (mid,)).fetchone()
         return None if row is None else row[0]
+
+    def state(self, mid: int) -> tuple[str, str, float, str] | None:
+        """(status, source type, confidence, metadata JSON) of one memory: what a status change reads."""
+        return self._conn.execute("SELECT status, source_type, confidence, metadata FROM memories WHERE id = ?",
+                                  (mid,)).fetchone()
+
+    def states_of(self, ids: Sequence[int]) -> list[tuple[int, str, str, str]]:
+        """(id, status, source type, metadata JSON) of the rows among ``ids`` (a few)."""
+        return self._conn.execute(
+            f"SELECT id, status, source_type, metadata FROM memories WHERE id IN ({marks(len(ids))})", list(ids)).fetchall()
+
+    def supersede_state(self, mid: int) -> tuple[str, int | None, str, str] | None:
+        """(status, superseded_by, metadata JSON, source type) of one memory."""
+        return self._conn.execute("SELECT status, superseded_by, metadata, source_type FROM memories WHERE id = ?",
+                                  (mid,)).fetchone()
+
+    def source_of(self, mid: int) -> tuple[str, str] | None:
+        """(source type, metadata JSON) of one memory: what its trust is judged by."""
+        return self._conn.execute("SELECT source_type, metadata FROM memories WHERE id = ?", (mid,)).fetchone()
+
+    def link_ends(self, ids: Sequence[int]) -> list[tuple[int, str, str | None, float, str]]:
+        """(id, source type, source id, confidence, metadata JSON) of the rows among ``ids`` (a few)."""
+        return self._conn.execute(
+            f"SELECT id, source_type, source_id, confidence, metadata FROM memories WHERE id IN ({marks(len(ids))})",
+            list(ids)).fetchall()
+
+    def confidence_of(self, mid: int) -> float | None:
+        row = self._conn.execute("SELECT confidence FROM memories WHERE id = ?", (mid,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_status(self, mid: int, status: str, confidence: float, metadata: str, now: float,
+                   validated_at: float | None) -> None:
+        """A status change; ``validated_at`` (None: unchanged) restarts trust's decay."""
+        self._conn.execute("UPDATE memories SET status = ?, confidence = ?, metadata = ?, updated_at = ? WHERE id = ?",
+                           (status, confidence, metadata, now, mid))
+        if validated_at is not None:
+            self._conn.execute("UPDATE memories SET validated_at = ? WHERE id = ?", (validated_at, mid))
+
+    def mark_superseded(self, mid: int, by: int, metadata: str, now: float) -> None:
+        self._conn.execute(
+            "UPDATE memories SET status = 'superseded', superseded_by = ?, metadata = ?, updated_at = ? WHERE id = ?",
+            (by, metadata, now, mid))
+
+    def restore_status(self, mid: int, status: str, metadata: str, now: float) -> None:
+        """Undo a supersede: the status it had, no superseded_by."""
+        self._conn.execute("UPDATE memories SET status = ?, superseded_by = NULL, metadata = ?, updated_at = ? WHERE id = ?",
+                           (status, metadata, now, mid))
+
+    def set_confidence(self, mid: int, confidence: float, now: float) -> None:
+        self._conn.execute("UPDATE memories SET confidence = ?, updated_at = ? WHERE id = ?", (confidence, now, mid))
+
+    def delete(self, mid: int) -> bool:
+        """Delete a memory (its vector, keyword entry, relations, outcomes, chunks and citations go
+        with it) and blank what the retrieval log may quote of it: the queries that surfaced it
+        and the reasons of feedback on them. False if there was no such memory."""
+        shown_in = "SELECT retrieval_id FROM retrieval_items WHERE memory_id = ?"
+        self._conn.execute(f"UPDATE retrievals SET query = '[forgotten]' WHERE id IN ({shown_in})", (mid,))
+        self._conn.execute(f"UPDATE feedback SET reason = NULL WHERE retrieval_id IN ({shown_in}) OR used_ids LIKE ?",
+                           (mid, f'%"mem_{mid}"%'))
+        return self._conn.execute("DELETE FROM memories WHERE id = ?", (mid,)).rowcount > 0
+
+    def types_of(self, ids: Sequence[int]) -> dict[int, str]:
+        """The type of each memory among ``ids``."""
+        out: dict[int, str] = {}
+        for chunk in chunked(ids):
+            out.update(self._conn.execute(f"SELECT id, type FROM memories WHERE id IN ({marks(len(chunk))})", chunk))
+        return out

@@ -32,6 +32,15 @@ class SqliteChangeFeed:
     def tombstones_count_since(self, seq: int) -> int:
         return self._conn.execute("SELECT count(*) FROM tombstones WHERE seq > ?", (seq,)).fetchone()[0]
 
+    def prune_tombstones(self, keep: int) -> None:
+        """When more than ``keep`` tombstones pile up, drop them all and move the floor past them:
+        readers older than the floor reload instead of replaying."""
+        count = self._conn.execute("SELECT count(*) FROM tombstones").fetchone()[0]
+        if count > keep:
+            top = self._conn.execute("SELECT max(seq) FROM tombstones").fetchone()[0]
+            self._conn.execute("DELETE FROM tombstones WHERE seq <= ?", (top,))
+            self._conn.execute("UPDATE counters SET value = ? WHERE name = 'tombstone_floor'", (top,))
+
     def side_tables(self) -> tuple[bool, bool]:
         rel, out = self._conn.execute(
             "SELECT EXISTS (SELECT 1 FROM relations), EXISTS (SELECT 1 FROM memory_outcomes)").fetchone()

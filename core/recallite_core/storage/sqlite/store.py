@@ -22,7 +22,7 @@ log = logging.getLogger("recallite.store")
 MEMORY_PATHS = (None, "", ":memory:")
 
 
-def _explain(exc: sqlite3.Error, path: str | None) -> StoreError:
+def explain(exc: sqlite3.Error, path: str | None) -> StoreError:
     """Turn an sqlite error into a StoreError that names the file and a next step."""
     where = path or ":memory:"
     text = str(exc).lower()
@@ -144,7 +144,7 @@ class Store:
                 conn.execute("PRAGMA query_only = ON")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.Error as exc:
-            raise _explain(exc, path) from exc
+            raise explain(exc, path) from exc
         return conn
 
     def _applied(self) -> list[str]:
@@ -160,7 +160,7 @@ class Store:
             applied = self._applied()
             user_version = self.conn.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.Error as exc:
-            raise _explain(exc, self.path) from exc
+            raise explain(exc, self.path) from exc
         known = [name for name, _ in MIGRATIONS]
         unknown = [n for n in applied if n not in known]
         if unknown or user_version > SCHEMA_VERSION:
@@ -194,11 +194,11 @@ class Store:
             except sqlite3.OperationalError as exc:
                 busy = "locked" in str(exc).lower() or "busy" in str(exc).lower()
                 if not busy or time.monotonic() > deadline:
-                    raise _explain(exc, self.path) from exc
+                    raise explain(exc, self.path) from exc
                 time.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 0.5)
             except sqlite3.Error as exc:
-                raise _explain(exc, self.path) from exc
+                raise explain(exc, self.path) from exc
         if str(mode).lower() != "wal":
             log.warning("Could not switch %s to WAL (got %s); concurrent readers will block.", self.path, mode)
         # Checkpoint every ~40 MB of WAL instead of 4 MB: small writes (feedback, retrieval
@@ -252,9 +252,9 @@ class Store:
                     break
                 except sqlite3.OperationalError as exc:
                     if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
-                        raise _explain(exc, self.path) from exc
+                        raise explain(exc, self.path) from exc
                     if attempt == attempts - 1:
-                        raise _explain(exc, self.path) from exc
+                        raise explain(exc, self.path) from exc
                     time.sleep(delay * (1 + random.random()))
                     delay = min(delay * 2, 1.0)
             try:
@@ -265,7 +265,7 @@ class Store:
                 except sqlite3.Error:
                     pass
                 if isinstance(exc, sqlite3.Error):
-                    raise _explain(exc, self.path) from exc
+                    raise explain(exc, self.path) from exc
                 raise
             else:
                 try:
@@ -275,7 +275,7 @@ class Store:
                         self.conn.execute("ROLLBACK")
                     except sqlite3.Error:
                         pass
-                    raise _explain(exc, self.path) from exc
+                    raise explain(exc, self.path) from exc
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[SqliteSession]:
@@ -289,7 +289,7 @@ class Store:
                 self.conn.execute("BEGIN")
                 yield self._session
             except sqlite3.Error as exc:
-                raise _explain(exc, self.path) from exc
+                raise explain(exc, self.path) from exc
             finally:
                 if self.conn.in_transaction:
                     try:
@@ -332,6 +332,18 @@ class Store:
         conn.execute("DELETE FROM tombstones")
         conn.execute("UPDATE counters SET value = (SELECT value FROM counters WHERE name = 'changes') "
                      "WHERE name = 'tombstone_floor'")
+
+    def vacuum(self) -> bool:
+        """Rewrite the file without its free pages (deleted text leaves the disk). False when
+        another process's reader kept the rewritten pages in the WAL: the old ones stay in the
+        main file until a checkpoint can run."""
+        with self.lock:
+            try:
+                self.conn.execute("VACUUM")
+                busy = self.path and self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            except sqlite3.Error as exc:
+                raise explain(exc, self.path) from exc
+        return not busy
 
     def change_counter(self) -> int:
         with self.reading() as conn:
