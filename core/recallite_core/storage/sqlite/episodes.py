@@ -75,6 +75,10 @@ class SqliteEpisodes:
             "INSERT INTO memory_categories (memory_id, category) VALUES (?, ?) "
             "ON CONFLICT(memory_id) DO UPDATE SET category = excluded.category", rows)
 
+    def category_of(self, mid: int) -> str | None:
+        row = self._conn.execute("SELECT category FROM memory_categories WHERE memory_id = ?", (mid,)).fetchone()
+        return None if row is None else row[0]
+
     def session_latest(self, session: str, scopes: Sequence[str] | None, statuses: Sequence[str],
                        limit: int | None) -> list[int]:
         """The turn ids of a session whose memory has one of ``statuses``, latest first (at

@@ -6,7 +6,7 @@ import sqlite3
 from typing import Collection, Sequence
 
 from ...models import Memory
-from ..base import MemoryFilter, TrustRow, chunked
+from ..base import MemoryFilter, NewMemoryRow, TrustRow, chunked
 from .filters import marks, where_sql
 from .rows import SELECT_MEMORIES, load_memories, memory_from_select
 
@@ -221,4 +221,62 @@ class SqliteMemories:
         out: dict[int, str] = {}
         for chunk in chunked(ids):
             out.update(self._conn.execute(f"SELECT id, type FROM memories WHERE id IN ({marks(len(chunk))})", chunk))
+        return out
+
+    def insert_many(self, rows: Sequence[NewMemoryRow], vectors: Sequence[bytes]) -> list[int]:
+        """Insert new memories with their vectors (one little-endian float32 blob each); returns
+        their ids, in order.
+
+        A few statements for the whole batch: ids are taken after the largest ever used
+        (AUTOINCREMENT semantics; the write transaction holds the lock) and every row is stamped
+        with one bump of the change counter, so the per-row seq triggers skip them (migration
+        0006) and so does the FTS trigger: one INSERT ... SELECT indexes the batch (migration 0009)."""
+        if not rows:
+            return []
+        conn = self._conn
+        conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
+        seq = conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
+        top = conn.execute(
+            "SELECT max(coalesce((SELECT max(id) FROM memories), 0), "
+            "coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0))"
+        ).fetchone()[0]
+        ids = list(range(top + 1, top + 1 + len(rows)))
+        conn.executemany(
+            "INSERT INTO memories (id, type, title, content, status, source_type, source_id, scope, session, tags, "
+            "metadata, confidence, usefulness, importance, success_count, failure_count, access_count, "
+            "last_accessed_at, created_at, updated_at, content_hash, tokens, valid_until, seq) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [(mid, *row, seq) for mid, row in zip(ids, rows)],
+        )
+        conn.execute("INSERT INTO memories_fts(rowid, title, content, tags) "
+                     "SELECT id, title, content, tags FROM memories WHERE id BETWEEN ? AND ?", (ids[0], ids[-1]))
+        conn.executemany("INSERT INTO vectors (memory_id, vector, seq) VALUES (?, ?, ?)",
+                         [(mid, blob, seq) for mid, blob in zip(ids, vectors)])
+        return ids
+
+    def duplicate_of(self, content_hash: str, scope: str) -> int | None:
+        """A memory of the scope with this content hash, one that is not superseded first."""
+        row = self._conn.execute(
+            "SELECT id FROM memories WHERE content_hash = ? AND scope = ? ORDER BY status = 'superseded', id LIMIT 1",
+            (content_hash, scope)).fetchone()
+        return row[0] if row else None
+
+    def with_hashes(self, hashes: Sequence[str]) -> list[tuple[int, str, str, bool]]:
+        """(id, content hash, scope, superseded) of the memories with one of these hashes."""
+        out: list[tuple[int, str, str, bool]] = []
+        for i in range(0, len(hashes), 500):
+            chunk = list(hashes[i : i + 500])
+            out += [(mid, h, sc, bool(stale)) for mid, h, sc, stale in self._conn.execute(
+                f"SELECT id, content_hash, scope, status = 'superseded' FROM memories WHERE content_hash IN "
+                f"({marks(len(chunk))})", chunk)]
+        return out
+
+    def comparable(self, ids: Sequence[int]) -> list[tuple[int, str, str, str, str]]:
+        """(id, content, source type, metadata JSON, type) of the rows among ``ids``: what a
+        correction compares a new memory with."""
+        out: list[tuple[int, str, str, str, str]] = []
+        for chunk in chunked(ids):
+            out += self._conn.execute(
+                f"SELECT id, content, source_type, metadata, type FROM memories WHERE id IN ({marks(len(chunk))})",
+                chunk).fetchall()
         return out
