@@ -10,7 +10,7 @@ import math
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -217,6 +217,12 @@ class Retriever:
     def _counter(self, session: Session) -> int:
         """The store's change counter in this snapshot."""
         return self._once("counter", session.feed.counter)
+
+    @property
+    def counter(self) -> Callable[[Session], int]:
+        """Reads the store's change counter in a session, once per recall snapshot (the chunk
+        channel follows the same counter as the vector matrix)."""
+        return self._counter
 
     @contextlib.contextmanager
     def _snapshot(self):

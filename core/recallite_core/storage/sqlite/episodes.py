@@ -5,11 +5,13 @@ from __future__ import annotations
 import sqlite3
 from typing import Sequence
 
-from ..base import TurnRow, chunked
-from .filters import marks
+from ..base import ChunkRow, MemoryFilter, TurnRow, chunked
+from .filters import marks, where_sql
 
 
 _TURN = "SELECT memory_id, scope, session, seq, role FROM episodes"
+_CHUNK = ("SELECT c.id, m.scope, m.status, m.type, m.session, c.vector, c.memory_id "
+          "FROM chunks c JOIN memories m ON m.id = c.memory_id")
 
 
 def _in_scopes(scopes: Sequence[str] | None, alias: str) -> tuple[str, list]:
@@ -165,6 +167,27 @@ class SqliteEpisodes:
         self._conn.execute("DELETE FROM session_summaries")
 
     # -- sentence chunks -------------------------------------------------------------------------
+    def all_chunks(self) -> list[ChunkRow]:
+        return self._conn.execute(_CHUNK).fetchall()
+
+    def chunks_changed_since(self, seq: int) -> list[ChunkRow]:
+        """Chunks written after ``seq``, and those of memories changed after it."""
+        return self._conn.execute(f"{_CHUNK} WHERE c.seq > ? UNION ALL {_CHUNK} WHERE m.seq > ? AND c.seq <= ?",
+                                  (seq, seq, seq)).fetchall()
+
+    def chunk_ids(self, flt: MemoryFilter) -> list[int]:
+        """The chunks of the memories passing the filter."""
+        where, params = where_sql(flt)
+        return [r[0] for r in self._conn.execute(
+            f"SELECT c.id FROM chunks c JOIN memories m ON m.id = c.memory_id WHERE {where}", params)]
+
+    def chunk_tombstone_floor(self) -> int:
+        return self._conn.execute("SELECT value FROM counters WHERE name = 'chunk_tombstone_floor'").fetchone()[0]
+
+    def chunk_tombstones_since(self, seq: int) -> list[int]:
+        """The chunks deleted after ``seq``."""
+        return [r[0] for r in self._conn.execute("SELECT chunk_id FROM chunk_tombstones WHERE seq > ?", (seq,))]
+
     def add_chunks(self, rows: Sequence[tuple[int, int, int, int, str, bytes]]) -> None:
         """(memory id, ord, start, stop, text, vector bytes) rows."""
         self._conn.executemany("INSERT INTO chunks (memory_id, ord, start, stop, text, vector) VALUES (?, ?, ?, ?, ?, ?)",
