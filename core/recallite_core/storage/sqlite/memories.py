@@ -280,3 +280,50 @@ class SqliteMemories:
                 f"SELECT id, content, source_type, metadata, type FROM memories WHERE id IN ({marks(len(chunk))})",
                 chunk).fetchall()
         return out
+
+    def count(self) -> int:
+        return self._conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+
+    def expired_among(self, flt: MemoryFilter, now: float) -> list[int]:
+        """The ids passing the filter whose valid_until is at or before ``now``, by id."""
+        where, params = where_sql(flt)
+        return [r[0] for r in self._conn.execute(
+            f"SELECT m.id FROM memories m WHERE {where} AND m.valid_until IS NOT NULL AND m.valid_until <= ? ORDER BY m.id",
+            [*params, now])]
+
+    def purge(self, ids: Sequence[int]) -> None:
+        """Delete these memories (with what hangs off them), leaving the retrieval log as it is:
+        expiry, where the text is not secret, only out of date."""
+        for chunk in chunked(ids):
+            self._conn.execute(f"DELETE FROM memories WHERE id IN ({marks(len(chunk))})", chunk)
+
+    def mark_deprecated(self, mid: int, metadata: str, now: float) -> None:
+        self._conn.execute("UPDATE memories SET status = 'deprecated', metadata = ?, updated_at = ? WHERE id = ?",
+                           (metadata, now, mid))
+
+    def versions(self, mid: int) -> tuple[list[int], list[int]]:
+        """(the versions it superseded, oldest first, ending with itself; the versions that
+        superseded it, in order), following superseded_by both ways (at most 10000 steps)."""
+        older = [r[0] for r in self._conn.execute(
+            "WITH RECURSIVE back(id, n) AS (SELECT ?, 0 UNION SELECT m.id, back.n + 1 FROM memories m "
+            "JOIN back ON m.superseded_by = back.id WHERE back.n < 10000) SELECT id FROM back ORDER BY n DESC", (mid,))]
+        newer = [r[0] for r in self._conn.execute(
+            "WITH RECURSIVE fwd(id, n) AS (SELECT superseded_by, 1 FROM memories WHERE id = ? AND superseded_by IS NOT NULL "
+            "UNION SELECT m.superseded_by, fwd.n + 1 FROM memories m JOIN fwd ON m.id = fwd.id "
+            "WHERE m.superseded_by IS NOT NULL AND fwd.n < 10000) SELECT id FROM fwd ORDER BY n", (mid,))]
+        return older, newer
+
+    def live_duplicate_of(self, content_hash: str, scope: str) -> int | None:
+        """The oldest memory of the scope with this content hash that is not superseded."""
+        row = self._conn.execute(
+            "SELECT id FROM memories WHERE content_hash = ? AND scope = ? AND status != 'superseded' ORDER BY id LIMIT 1",
+            (content_hash, scope)).fetchone()
+        return None if row is None else row[0]
+
+    def record_behaviour(self, mid: int, metadata: str, status: str, importance: float, now: float) -> None:
+        """A behaviour seen again: its counts (metadata), status, importance (never lowered); a
+        status change restarts trust's decay."""
+        self._conn.execute(
+            "UPDATE memories SET metadata = ?, status = ?, importance = max(importance, ?), updated_at = ?, "
+            "validated_at = CASE WHEN ? != status THEN ? ELSE validated_at END WHERE id = ?",
+            (metadata, status, importance, now, status, now, mid))

@@ -13,6 +13,7 @@ from .memories import SqliteMemories
 from .outcomes import SqliteOutcomes, SqliteRetrievals, SqliteTuning
 from .relations import SqliteRelations
 from .stats import SqliteStats
+from .teams import SqliteTeams
 from .vectors import SqliteVectors
 
 
@@ -134,8 +135,12 @@ class SqliteSession:
     def stats(self) -> SqliteStats:
         return SqliteStats(self._conn)
 
+    @cached_property
+    def teams(self) -> SqliteTeams:
+        return SqliteTeams(self._conn)
+
 
 __all__ = [
     "SqliteChangeFeed", "SqliteEpisodes", "SqliteIntegrity", "SqliteKeywords", "SqliteMemories", "SqliteOutcomes",
-    "SqliteRelations", "SqliteRetrievals", "SqliteSession", "SqliteStats", "SqliteTuning", "SqliteVectors",
+    "SqliteRelations", "SqliteRetrievals", "SqliteSession", "SqliteStats", "SqliteTeams", "SqliteTuning", "SqliteVectors",
 ]
