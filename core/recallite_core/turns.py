@@ -113,7 +113,7 @@ class TurnStore:
         written = 0
         with self.core.store.transaction() as conn:
             for (mid, *_), plan in zip(rows, plans):
-                conn.episodes.delete_chunks(mid)
+                conn.episodes.delete_chunks([mid])
                 if conn.memories.exists(mid):
                     written += self.write_chunks(conn, mid, plan)
             self.prune_chunk_tombstones(conn)

@@ -193,8 +193,12 @@ class SqliteEpisodes:
         self._conn.executemany("INSERT INTO chunks (memory_id, ord, start, stop, text, vector) VALUES (?, ?, ?, ?, ?, ?)",
                                rows)
 
-    def delete_chunks(self, mid: int) -> None:
-        self._conn.execute("DELETE FROM chunks WHERE memory_id = ?", (mid,))
+    def delete_chunks(self, ids: Sequence[int]) -> None:
+        """The chunks of these memories."""
+        self._conn.executemany("DELETE FROM chunks WHERE memory_id = ?", [(i,) for i in ids])
+
+    def chunk_count(self) -> int:
+        return self._conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
 
     def chunk_sources(self, types: Sequence[str] | None, ids: Sequence[int] | None) -> list[tuple[int, str, str, str | None]]:
         """(id, type, content, role or None) of the memories among ``ids``, or (``ids`` None) of

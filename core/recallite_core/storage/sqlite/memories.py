@@ -327,3 +327,18 @@ class SqliteMemories:
             "UPDATE memories SET metadata = ?, status = ?, importance = max(importance, ?), updated_at = ?, "
             "validated_at = CASE WHEN ? != status THEN ? ELSE validated_at END WHERE id = ?",
             (metadata, status, importance, now, status, now, mid))
+
+    def all_ids(self) -> list[int]:
+        return [r[0] for r in self._conn.execute("SELECT id FROM memories")]
+
+    def contents(self) -> list[tuple[int, str, str]]:
+        """(id, type, content) of every memory: what chunks are cut from."""
+        return self._conn.execute("SELECT id, type, content FROM memories").fetchall()
+
+    def texts_of(self, ids: Sequence[int]) -> list[tuple[int, str, str]]:
+        """(id, title, content) of the rows among ``ids``."""
+        out: list[tuple[int, str, str]] = []
+        for chunk in chunked(ids):
+            out += self._conn.execute(f"SELECT id, title, content FROM memories WHERE id IN ({marks(len(chunk))})",
+                                      chunk).fetchall()
+        return out

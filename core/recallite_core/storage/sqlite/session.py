@@ -7,6 +7,7 @@ import sqlite3
 from functools import cached_property
 
 from ..base import ProjectionCounts
+from .drift import SqliteDrift
 from .episodes import SqliteEpisodes
 from .keywords import SqliteKeywords
 from .memories import SqliteMemories
@@ -139,8 +140,12 @@ class SqliteSession:
     def teams(self) -> SqliteTeams:
         return SqliteTeams(self._conn)
 
+    @cached_property
+    def drift(self) -> SqliteDrift:
+        return SqliteDrift(self._conn)
+
 
 __all__ = [
-    "SqliteChangeFeed", "SqliteEpisodes", "SqliteIntegrity", "SqliteKeywords", "SqliteMemories", "SqliteOutcomes",
+    "SqliteChangeFeed", "SqliteDrift", "SqliteEpisodes", "SqliteIntegrity", "SqliteKeywords", "SqliteMemories", "SqliteOutcomes",
     "SqliteRelations", "SqliteRetrievals", "SqliteSession", "SqliteStats", "SqliteTeams", "SqliteTuning", "SqliteVectors",
 ]

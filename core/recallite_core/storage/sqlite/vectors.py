@@ -69,3 +69,12 @@ class SqliteVectors:
         """(id, title, content) of the memories without a vector."""
         return self._conn.execute(
             "SELECT id, title, content FROM memories WHERE id NOT IN (SELECT memory_id FROM vectors)").fetchall()
+
+    def put(self, rows: Sequence[tuple[int, bytes]]) -> None:
+        """Store (memory id, vector bytes) rows, replacing a memory's vector if it has one."""
+        self._conn.executemany(
+            "INSERT INTO vectors (memory_id, vector) VALUES (?, ?) ON CONFLICT(memory_id) DO UPDATE SET vector = excluded.vector",
+            rows)
+
+    def delete(self, ids: Sequence[int]) -> None:
+        self._conn.executemany("DELETE FROM vectors WHERE memory_id = ?", [(i,) for i in ids])
