@@ -7,6 +7,7 @@ import sqlite3
 from functools import cached_property
 
 from ..base import ProjectionCounts
+from .archive import SqliteArchive
 from .drift import SqliteDrift
 from .episodes import SqliteEpisodes
 from .keywords import SqliteKeywords
@@ -144,8 +145,12 @@ class SqliteSession:
     def drift(self) -> SqliteDrift:
         return SqliteDrift(self._conn)
 
+    @cached_property
+    def archive(self) -> SqliteArchive:
+        return SqliteArchive(self._conn)
+
 
 __all__ = [
-    "SqliteChangeFeed", "SqliteDrift", "SqliteEpisodes", "SqliteIntegrity", "SqliteKeywords", "SqliteMemories", "SqliteOutcomes",
+    "SqliteArchive", "SqliteChangeFeed", "SqliteDrift", "SqliteEpisodes", "SqliteIntegrity", "SqliteKeywords", "SqliteMemories", "SqliteOutcomes",
     "SqliteRelations", "SqliteRetrievals", "SqliteSession", "SqliteStats", "SqliteTeams", "SqliteTuning", "SqliteVectors",
 ]
