@@ -27,7 +27,7 @@ from .reconcile import Reconciler
 from .scan_workers import WorkerOptions
 from .search import Searcher
 from .slm import SlmFeatures
-from .store import Store
+from .storage.sqlite.store import Store
 from .turns import TurnStore
 from .validation import Limits
 from .working import WorkingMemory

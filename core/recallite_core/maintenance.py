@@ -60,7 +60,7 @@ class Maintenance:
             conn.keywords.rebuild()
             rebuild_windows(conn)
             # Every reader reloads from scratch: cheaper than replaying a tombstone per row.
-            self.core.store.reload_readers(conn)
+            conn.feed.reset_readers()
             self.core.store.set_meta(conn, "embedder", self.core.embedder.name)
             self.core.store.set_meta(conn, "dimensions", str(self.core.embedder.dimensions))
         with self.core.store.lock:

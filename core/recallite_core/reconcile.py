@@ -165,7 +165,7 @@ class Reconciler:
                     items["session_summaries"].repaired = items["session_summaries"].count
             # Repairs rewrite projections without stamping rows (an FTS rebuild, episode positions):
             # every reader's in-memory copy reloads.
-            self.core.store.reload_readers(conn)
+            conn.feed.reset_readers()
             self.core.store.set_meta(conn, "reconciled_at", str(time.time()))
         if rechunk:
             self.turns.rechunk(rechunk)

@@ -37,7 +37,6 @@ from .policy import DEFAULT_RECALL_STATUSES
 from .beliefs import walk
 from .redaction import redact_text
 from .rerank import rerank_hits, resolve_reranker
-from .rows import load_memories
 from .slm import SlmFeatures, Summarizer
 from .tokens import estimate_tokens
 from .trust import trust_scores
@@ -287,7 +286,7 @@ class Searcher:
                 out.append(h)
                 if len(out) >= limit:
                     break
-            found = load_memories(conn, sorted({i for ids in windows.values() for i in ids}))
+            found = conn.memories.load(sorted({i for ids in windows.values() for i in ids}))
         for h in out:
             ids = windows.get(stored_id(h))
             if ids:
@@ -313,7 +312,7 @@ class Searcher:
         seeds = {parse_id(h.memory.id): h.memory.confidence for h in r.memories}
         with self.core.store.reading() as conn:
             reached, edges = walk(conn, seeds, depth=depth, scopes=scopes, valid_at=time.time())
-            mems = load_memories(conn, list(reached))
+            mems = conn.memories.load(list(reached))
             trust = trust_scores(conn, list(reached), half_life_days=self.core.config.trust_half_life_days)
         nodes = []
         for mid, node in sorted(reached.items(), key=lambda kv: (kv[1].hops, -kv[1].confidence, kv[0])):

@@ -122,6 +122,7 @@ class ChangeFeed(Protocol):
     def tombstones_count_since(self, seq: int) -> int: ...
     def side_tables(self) -> tuple[bool, bool]: ...  # whether any relation, any outcome row exists
     def prune_tombstones(self, keep: int) -> None: ...
+    def reset_readers(self) -> None: ...
 
 
 class Memories(Protocol):
@@ -383,6 +384,7 @@ class Stats(Protocol):
 
 class Integrity(Protocol):
     def projections(self, dimensions: int | None = None) -> ProjectionCounts: ...
+    def file_check(self) -> str: ...  # "ok", or what the backend's own consistency check found
 
 
 class Session(Protocol):

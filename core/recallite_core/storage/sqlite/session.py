@@ -44,6 +44,15 @@ class SqliteChangeFeed:
             self._conn.execute("DELETE FROM tombstones WHERE seq <= ?", (top,))
             self._conn.execute("UPDATE counters SET value = ? WHERE name = 'tombstone_floor'", (top,))
 
+    def reset_readers(self) -> None:
+        """After a rebuild that stamps no row (FTS, windows, episode positions), move the change
+        counter and the tombstone floor together: every reader's in-memory copy (the matrix,
+        the keyword mirror, the episode map) then reloads from scratch."""
+        self._conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
+        self._conn.execute("DELETE FROM tombstones")
+        self._conn.execute("UPDATE counters SET value = (SELECT value FROM counters WHERE name = 'changes') "
+                           "WHERE name = 'tombstone_floor'")
+
     def side_tables(self) -> tuple[bool, bool]:
         rel, out = self._conn.execute(
             "SELECT EXISTS (SELECT 1 FROM relations), EXISTS (SELECT 1 FROM memory_outcomes)").fetchone()
@@ -80,18 +89,16 @@ class SqliteIntegrity:
             r.fts_detail = str(exc)
         return r
 
+    def file_check(self) -> str:
+        """SQLite's own check of the file's pages and indexes: "ok" or what it found."""
+        return self._conn.execute("PRAGMA integrity_check").fetchone()[0]
+
 
 class SqliteSession:
-    """One unit of work on an SQLite connection: the nouns of storage.base.Session.
-
-    ``execute``/``executemany`` pass through to the connection for the modules that still
-    write their own SQL (docs/storage.md lists them); they are not part of the interface and
-    go once those modules are converted."""
+    """One unit of work on an SQLite connection: the nouns of storage.base.Session."""
 
     def __init__(self, conn: sqlite3.Connection):
         self._conn = conn
-        self.execute = conn.execute
-        self.executemany = conn.executemany
 
     @cached_property
     def feed(self) -> SqliteChangeFeed:
@@ -150,7 +157,13 @@ class SqliteSession:
         return SqliteArchive(self._conn)
 
 
+def connection_of(session: SqliteSession) -> sqlite3.Connection:
+    """The connection a session runs on, for this backend's own caches (the keyword mirror)
+    that read its FTS5 tables directly; nothing outside storage/sqlite asks for it."""
+    return session._conn
+
+
 __all__ = [
     "SqliteArchive", "SqliteChangeFeed", "SqliteDrift", "SqliteEpisodes", "SqliteIntegrity", "SqliteKeywords", "SqliteMemories", "SqliteOutcomes",
-    "SqliteRelations", "SqliteRetrievals", "SqliteSession", "SqliteStats", "SqliteTeams", "SqliteTuning", "SqliteVectors",
+    "SqliteRelations", "SqliteRetrievals", "connection_of", "SqliteSession", "SqliteStats", "SqliteTeams", "SqliteTuning", "SqliteVectors",
 ]

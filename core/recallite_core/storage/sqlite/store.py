@@ -212,7 +212,8 @@ class Store:
         self._enable_wal()
         if all(n in set(self._applied()) for n, _ in MIGRATIONS):
             return
-        with self.transaction() as conn:
+        with self.transaction():
+            conn = self.conn
             # Again under the write lock: another process opening the same new file may have
             # migrated it between our check and our BEGIN IMMEDIATE.
             self._check_version()
@@ -307,12 +308,13 @@ class Store:
 
     # -- meta ---------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
-        with self.reading() as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        with self.reading():
+            row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
     def set_meta(self, session: SqliteSession, key: str, value: str) -> None:
-        session.execute(
+        # The session is one of this store's, on this connection: the write joins its transaction.
+        self.conn.execute(
             "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
@@ -323,15 +325,10 @@ class Store:
         reading() or transaction(); two equal marks mean no row was written in between."""
         return self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes
 
-    @staticmethod
-    def reload_readers(conn: SqliteSession) -> None:
-        """After a rebuild that stamps no row (FTS, windows, episode positions), move the change
-        counter and the tombstone floor together: every reader's in-memory copy (the matrix,
-        the keyword mirror, the episode map) then reloads from scratch."""
-        conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
-        conn.execute("DELETE FROM tombstones")
-        conn.execute("UPDATE counters SET value = (SELECT value FROM counters WHERE name = 'changes') "
-                     "WHERE name = 'tombstone_floor'")
+    def journal_mode(self) -> str:
+        """The file's journal mode (wal for a file store; memory for an in-memory one)."""
+        with self.reading():
+            return self.conn.execute("PRAGMA journal_mode").fetchone()[0]
 
     def vacuum(self) -> bool:
         """Rewrite the file without its free pages (deleted text leaves the disk). False when
@@ -346,18 +343,18 @@ class Store:
         return not busy
 
     def change_counter(self) -> int:
-        with self.reading() as conn:
-            return conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
+        with self.reading() as s:
+            return s.feed.counter()
 
     def schema_version(self) -> int:
-        with self.reading() as conn:
-            return conn.execute("PRAGMA user_version").fetchone()[0]
+        with self.reading():
+            return self.conn.execute("PRAGMA user_version").fetchone()[0]
 
     def file_sizes(self) -> tuple[int, int]:
         if self.path is None:
-            with self.reading() as conn:
-                pages = conn.execute("PRAGMA page_count").fetchone()[0]
-                size = conn.execute("PRAGMA page_size").fetchone()[0]
+            with self.reading():
+                pages = self.conn.execute("PRAGMA page_count").fetchone()[0]
+                size = self.conn.execute("PRAGMA page_size").fetchone()[0]
             return pages * size, 0
 
         def size(p: str) -> int:
