@@ -124,7 +124,7 @@ class Portability:
                     entries = [dict(e, m=f"mem_{e['m']}") for e in json.loads(pool) if e["m"] in ids]
                     write({"kind": "session_summary", "scope": sc, "session": sess, "turns": turns, "updated_at": updated,
                            "pool": entries})
-                for rid, q, prof, sc, kind, ts_, tm, created in conn.archive.retrievals():
+                for rid, q, prof, searched, kind, ts_, tm, created in conn.archive.retrievals():
                     items = [
                         {"memory_id": f"mem_{m}", "rank": r, "score": s, "expanded": bool(e)}
                         for m, r, s, e in conn.archive.items_of(rid)
@@ -133,9 +133,9 @@ class Portability:
                     if scope and not items:
                         continue
                     write({"kind": "retrieval", "id": f"ret_{rid}", "query": q, "profile": prof,
-                           "scope": None if sc is None else json.loads(sc), "retrieval_kind": kind,
+                           "scope": None if searched is None else json.loads(searched), "retrieval_kind": kind,
                            "tokens_served": ts_, "tokens_matched": tm, "created_at": created, "items": items})
-                for fid, rid, outcome, score, used, reason, key, created in conn.archive.feedback():
+                for fid, judged, outcome, score, used, reason, key, created in conn.archive.feedback():
                     effects = [
                         {"memory_id": f"mem_{m}", "weight": w, "target": t, "old_usefulness": o, "new_usefulness": n,
                          **({"kind": k} if k != "credit" else {})}
@@ -144,7 +144,7 @@ class Portability:
                     ]
                     if scope and not effects:
                         continue
-                    write({"kind": "feedback", "id": f"fb_{fid}", "retrieval_id": None if rid is None else f"ret_{rid}",
+                    write({"kind": "feedback", "id": f"fb_{fid}", "retrieval_id": None if judged is None else f"ret_{judged}",
                            "outcome": outcome, "score": score, "used_memory_ids": json.loads(used), "reason": reason,
                            "client_key": key, "created_at": created, "effects": effects})
             os.chmod(tmp, 0o600)

@@ -161,7 +161,10 @@ class SlmFeatures:
         else:
             with self.core.store.transaction() as conn:
                 for mid in ids:
-                    meta = json.loads(conn.memories.state(mid)[3])
+                    state = conn.memories.state(mid)
+                    if state is None:  # deleted since the read above
+                        continue
+                    meta = json.loads(state[3])
                     meta["deprecated_reason"] = "expired"
                     conn.memories.mark_deprecated(mid, json.dumps(meta, ensure_ascii=False), at)
         return [f"mem_{i}" for i in ids]
@@ -297,7 +300,10 @@ class SlmFeatures:
                 return
             found = parse_id(m.id)
         with self.core.store.transaction() as conn:
-            status, _, _, meta_text = conn.memories.state(found)
+            state = conn.memories.state(found)
+            if state is None:  # forgotten since the read above: nothing to count
+                return
+            status, _, _, meta_text = state
             meta = json.loads(meta_text)
             meta["occurrences"] = int(meta.get("occurrences", 1)) + 1
             outcomes = meta.setdefault("outcomes", {o: 0 for o in BEHAVIOR_OUTCOMES})
@@ -336,8 +342,7 @@ class SlmFeatures:
 
     def _doc_freq(self, terms: list[str]) -> dict[str, int]:
         """How many memories contain each term (FTS applies the same stemming as recall), one statement."""
-        pairs = [(t, fts_query(t)) for t in terms]
-        pairs = [(t, q) for t, q in pairs if q]
+        pairs: list[tuple[str, str]] = [(t, q) for t in terms if (q := fts_query(t))]
         if not pairs:
             return {}
         with self.core.store.reading() as conn:

@@ -92,10 +92,12 @@ class SqliteArchive:
     def add_retrieval(self, query: str, profile: str, scopes: str | None, kind: str, tokens_served: int | None,
                       tokens_matched: int | None, created_at: float) -> int:
         """A restored retrieval; returns its new id."""
-        return self._conn.execute(
+        rid = self._conn.execute(
             "INSERT INTO retrievals (query, profile, scope, kind, tokens_served, tokens_matched, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (query, profile, scopes, kind, tokens_served, tokens_matched, created_at)).lastrowid
+        assert rid is not None  # every INSERT sets it
+        return rid
 
     def add_items(self, rid: int, rows: Sequence[tuple[int, int, float, int]]) -> None:
         """A restored retrieval's items: (memory id, rank, score, expanded)."""

@@ -105,12 +105,14 @@ class SqliteOutcomes:
                 out[mid] = CreditRecord(succ or 0, rets or 0, fails or 0)
         return out
 
-    def add_feedback(self, rid: int, outcome: str, score: float, used_ids: str, reason: str | None,
+    def add_feedback(self, rid: int | None, outcome: str, score: float, used_ids: str, reason: str | None,
                      client_key: str | None, now: float) -> int:
-        """Log one feedback on a retrieval; returns its id."""
-        return self._conn.execute(
+        """Log one feedback on a retrieval (None: a restored one whose retrieval was not kept); returns its id."""
+        fid = self._conn.execute(
             "INSERT INTO feedback (retrieval_id, outcome, score, used_ids, reason, client_key, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)", (rid, outcome, score, used_ids, reason, client_key, now)).lastrowid
+        assert fid is not None  # every INSERT sets it
+        return fid
 
     def feedback_with_key(self, client_key: str) -> int | None:
         """The feedback sent earlier with this client key (a retry), if any."""

@@ -87,9 +87,11 @@ class SqliteRelations:
 
     def create(self, from_id: int, to_id: int, type: str, effect: int, now: float) -> int:
         """One new relation; returns its id."""
-        return self._conn.execute(
+        rid = self._conn.execute(
             "INSERT INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (?, ?, ?, ?, ?)",
             (from_id, to_id, type, effect, now)).lastrowid
+        assert rid is not None  # every INSERT sets it
+        return rid
 
     def find(self, from_id: int, to_id: int, type: str) -> int | None:
         row = self._conn.execute("SELECT id FROM relations WHERE from_id = ? AND to_id = ? AND type = ?",

@@ -354,8 +354,8 @@ class Store:
         if self.path is None:
             with self.reading():
                 pages = self.conn.execute("PRAGMA page_count").fetchone()[0]
-                size = self.conn.execute("PRAGMA page_size").fetchone()[0]
-            return pages * size, 0
+                page_size = self.conn.execute("PRAGMA page_size").fetchone()[0]
+            return pages * page_size, 0
 
         def size(p: str) -> int:
             try:
