@@ -3,7 +3,7 @@ batch), a turn's window, a session's turns and short-term context (recent turns 
 summary), citations and ``why``. A turn is a memory of type ``episode``; the rows beside it
 are written by the turn store.
 
-May import the plumbing, the turn store, the write path, the episode text functions, rows,
+May import the plumbing, the turn store, the write path, the episode text functions, storage,
 models and validation; never the search, the facade or another service.
 """
 

@@ -3,7 +3,7 @@ windows, chunks and the learner's query vectors rebuilt with the current embedde
 ``consolidate`` (near-duplicates merged into one new candidate linked to each; nothing is
 deleted).
 
-May import the plumbing, the catalog, the write path, the turn store, codec, episode_windows,
+May import the plumbing, the catalog, the write path, the turn store, storage, episode_windows,
 models and validation; never the facade or another service.
 """
 

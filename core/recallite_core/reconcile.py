@@ -4,7 +4,7 @@ episode rows, chunks, citations, session summaries.
 
 Only what is missing or wrong is re-embedded; a clean store is left untouched.
 
-May import the plumbing, the turn store, health, codec, models and the write path's
+May import the plumbing, the turn store, health, storage, models and the write path's
 ``embedding_text``; never the facade or another service.
 """
 

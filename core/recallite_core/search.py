@@ -4,7 +4,7 @@ budget, ``build_context`` with its conversation block and auto-tuned limit, the 
 a topic and ``auto_context``. Every recall is logged in the transaction that returns its id.
 
 May import the plumbing, the turn store, the conversations, the working layer, the SLM
-features, rerank, context, policy, rows, models and validation; never the write path's
+features, rerank, context, policy, storage, models and validation; never the write path's
 internals, the facade or another service.
 """
 

@@ -5,7 +5,7 @@ search applies (team scopes, expiry). Working memory is in working_layer.py; ``b
 ``auto_context`` (which recall) are in search.py.
 
 May import the plumbing, the write path, the lifecycle, the catalog, policy, behavior,
-beliefs, concepts, trust, rows, models and validation; never the search, the facade or
+beliefs, concepts, trust, storage, models and validation; never the search, the facade or
 another service.
 """
 

@@ -5,7 +5,7 @@ Conversations and import write through these public methods, each inside one tra
 
 May import the plumbing, the turn store (conversation projections of a new memory), the
 lifecycle (superseding what a write corrects), the catalog (reading it back), corrections,
-policy, redaction, injection, rows, models and validation; never the facade.
+policy, redaction, injection, storage, models and validation; never the facade.
 """
 
 from __future__ import annotations
