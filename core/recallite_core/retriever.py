@@ -10,7 +10,7 @@ import math
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -30,7 +30,6 @@ from .storage.base import MemoryFilter, Session, StaleIndex, chunked
 from .storage.codec import decode_vector
 from .storage.fts import query_terms
 from .storage.order import top_order
-from .storage.sqlite.filters import where_sql  # RecallFilter.sql, until its last callers convert
 from .trust import side_tables, trust_scores
 from .vector_index import ScanFilter, VectorIndex, exact_scores, stats_moments
 
@@ -60,11 +59,6 @@ class RecallFilter:
         """The storage's filter of the same memories."""
         return MemoryFilter(scopes=self.scopes, statuses=self.statuses, types=self.types, sessions=self.sessions,
                             tags=self.tags, roles=self.roles, categories=self.categories, valid_at=self.valid_at)
-
-    def sql(self, alias: str = "m") -> tuple[str, list]:
-        """WHERE fragments (joined by AND) and their parameters, for modules that still write
-        SQL against the SQLite store (docs/storage.md lists them)."""
-        return where_sql(self.memory_filter(), alias)
 
 
 @dataclass
@@ -217,6 +211,12 @@ class Retriever:
     def _counter(self, session: Session) -> int:
         """The store's change counter in this snapshot."""
         return self._once("counter", session.feed.counter)
+
+    @property
+    def counter(self) -> Callable[[Session], int]:
+        """Reads the store's change counter in a session, once per recall snapshot (the chunk
+        channel follows the same counter as the vector matrix)."""
+        return self._counter
 
     @contextlib.contextmanager
     def _snapshot(self):
