@@ -25,6 +25,14 @@ class PostgresChangeFeed:
     def tombstone_floor(self) -> int:
         return self._conn.execute("SELECT value FROM counters WHERE name = 'tombstone_floor'").fetchone()[0]
 
+    def reset_readers(self) -> None:
+        """After a rebuild that stamps no row, move the change counter and the tombstone floor
+        together, so every reader's in-memory copy reloads from scratch (as SQLite's)."""
+        self._conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
+        self._conn.execute("DELETE FROM tombstones")
+        self._conn.execute("UPDATE counters SET value = (SELECT value FROM counters WHERE name = 'changes') "
+                           "WHERE name = 'tombstone_floor'")
+
     def tombstones_since(self, seq: int) -> list[int]:
         return [r[0] for r in self._conn.execute("SELECT memory_id FROM tombstones WHERE seq > %s", (seq,))]
 

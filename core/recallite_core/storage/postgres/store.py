@@ -289,14 +289,6 @@ class PostgresStore:
         self.conn.execute("INSERT INTO meta (key, value) VALUES (%s, %s) "
                           "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
 
-    def reload_readers(self, session: PostgresSession) -> None:
-        """After a rebuild that stamps no row, move the change counter and the tombstone floor
-        together, so every reader's in-memory copy reloads from scratch (as SQLite's Store)."""
-        self.conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
-        self.conn.execute("DELETE FROM tombstones")
-        self.conn.execute("UPDATE counters SET value = (SELECT value FROM counters WHERE name = 'changes') "
-                          "WHERE name = 'tombstone_floor'")
-
     def change_counter(self) -> int:
         with self.reading() as s:
             return s.feed.counter()
