@@ -106,6 +106,7 @@ class Word:
     value: bool  # a typed value: number, version, name, identifier (or the unit of a number)
     lead: bool = False  # no relation verb before it in its sentence: it names the subject
     unit: bool = False  # the unit of the number before it
+    head: str = ""  # the key of the content word right after it, nothing between: the noun it qualifies
 
     @property
     def shape(self) -> str:
@@ -153,26 +154,35 @@ def words(text: str) -> tuple[Word, ...]:
     after_number = False
     verb_seen = False
     text = _ON_CALL.sub("on-call", text)  # a duty, not the verb "call"
+    for pattern, repl in _SAME_WORDING:
+        text = pattern.sub(repl, text)
     tokens = list(_TOKEN.finditer(text))
     n = len(text)
+    prev_end = -1  # where the last content word ended (-1: a word left out came after it)
     for k, m in enumerate(tokens):
         tok = m.group()
         following = tokens[k + 1].group() if k + 1 < len(tokens) else ""
         low = tok.lower().replace("’", "'")
         acronym = len(tok) > 1 and tok.isupper()  # "US" is a place, not "us"
-        skip = not acronym and (low in STOP or low in CUES or low in TIME or low in NEGATIONS)
+        skip = not acronym and (low in STOP or low in CUES or low in TIME or low in NEGATIONS or low in _SAID)
         if (low in CUES and low not in _ADVERBS) or low in RELATION_VERBS:
             verb_seen = True  # "is", "moved", "replaced", "left": what follows is the value
+        emitted = False
         if not skip:
             key = _key(tok)
             unit = after_number and low in UNITS
             if key not in _VERB_KEYS or unit:
-                out.append(Word(tok, key, unit or _is_value(tok, first, following), not verb_seen, unit))
+                value = unit or _is_value(tok, first, following) or (first and _named(tok, following))
+                if out and prev_end >= 0 and text[prev_end:m.start()].strip() in ("", "-") and not out[-1].digits:
+                    out[-1] = Word(out[-1].text, out[-1].key, out[-1].value, out[-1].lead, out[-1].unit, key)
+                out.append(Word(tok, key, value, not verb_seen, unit))
+                emitted = True
             else:
                 verb_seen = True
             after_number = any(c.isdigit() for c in tok) or (unit and low in ("request", "requests"))
         elif low != "per":
             after_number = False
+        prev_end = m.end() if emitted else -1
         # A capital after . ; : ! ? is grammar, not a name.
         e = m.end()
         while e < n and text[e] == " ":
@@ -182,7 +192,36 @@ def words(text: str) -> tuple[Word, ...]:
             or (tok.endswith(".") and not any(c.isdigit() for c in tok))
         if first:
             verb_seen = False
+            prev_end = -1
     return tuple(out)
+
+
+def _named(token: str, following: str) -> bool:
+    """A capitalised word opening a sentence is a name when a verb of one subject follows it
+    ("Maria owns", "Redis backs", "Lucas left"): a plural noun takes "are", a name "is"."""
+    if not token[:1].isupper() or token.lower() in STOP:
+        return False
+    nxt = following.lower()
+    return nxt in ("is", "was") or (nxt not in _BE and (nxt in RELATION_VERBS or nxt in _SINGULAR_VERBS
+                                                         or (nxt in CUES and nxt not in _ADVERBS)))
+
+
+_BE = frozenset("is are was were be am".split())
+# Verbs of one subject that say who holds or carries something ("Redis backs the analytics stack").
+_SINGULAR_VERBS = frozenset("""
+backs carries watches leads owns runs handles hosts picks indents reads answers sits left took
+""".split())
+# Words that say how a statement is put, not what it states.
+_SAID = frozenset("most least always".split())
+# One relation worded two ways: "times out after" and "the timeout is", "rate limited" and "the
+# rate limit", "are retained for" and "the retention is", "costs" and "the price is".
+_SAME_WORDING = [(re.compile(p, re.I), r) for p, r in (
+    (r"\btim(?:es|ed|ing)[ -]out\b", "has timeout"),
+    (r"\btime[ -]out\b", "timeout"),
+    (r"\brate[ -](limit(?:ed|s)?)\b", r"\1"),
+    (r"\bthe\s+(?:price|cost)\s+of\b", "the"),
+    (r"\bthe\s+retention\s+(?:period\s+)?of\b", "the"),
+)]
 
 
 _ADVERBS = frozenset("now nowadays currently anymore longer instead actually rather new newer newest latest".split())
@@ -324,7 +363,15 @@ def _same_subject(ow: list[Word], nw: list[Word], oset: set[str], nset: set[str]
         lead = {w.key for w in ow if not w.value}
     if lead and len(lead & nset) / len(lead) < policy.CORRECTION_SUBJECT_COVER:
         return False
+    # The new text's own subject: someone or something the old one does not name at all is
+    # another subject ("Aisha ... is on call for the inventory service" after "Chen is on call
+    # for the database cluster").
+    # Unless it repeats all the rest: then the one it names is the new value ("Aisha swapped with
+    # Chen: Aisha is on call for the inventory service now").
     predicate = [w for w in ow if not w.lead]
+    new_lead = {w.key for w in nw if w.lead and not w.digits}
+    if new_lead and not new_lead & oset and not {w.key for w in predicate} <= nset:
+        return False
     if not predicate or {w.key for w in predicate} & nset:
         return True
     # The old number gave way to another ("region eu-central-1" -> "moved to us-east-1"); a name
@@ -343,14 +390,25 @@ def _name_clash(ow: list[Word], nw: list[Word], oset: set[str], nset: set[str]) 
 
 
 def _plain_clash(ow: list[Word], nw: list[Word], diff_o: list[int], diff_n: list[int]) -> bool:
-    """Each text has plain words of its own and the old one's are not its final value words:
-    two subjects, whatever else changed."""
+    """Each text has plain words of its own in the same part (both in the subject, or both after
+    the verb and not the final value words), or one qualifies a word both share (the growth team
+    vs the payments team): two subjects, whatever else changed. Plain words of their own in
+    different parts are wording ("requests to the checkout API are cut off" vs "the checkout API
+    times out")."""
     po = [i for i in diff_o if not ow[i].value]
     pn = [j for j in diff_n if not nw[j].value]
+    if not po or not pn:
+        return False
+    shared = {w.key for w in ow} & {w.key for w in nw}
 
     def value_slot(ws: list[Word], positions: list[int]) -> bool:  # the end, after a verb
         return _tail(positions, len(ws)) and not any(ws[i].lead for i in positions)
-    return bool(po) and bool(pn) and not (value_slot(ow, po) and value_slot(nw, pn))
+    if any(ow[i].head in shared for i in po) or any(nw[j].head in shared for j in pn):
+        return True
+    if any(ow[i].lead for i in po) and any(nw[j].lead for j in pn):
+        return True
+    return any(not ow[i].lead for i in po) and any(not nw[j].lead for j in pn) \
+        and not (value_slot(ow, po) and value_slot(nw, pn))
 
 
 _LINKS = "the|a|an|on|in|at|to|for|with|as|by|of|from|into|its|their|our|his|her"
