@@ -30,7 +30,7 @@ _TOKEN = re.compile(r"\$?\d[\w.,:/%+-]*\w%?|\$?\d|[^\W\d][\w'’.+#/-]*[\w+#]|[^
 STOP = frozenset("""
 a an the of to in on at for with by as from into onto about over under per via and or but so than then
 is are was were be been being am it its it's this that these those there here which who whom whose what
-we our ours us i my me mine you your yours he his him she her hers they their theirs them one ones
+we our ours us i my me mine you your yours he his him she her hers they their theirs them ones
 has have had having do does did doing will would shall should can could may might must also just still
 all any some each every both either neither other another such same own very too quite really
 if when while where because since until after before during up down out off
@@ -92,7 +92,7 @@ def _shape(token: str) -> str:
     """The kind of a typed value: a change from one kind to another is not a substitution."""
     if re.fullmatch(r"v?\d+(\.\d+)+\w*", token, re.I):
         return "version"
-    if any(c.isdigit() for c in token):
+    if any(c.isdigit() for c in token) or token.lower() in NUMBER_WORDS:
         return "number"
     if token[:1].isupper():
         return "name"
@@ -114,7 +114,7 @@ class Word:
 
     @property
     def digits(self) -> bool:
-        return self.unit or any(c.isdigit() for c in self.text)
+        return self.unit or any(c.isdigit() for c in self.text) or self.key in NUMBER_WORDS
 
 
 def _key(token: str) -> str:
@@ -134,7 +134,7 @@ _VERB_KEYS = frozenset(_key(v) for v in RELATION_VERBS)
 
 
 def _is_value(token: str, first: bool, following: str) -> bool:
-    if any(c.isdigit() for c in token):
+    if any(c.isdigit() for c in token) or token.lower() in NUMBER_WORDS:
         return True
     if re.search(r"[._/#+]", token.strip(".")) or (token[1:] != token[1:].lower()):
         return True  # an identifier, a path, CamelCase, an acronym
@@ -179,7 +179,7 @@ def words(text: str) -> tuple[Word, ...]:
                 emitted = True
             else:
                 verb_seen = True
-            after_number = any(c.isdigit() for c in tok) or (unit and low in ("request", "requests"))
+            after_number = any(c.isdigit() for c in tok) or low in NUMBER_WORDS or (unit and low in ("request", "requests"))
         elif low != "per":
             after_number = False
         prev_end = m.end() if emitted else -1
@@ -311,6 +311,13 @@ def compare(old: str, new: str) -> Verdict | None:
 
     if not diff_o or not diff_n:
         return None  # words added or left out: more or less detail, not another value
+    return _plain_change(old, new, ow, nw, diff_o, diff_n, head_o, head_n, why) \
+        or _reworded(ow, nw, diff_o, diff_n, head_o, head_n, why)
+
+
+def _plain_change(old: str, new: str, ow, nw, diff_o: list[int], diff_n: list[int], head_o: bool, head_n: bool,
+                  why: str) -> Verdict | None:
+    """No change announced: one value for another in one place, the rest said again."""
     if len(diff_o) > policy.CORRECTION_MAX_SLOT or len(diff_n) > policy.CORRECTION_MAX_SLOT:
         return None
     vo = [ow[i] for i in diff_o if ow[i].value]
@@ -352,6 +359,63 @@ def compare(old: str, new: str) -> Verdict | None:
         # spaces"): likely a new value, but words in that place also tell things apart.
         return Verdict(False, why)
     return None
+
+
+
+NUMBER_WORDS = frozenset("""
+one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty fifty hundred
+""".split())
+
+
+def _reworded(ow, nw, diff_o: list[int], diff_n: list[int], head_o: bool, head_n: bool, why: str) -> Verdict | None:
+    """No change announced, the statement worded its own way ("Redis backs the analytics stack"
+    after "the analytics stack stores its data in PostgreSQL", "we allow the sync job 45 seconds
+    before timing out" after "requests to the sync job are cut off after 90 seconds"): a typed
+    value gave way to another of its kind, the subject is said again, and the other words of
+    their own are wording, not another subject (they qualify nothing both share and do not stand
+    in the same part of both texts). Likely, not certain: a link, not a supersede."""
+    vo = [ow[i] for i in diff_o if ow[i].value and not ow[i].unit]
+    vn = [nw[j] for j in diff_n if nw[j].value and not nw[j].unit]
+    if not vo or not vn:
+        return None
+    digits_o, digits_n = [w for w in vo if w.digits], [w for w in vn if w.digits]
+    if bool(digits_o) != bool(digits_n):
+        return None  # a number gave way to a name: another kind of thing
+    if digits_o and {w.shape for w in digits_o} != {w.shape for w in digits_n}:
+        return None  # versions vs numbers
+    if any(w.lead for w in vo) and any(w.lead for w in vn):
+        return None  # values of their own before the verb in both name things: "the client from
+        # Acme" vs "the client from Globex", "rule 3" vs "rule 4"
+    if not digits_o and (len(vo) > 2 or len(vn) > 2 or any(w.shape != "name" for w in vo + vn)):
+        return None
+    if head_o and head_n:
+        return None
+    shared = {w.key for w in ow} & {w.key for w in nw}
+    core = [w for w in ow if w.key in shared and not w.unit and not w.digits]
+    if not any(not w.value for w in core) and len(core) < 2:
+        return None  # only units, numbers or a name in common: nothing says it is the same subject
+    po = [i for i in diff_o if not ow[i].value]
+    pn = [j for j in diff_n if not nw[j].value]
+    if len(po) > 2 or len(pn) > 2:
+        return None
+    if _plain_clash(ow, nw, diff_o, diff_n) or _qualifies(ow, diff_o, shared) or _qualifies(nw, diff_n, shared):
+        return None
+    if _qualified(ow, nw, shared) or _qualified(nw, ow, shared):
+        return None
+    return Verdict(False, why)
+
+
+def _qualified(ws, other, shared: set[str]) -> bool:
+    """A shared word qualifies a plain word of its own in one text and not that word in the other:
+    "the public API gateway" is not "the public API", "the worker pool" not "the worker"."""
+    heads = {w.key: w.head for w in other}
+    return any(w.key in shared and w.head and w.head not in shared and not nxt.value and heads.get(w.key) != w.head
+               for w, nxt in zip(ws, ws[1:]))
+
+
+def _qualifies(ws, positions: list[int], shared: set[str]) -> bool:
+    """A word of its own right before a word both share: it names which one (the staging server)."""
+    return any(ws[i].head in shared and not ws[i].digits for i in positions)
 
 
 def _same_subject(ow: list[Word], nw: list[Word], oset: set[str], nset: set[str]) -> bool:
