@@ -78,6 +78,7 @@ publish publishes published monitor monitors monitored follow follows followed r
 reachable charge charges pay pays gives give allow allows block blocks blocked get gets find picks pick
 has have had
 send sends sent runs times timed limited throttled scaled sign signs cut
+backs carries watches answers sits
 """.split())
 
 # Words that belong to the number before them ("30 seconds", "20 requests per minute").
@@ -221,6 +222,9 @@ _SAME_WORDING = [(re.compile(p, re.I), r) for p, r in (
     (r"\brate[ -](limit(?:ed|s)?)\b", r"\1"),
     (r"\bthe\s+(?:price|cost)\s+of\b", "the"),
     (r"\bthe\s+retention\s+(?:period\s+)?of\b", "the"),
+    (r"\bteam\s+lead\b", "lead"),
+    (r"\b(?:leads|owns|manages|heads)\b", "is lead of"),
+    (r"^[^:;.]{0,40}\b(?:changed?|updated?|correction)\b[^:;.]{0,20}:\s*", ""),
 )]
 
 
@@ -290,6 +294,8 @@ def compare(old: str, new: str) -> Verdict | None:
     # Short statements share little besides their subject: the same opening word (before the
     # verb) in both counts as the same subject whatever the share.
     same_subject = ow[0].key == nw[0].key and ow[0].lead and nw[0].lead
+    if head_o and head_n and not cue and not flip:
+        return _holder_swap(ow, nw, diff_o, diff_n, why)
     if (head_o and head_n) or (cover < policy.CORRECTION_MIN_COVER and not same_subject):
         return None
 
@@ -299,8 +305,10 @@ def compare(old: str, new: str) -> Verdict | None:
         # must still be about the old one's subject: most of its subject words (those before its
         # verb, and plain words; not numbers) are repeated, and no plain word of the old subject
         # gives way to a plain word of another (the growth team vs the payments team).
-        if not _same_subject(ow, nw, oset, nset) or _plain_clash(ow, nw, diff_o, diff_n) \
-                or _name_clash(ow, nw, oset, nset):
+        if not _same_subject(ow, nw, oset, nset) or _name_clash(ow, nw, oset, nset):
+            return None
+        if _plain_clash(ow, nw, diff_o, diff_n) and (not _quoted(ow, nset) or _qualifies(ow, diff_o, shared)
+                                                     or _qualifies(nw, diff_n, shared)):
             return None
         return Verdict(True, why) if diff_n or flip else None
 
@@ -405,6 +413,37 @@ def _reworded(ow, nw, diff_o: list[int], diff_n: list[int], head_o: bool, head_n
     return Verdict(False, why)
 
 
+# Who holds a thing: one person at a time, so another name in that place is a change.
+HOLDERS = frozenset("lead owner own on-call maintainer manager head responsible charge".split())
+
+
+def _holder_swap(ow, nw, diff_o: list[int], diff_n: list[int], why: str) -> Verdict | None:
+    """Two texts opening with different names that say the rest alike: two people's facts ("Zara is
+    based in Berlin", "Omar is based in Berlin"), unless what they say is who holds one thing
+    ("Maria owns the sales dashboard", "Tom owns the sales dashboard"): then likely a change."""
+    if not (ow[0].value and nw[0].value and not ow[0].digits and not nw[0].digits):
+        return None
+    rest_o, rest_n = [i for i in diff_o if i != 0], [j for j in diff_n if j != 0]
+    if any(ow[i].lead or ow[i].value for i in rest_o) or any(nw[j].lead and nw[j].value for j in rest_n) \
+            or len(rest_o) > 1 or len(rest_n) > 1:
+        return None
+    keys_o, keys_n = {w.key for w in ow[1:]}, {w.key for w in nw[1:]}
+    thing = (keys_o & keys_n) - HOLDERS
+    holds = HOLDERS & keys_o & keys_n
+    if not holds or len(thing) < 2:
+        return None
+    return Verdict(False, why)
+
+
+def _quoted(ow, nset: set[str]) -> bool:
+    """The new text repeats the old value it replaces: the old statement's typed values after its
+    verb, or else its last word ("instead of three approvals", "no longer wants short emails")."""
+    typed = [w for w in ow if not w.lead and w.value and not w.unit]
+    if typed:
+        return all(w.key in nset for w in typed)
+    return not ow[-1].lead and ow[-1].key in nset
+
+
 def _qualified(ws, other, shared: set[str]) -> bool:
     """A shared word qualifies a plain word of its own in one text and not that word in the other:
     "the public API gateway" is not "the public API", "the worker pool" not "the worker"."""
@@ -433,6 +472,12 @@ def _same_subject(ow: list[Word], nw: list[Word], oset: set[str], nset: set[str]
     # Unless it repeats all the rest: then the one it names is the new value ("Aisha swapped with
     # Chen: Aisha is on call for the inventory service now").
     predicate = [w for w in ow if not w.lead]
+    # What it holds, not only that someone holds something: "the lead of the data team is no
+    # longer Maria" is not about "Maria is the lead of the mobile squad".
+    held = {w.key for w in predicate if w.key not in HOLDERS}
+    if held and not held & nset \
+            and {w.key for w in predicate} & HOLDERS & nset and not any(w.digits for w in predicate):
+        return False
     new_lead = {w.key for w in nw if w.lead and not w.digits}
     if new_lead and not new_lead & oset and not {w.key for w in predicate} <= nset:
         return False
