@@ -611,11 +611,14 @@ def note(new_id: str, found: list[Finding]) -> str | None:
 
 
 # -- ranking --------------------------------------------------------------------------------------------------------
-def newer_first(conn, scored: list[tuple]) -> list[tuple]:
+def newer_first(conn, scored: list[tuple], query: str | None = None) -> list[tuple]:
     """A replacement ranks above what it superseded, and of two memories linked as contradicting
     each other the newer ranks first, whatever their scores (feedback included): the older one's
-    final score is capped just under the newer one's. ``scored``: (final, key, id, ...) tuples,
-    best first; returns them re-sorted."""
+    final score is capped just under the newer one's. With the ``query``, also two unlinked
+    memories near the top that may state one thing two ways (``maybe_changed``) when the question
+    asks about what both share and about nothing only the older one says: detection left them
+    apart, the question cannot tell them apart, so the newer goes first. ``scored``: (final, key,
+    id, ...) tuples, best first; returns them re-sorted."""
     if len(scored) < 2:
         return scored
     ids = [t[2] for t in scored]
@@ -626,8 +629,6 @@ def newer_first(conn, scored: list[tuple]) -> list[tuple]:
         f"JOIN memories a ON a.id = r.from_id JOIN memories b ON b.id = r.to_id "
         f"WHERE r.type IN ('supersedes', 'contradicts') AND r.from_id IN ({marks}) AND r.to_id IN ({marks})",
         [*ids, *ids]).fetchall()
-    if not pairs:
-        return scored
     above: list[tuple[int, int]] = []  # (newer, older)
     for a, b, kind, ta, tb, a_failed, b_failed in pairs:
         if kind == "supersedes":
@@ -636,6 +637,11 @@ def newer_first(conn, scored: list[tuple]) -> list[tuple]:
         newer, older, failed = (a, b, a_failed) if (ta, a) > (tb, b) else (b, a, b_failed)
         if not failed:  # an unsure conflict: recency decides until outcomes fail the newer one
             above.append((newer, older))
+    if query:
+        linked = {frozenset((a, b)) for a, b, *_ in pairs}
+        above += _unsure_pairs(conn, ids[:QUERY_WINDOW], query, linked)
+    if not above:
+        return scored
     final = {t[2]: t[0] for t in scored}
     for _ in range(len(above)):  # chains (a replaced b replaced c) settle in as many passes
         moved = False
@@ -648,3 +654,55 @@ def newer_first(conn, scored: list[tuple]) -> list[tuple]:
     out = [(final[t[2]], *t[1:]) for t in scored]
     out.sort(key=lambda t: (-t[0], t[1]))
     return out
+
+
+# How many of the best hits the question-aware step looks at (pairs among them: at most 28).
+QUERY_WINDOW = 8
+
+
+def _unsure_pairs(conn, ids: list[int], query: str, linked: set[frozenset]) -> list[tuple[int, int]]:
+    """(newer, older) among ``ids``: unlinked memories of one scope that may state one thing two
+    ways, for a question that asks nothing only the older one says."""
+    if len(ids) < 2:
+        return []
+    rows = conn.execute(
+        f"SELECT id, content, created_at, scope, type, status, failure_count > success_count FROM memories "
+        f"WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall()
+    rows = [r for r in rows if r[4] in COMPARED_TYPES and r[5] in LIVE]
+    if len(rows) < 2:
+        return []
+    asked = {w.key for w in words(query)}
+    out = []
+    rows.sort(key=lambda r: (r[2], r[0]))  # oldest first
+    for n, (old_id, old_text, _, scope, *_rest) in enumerate(rows):
+        for new_id, new_text, _, new_scope, _, _, new_failed in rows[n + 1:]:
+            if new_scope != scope or new_failed or frozenset((old_id, new_id)) in linked:
+                continue
+            if maybe_changed(old_text, new_text, asked):
+                out.append((new_id, old_id))
+    return out
+
+
+def maybe_changed(old: str, new: str, asked: set[str]) -> bool:
+    """Whether ``new`` may state another value for what ``old`` states, as far as a question with
+    the content words ``asked`` can tell: the question names words both share and none that only
+    the older one has, both say something of their own, and nothing of their own names another
+    subject (a word qualifying a shared one, another opening name or number)."""
+    ow, nw = words(old), words(new)
+    if not ow or not nw:
+        return False
+    oset, nset = {w.key for w in ow}, {w.key for w in nw}
+    shared = oset & nset
+    own_o, own_n = oset - nset, nset - oset
+    if not own_o or not own_n or not (asked & shared) or asked & own_o:
+        return False
+    if not any(w.key in shared and not w.unit and not w.digits for w in ow):
+        return False  # only numbers or units in common
+    diff_o = [i for i, w in enumerate(ow) if w.key in own_o]
+    diff_n = [j for j, w in enumerate(nw) if w.key in own_n]
+    if _qualifies(ow, diff_o, shared) or _qualifies(nw, diff_n, shared) \
+            or _qualified(ow, nw, shared) or _qualified(nw, ow, shared):
+        return False
+    lead_o = [ow[i] for i in diff_o if ow[i].lead and (ow[i].value or ow[i].digits)]
+    lead_n = [nw[j] for j in diff_n if nw[j].lead and (nw[j].value or nw[j].digits)]
+    return not (lead_o and lead_n)
