@@ -389,8 +389,10 @@ def _reworded(ow, nw, diff_o: list[int], diff_n: list[int], head_o: bool, head_n
     digits_o, digits_n = [w for w in vo if w.digits], [w for w in vn if w.digits]
     if bool(digits_o) != bool(digits_n):
         return None  # a number gave way to a name: another kind of thing
-    if digits_o and {w.shape for w in digits_o} != {w.shape for w in digits_n}:
-        return None  # versions vs numbers
+    if digits_o and {w.shape for w in digits_o} != {w.shape for w in digits_n} \
+            and not (_versioned(vo) and _versioned(vn)):
+        return None  # versions vs numbers (a product and its release number are one kind: "React 18",
+        # "Spring Boot 2.7")
     if any(w.lead for w in vo) and any(w.lead for w in vn):
         return None  # values of their own before the verb in both name things: "the client from
         # Acme" vs "the client from Globex", "rule 3" vs "rule 4"
@@ -415,6 +417,11 @@ def _reworded(ow, nw, diff_o: list[int], diff_n: list[int], head_o: bool, head_n
 
 # Who holds a thing: one person at a time, so another name in that place is a change.
 HOLDERS = frozenset("lead owner own on-call maintainer manager head responsible charge".split())
+
+
+def _versioned(ws) -> bool:
+    """A named product with its release number: "React 18", "Spring Boot 2.7", "Python 3.12"."""
+    return any(not w.digits for w in ws) and all(w.shape in ("number", "version") for w in ws if w.digits)
 
 
 def _holder_swap(ow, nw, diff_o: list[int], diff_n: list[int], why: str) -> Verdict | None:
@@ -479,7 +486,7 @@ def _same_subject(ow: list[Word], nw: list[Word], oset: set[str], nset: set[str]
             and {w.key for w in predicate} & HOLDERS & nset and not any(w.digits for w in predicate):
         return False
     new_lead = {w.key for w in nw if w.lead and not w.digits}
-    if new_lead and not new_lead & oset and not {w.key for w in predicate} <= nset:
+    if new_lead and not new_lead & oset and not {w.key for w in predicate} - HOLDERS <= nset:
         return False
     if not predicate or {w.key for w in predicate} & nset:
         return True
