@@ -296,7 +296,11 @@ def compare(old: str, new: str) -> Verdict | None:
     same_subject = ow[0].key == nw[0].key and ow[0].lead and nw[0].lead
     if head_o and head_n and not cue and not flip:
         return _holder_swap(ow, nw, diff_o, diff_n, why)
-    if (head_o and head_n) or (cover < policy.CORRECTION_MIN_COVER and not same_subject):
+    # With a cue, two plain openers that qualify nothing both share are wording ("requests to the
+    # ledger API are cut off" -> "the timeout for the ledger API was raised").
+    worded = cue and not ow[0].value and not nw[0].value and ow[0].head not in oset & nset \
+        and nw[0].head not in oset & nset
+    if (head_o and head_n and not worded) or (cover < policy.CORRECTION_MIN_COVER and not same_subject):
         return None
 
     if cue:
@@ -617,20 +621,49 @@ def note(new_id: str, found: list[Finding]) -> str | None:
     return "; ".join(parts) or None
 
 
+# -- contexts -------------------------------------------------------------------------------------------------------
+WAS_CHARS = 80  # the superseded text in a "was: ..." note is cut to about this many characters
+
+
+def was_notes(conn, ids: list[str]) -> dict[str, str]:
+    """For the memories among ``ids`` that superseded another one not itself among ``ids``, one
+    short line naming what it replaced ("was: The staging server runs on port 8080. (mem_12)"):
+    the most recent replaced memory for each."""
+    nums = [int(i[4:]) for i in ids if isinstance(i, str) and i.startswith("mem_") and i[4:].isdigit()]
+    if not nums:
+        return {}
+    marks = ",".join("?" * len(nums))
+    rows = conn.execute(
+        f"SELECT superseded_by, id, content FROM memories WHERE status = 'superseded' AND superseded_by IN ({marks}) "
+        f"ORDER BY updated_at DESC, id DESC", nums).fetchall()
+    shown = set(nums)
+    out: dict[str, str] = {}
+    for new, old, content in rows:
+        key = f"mem_{new}"
+        if old in shown or key in out:
+            continue
+        text = " ".join(content.split())
+        if len(text) > WAS_CHARS:
+            text = text[:WAS_CHARS].rsplit(" ", 1)[0] + " …"
+        out[key] = f"was: {text} (mem_{old})"
+    return out
+
+
 # -- ranking --------------------------------------------------------------------------------------------------------
-def newer_first(conn, scored: list[tuple], query: str | None = None) -> list[tuple]:
+def newer_first(conn, scored: list[tuple], query: str | None = None, links: bool = True) -> list[tuple]:
     """A replacement ranks above what it superseded, and of two memories linked as contradicting
     each other the newer ranks first, whatever their scores (feedback included): the older one's
     final score is capped just under the newer one's. With the ``query``, also two unlinked
     memories near the top that may state one thing two ways (``maybe_changed``) when the question
     asks about what both share and about nothing only the older one says: detection left them
     apart, the question cannot tell them apart, so the newer goes first. ``scored``: (final, key,
-    id, ...) tuples, best first; returns them re-sorted."""
-    if len(scored) < 2:
+    id, ...) tuples, best first; returns them re-sorted. ``links``: False when the store holds no
+    relations at all (nothing to read for the linked pairs)."""
+    if len(scored) < 2 or not (links or query):
         return scored
     ids = [t[2] for t in scored]
     marks = ",".join("?" * len(ids))
-    pairs = conn.execute(
+    pairs = [] if not links else conn.execute(
         f"SELECT r.from_id, r.to_id, r.type, a.created_at, b.created_at, a.failure_count > a.success_count, "
         f"b.failure_count > b.success_count FROM relations r "
         f"JOIN memories a ON a.id = r.from_id JOIN memories b ON b.id = r.to_id "
