@@ -873,7 +873,9 @@ class Recallite(ConversationMemory, Reconciler, SlmLite):
 
     def _render(self, result: RecallResult, max_tokens: int, format: str) -> ContextResult:
         self._live()
-        r = render(result.memories, max_tokens, format)
+        with self.store.reading() as conn:  # a replaced value as a one-line "was: ..." note
+            was = corrections.was_notes(conn, [h.memory.id for h in result.memories]) if format == "markdown" else {}
+        r = render(result.memories, max_tokens, format, was=was)
         matched = sum(h.memory.tokens for h in result.memories)
         try:
             rid = parse_id(result.retrieval_id, "ret")
