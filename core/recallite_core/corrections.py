@@ -89,6 +89,7 @@ approval
 """.split())
 
 
+@functools.lru_cache(maxsize=8192)
 def _shape(token: str) -> str:
     """The kind of a typed value: a change from one kind to another is not a substitution."""
     if re.fullmatch(r"v?\d+(\.\d+)+\w*", token, re.I):
@@ -108,16 +109,21 @@ class Word:
     lead: bool = False  # no relation verb before it in its sentence: it names the subject
     unit: bool = False  # the unit of the number before it
     head: str = ""  # the key of the content word right after it, nothing between: the noun it qualifies
+    digits: bool = False  # a number (digits or a number word) or the unit of one
 
     @property
     def shape(self) -> str:
         return "number" if self.unit else _shape(self.text)
 
-    @property
-    def digits(self) -> bool:
-        return self.unit or any(c.isdigit() for c in self.text) or self.key in NUMBER_WORDS
+
+def _word(text: str, key: str, value: bool, lead: bool, unit: bool, head: str = "") -> Word:
+    return Word(text, key, value, lead, unit, head, unit or bool(_DIGIT.search(text)) or key in NUMBER_WORDS)
 
 
+_DIGIT = re.compile(r"\d")
+
+
+@functools.lru_cache(maxsize=16384)
 def _key(token: str) -> str:
     t = token.lower().strip(".'’").replace("’", "'")
     if t.endswith("'s"):
@@ -134,10 +140,13 @@ def _key(token: str) -> str:
 _VERB_KEYS = frozenset(_key(v) for v in RELATION_VERBS)
 
 
+_MARKED = re.compile(r"[._/#+]")
+
+
 def _is_value(token: str, first: bool, following: str) -> bool:
-    if any(c.isdigit() for c in token) or token.lower() in NUMBER_WORDS:
+    if _DIGIT.search(token) or token.lower() in NUMBER_WORDS:
         return True
-    if re.search(r"[._/#+]", token.strip(".")) or (token[1:] != token[1:].lower()):
+    if _MARKED.search(token.strip(".")) or (token[1:] != token[1:].lower()):
         return True  # an identifier, a path, CamelCase, an acronym
     if token[:1].isupper():
         # A capital opening a sentence is grammar, unless a capitalised word follows ("Travis CI").
@@ -155,8 +164,9 @@ def words(text: str) -> tuple[Word, ...]:
     after_number = False
     verb_seen = False
     text = _ON_CALL.sub("on-call", text)  # a duty, not the verb "call"
-    for pattern, repl in _SAME_WORDING:
-        text = pattern.sub(repl, text)
+    if _WORDING_HINT.search(text):
+        for pattern, repl in _SAME_WORDING:
+            text = pattern.sub(repl, text)
     tokens = list(_TOKEN.finditer(text))
     n = len(text)
     prev_end = -1  # where the last content word ended (-1: a word left out came after it)
@@ -175,12 +185,12 @@ def words(text: str) -> tuple[Word, ...]:
             if key not in _VERB_KEYS or unit:
                 value = unit or _is_value(tok, first, following) or (first and _named(tok, following))
                 if out and prev_end >= 0 and text[prev_end:m.start()].strip() in ("", "-") and not out[-1].digits:
-                    out[-1] = Word(out[-1].text, out[-1].key, out[-1].value, out[-1].lead, out[-1].unit, key)
-                out.append(Word(tok, key, value, not verb_seen, unit))
+                    out[-1] = _word(out[-1].text, out[-1].key, out[-1].value, out[-1].lead, out[-1].unit, key)
+                out.append(_word(tok, key, value, not verb_seen, unit))
                 emitted = True
             else:
                 verb_seen = True
-            after_number = any(c.isdigit() for c in tok) or low in NUMBER_WORDS or (unit and low in ("request", "requests"))
+            after_number = bool(_DIGIT.search(tok)) or low in NUMBER_WORDS or (unit and low in ("request", "requests"))
         elif low != "per":
             after_number = False
         prev_end = m.end() if emitted else -1
@@ -190,7 +200,7 @@ def words(text: str) -> tuple[Word, ...]:
             e += 1
         nxt = text[e] if e < n else ""
         first = nxt in ";:!?" and nxt != "" or (nxt == "." and (e + 1 >= n or text[e + 1].isspace())) \
-            or (tok.endswith(".") and not any(c.isdigit() for c in tok))
+            or (tok.endswith(".") and not _DIGIT.search(tok))
         if first:
             verb_seen = False
             prev_end = -1
@@ -216,6 +226,9 @@ backs carries watches leads owns runs handles hosts picks indents reads answers 
 _SAID = frozenset("most least always".split())
 # One relation worded two ways: "times out after" and "the timeout is", "rate limited" and "the
 # rate limit", "are retained for" and "the retention is", "costs" and "the price is".
+# Only texts with one of these go through the rewordings below (most writes have none).
+_WORDING_HINT = re.compile(r"tim(?:e|es|ed|ing)[ -]out|rate[ -]limit|price|cost|retention|lead|owns|manages|heads|"
+                           r"(?:changed?|updated?|correction)\b[^:;.]{0,20}:", re.I)
 _SAME_WORDING = [(re.compile(p, re.I), r) for p, r in (
     (r"\btim(?:es|ed|ing)[ -]out\b", "has timeout"),
     (r"\btime[ -]out\b", "timeout"),
@@ -232,6 +245,7 @@ _ADVERBS = frozenset("now nowadays currently anymore longer instead actually rat
 _ON_CALL = re.compile(r"\bon\s+call\b", re.I)
 
 
+@functools.lru_cache(maxsize=8192)
 def has_cue(text: str) -> bool:
     low = " " + " ".join(re.findall(r"[\w'’]+", text.lower())) + " "
     return any(f" {p} " in low for p in CUE_PHRASES) or bool(_FROM_TO.search(text))
@@ -241,6 +255,7 @@ _NEGATION = re.compile(r"(?<![\w'])(?:" + "|".join(re.escape(w) for w in sorted(
                        + r")(?![\w'])|n't")
 
 
+@functools.lru_cache(maxsize=8192)
 def negated(text: str) -> bool:
     return bool(_NEGATION.search(text.lower().replace("’", "'")))
 
@@ -587,12 +602,24 @@ def nearest(retriever, conn, vec, scope: str, k: int, min_similarity: float) -> 
     """Ids of the live memories of ``scope`` nearest to a new memory's vector (top ``k`` at or above
     ``min_similarity``), from the in-memory matrix recall scans. A change restates most of the
     old memory, so it sits among its nearest vectors; the keyword channel would add little and
-    cost a write more than the rest of detection (measured: eval corrections --speed)."""
-    from .vector_index import ScanFilter
+    cost a write more than the rest of detection (measured: eval corrections --speed). One float32
+    pass over the matrix and a partial sort: no exact re-scoring or score statistics, which recall
+    needs and candidates do not (a similarity off in the sixth digit picks the same candidates)."""
+    import numpy as np
+
+    from .vector_index import ScanFilter, dot_rows
 
     retriever._refresh_inline(conn)
-    ids, sims = retriever.index.search(vec, k, ScanFilter(scopes=(scope,), statuses=LIVE, types=COMPARED_TYPES))
-    return [i for i, s in zip(ids.tolist(), sims.tolist()) if s >= min_similarity]
+    index = retriever.index
+    n = index.n
+    if n == 0 or k <= 0:
+        return []
+    mask = index.mask(ScanFilter(scopes=(scope,), statuses=LIVE, types=COMPARED_TYPES))  # cached per filter
+    scores = dot_rows(index.matrix[:n], np.ascontiguousarray(vec, dtype=np.float32))
+    scores[~mask] = -np.inf
+    top = np.argpartition(scores, n - k)[n - k:] if k < n else np.arange(n)
+    top = top[np.argsort(-scores[top], kind="stable")]
+    return [int(index.ids[r]) for r in top.tolist() if scores[r] >= min_similarity]
 
 
 def findings(new_text: str, new_source: str, new_type: str, candidates: list[Stored]) -> list[Finding]:
