@@ -350,6 +350,8 @@ def test_an_announced_update_worded_its_own_way_was_left_unlinked(old, new):
     ("Lucas leads the platform team.", "Lucas left; Sven now leads the SRE group."),
     ("Shared rule 3: every process stores this exact text about queue 3.",
      "Shared rule 4: every process stores this exact text about queue 4."),
+    # "answers" is a noun here, not a verb of the relation: two kinds of answers liked
+    ("Omar likes short answers with examples.", "Omar likes long answers when designing APIs."),
 ])
 def test_the_rewording_rules_leave_other_subjects_alone(old, new):
     from recallite_core.corrections import compare

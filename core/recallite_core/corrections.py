@@ -78,7 +78,7 @@ publish publishes published monitor monitors monitored follow follows followed r
 reachable charge charges pay pays gives give allow allows block blocks blocked get gets find picks pick
 has have had
 send sends sent runs times timed limited throttled scaled sign signs cut
-backs carries watches answers sits
+backs carries watches sits
 """.split())
 
 # Words that belong to the number before them ("30 seconds", "20 requests per minute").
