@@ -275,12 +275,13 @@ class Retriever:
     ) -> tuple[list[tuple[int, float]], tuple[int, int, int]]:
         """The inline scan: top-depth (id, cosine) from the cached matrix in this process, and
         (count, sum, sum of squares) of the cosine over the filtered scope."""
-        self._refresh_inline(session)
+        self.refresh_inline(session)
         expired = self.expired_ids(session, flt.valid_at)
         ids, sims, stats = self.index.search_with_stats(qvec, depth + len(expired), scan_filter_for(session, flt))
         return _drop(ids, sims, expired, depth), stats
 
-    def _refresh_inline(self, session: Session) -> None:
+    def refresh_inline(self, session: Session) -> None:
+        """Bring the in-memory matrix up to date with the store (corrections scan it on writes)."""
         self.index.refresh(session, self._counter(session))
         self._counted = (len(self.index), self.index.seq)
 
@@ -294,7 +295,7 @@ class Retriever:
         """Keyword and inline vector channels; a large matrix is scanned in a helper thread
         while FTS runs here (numpy and SQLite both release the GIL). Safe: the caller holds
         the store lock throughout, and every other user of the index takes it first."""
-        self._refresh_inline(session)
+        self.refresh_inline(session)
         sflt = scan_filter_for(session, flt)
         expired = self.expired_ids(session, flt.valid_at)
         k = depth + len(expired)  # expired rows are dropped below, so the top-k stays exact
@@ -705,7 +706,7 @@ class Retriever:
                 final = fusion_score * factors[0] * factors[1] * factors[2] * factors[3] * factors[4]
                 scored.append((final, f"mem_{mid}", mid, fusion_score, factors))
             scored.sort(key=lambda t: (-t[0], t[1]))
-            scored = corrections_first(session, scored) if self._side_tables(session)[0] else scored
+            scored = corrections_first(session, scored, query, links=self._side_tables(session)[0])
             if min_score is not None:
                 scored = [t for t in scored if t[0] >= min_score]
             if min_score_ratio and scored:

@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from typing import Any, Sequence
 
-from . import policy
+from . import corrections, policy
 from .concepts import concepts_query
 from .context import render
 from .conversations import Conversations
@@ -153,7 +153,9 @@ class Searcher:
 
     def render(self, result: RecallResult, max_tokens: int, format: str) -> ContextResult:
         self.core.live()
-        r = render(result.memories, max_tokens, format)
+        with self.core.store.reading() as s:  # a replaced value as a one-line "was: ..." note
+            was = corrections.was_notes(s, [h.memory.id for h in result.memories]) if format == "markdown" else {}
+        r = render(result.memories, max_tokens, format, was=was)
         matched = sum(h.memory.tokens for h in result.memories)
         try:
             rid = parse_id(result.retrieval_id, "ret")
