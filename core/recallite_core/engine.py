@@ -14,7 +14,8 @@ from typing import Any, Callable, Concatenate, Generic, ParamSpec, TypeVar, over
 from .catalog import Catalog
 from .config import RecalliteConfig
 from .conversations import Conversations
-from .embedder import Embedder, resolve_embedder
+from .embedder import Embedder
+from .embedder_resolve import resolve_embedder
 from .errors import EmbedderMismatchError
 from .feedback import FeedbackRecorder
 from .lifecycle import Lifecycle

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from .errors import InvalidInputError, InvalidTransitionError
-from .models import MEMORY_TYPES, SOURCE_TYPES, STATUSES
+from .models import MEMORY_TYPES, SOURCE_TYPES, STATUSES, TYPE_LAYER
 
 TRUSTED, MEDIUM, UNTRUSTED = "trusted", "medium", "untrusted"
 
@@ -283,15 +283,7 @@ def earned_reason(successes: int, retrievals: int) -> str:
 # stored memory's layer follows from its type.
 LAYERS: tuple[str, ...] = ("working", "episodic", "semantic", "procedural")
 STORED_LAYERS: tuple[str, ...] = LAYERS[1:]
-TYPE_LAYER: dict[str, str] = {
-    "episode": "episodic",
-    "observation": "semantic",
-    "fact": "semantic",
-    "preference": "semantic",
-    "procedure": "procedural",
-    "lesson": "procedural",
-    "constraint": "procedural",
-}
+# TYPE_LAYER (type -> layer) lives in models.py, beside the types it maps: a Memory derives its layer from it.
 # The type a memory takes when it is promoted into a layer its own type does not belong to.
 LAYER_DEFAULT_TYPE: dict[str, str] = {"episodic": "episode", "semantic": "fact", "procedural": "procedure"}
 LAYER_RANK: dict[str, int] = {name: i for i, name in enumerate(LAYERS)}

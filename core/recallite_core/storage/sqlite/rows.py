@@ -7,7 +7,7 @@ import sqlite3
 from datetime import datetime
 
 from ...models import EpisodeInfo, Memory, Source
-from ...policy import TYPE_LAYER
+from ...models import TYPE_LAYER
 from ..codec import ts
 
 MEMORY_COLUMNS = (
