@@ -70,28 +70,43 @@ def test_the_detector_sees_sql(tmp_path):
     assert sorted(set(_sql_sites(probe))) == [1, 2]
 
 
-_ALLOWED_CORE = {"models", "errors", "policy"}
+_ALLOWED_CORE = {"recallite_core.models", "recallite_core.errors"}
+#: the PostgreSQL backend's driver and adapter (the optional extra), loaded only when it is used
+_ALLOWED_DRIVERS = {"psycopg", "pgvector"}
 
 
-def test_storage_imports_only_what_sits_below_it():
+def _reaches_out(root: pathlib.Path) -> list[tuple[str, str]]:
+    """(file, module) of every import under ``root`` that is not the stdlib, numpy, storage itself,
+    recallite_core's models and errors, or (in the PostgreSQL backend) its driver."""
     stdlib = set(sys.stdlib_module_names)
     bad = []
-    for path in sorted((CORE / "storage").rglob("*.py")):
-        pkg_depth = len(path.relative_to(CORE).parts) - 1  # storage/x.py: 1, storage/sqlite/x.py: 2
+    for path in sorted(root.rglob("*.py")):
+        drivers = _ALLOWED_DRIVERS if "postgres" in path.relative_to(root).parts else set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 names = [a.name.split(".")[0] for a in node.names]
-                bad += [(path.name, n) for n in names if n not in stdlib and n != "numpy"]
+                bad += [(path.name, n) for n in names if n not in stdlib and n != "numpy" and n not in drivers]
             elif isinstance(node, ast.ImportFrom):
-                if node.level == 0:
-                    top = (node.module or "").split(".")[0]
-                    if top not in stdlib and top != "numpy" and top != "__future__":
-                        bad.append((path.name, node.module))
-                elif node.level > pkg_depth:  # reaches out of storage into recallite_core
-                    first = (node.module or "").split(".")[0]
-                    if first not in _ALLOWED_CORE:
-                        bad.append((path.name, "." * node.level + (node.module or "")))
+                module = node.module or ""
+                top = module.split(".")[0]
+                if node.level or top in stdlib or top in ("numpy", "__future__") or top in drivers:
+                    continue  # relative imports stay inside storage (imports are absolute elsewhere)
+                if top != "recallite_core" or not (module.startswith("recallite_core.storage") or module in _ALLOWED_CORE):
+                    bad.append((path.name, module))
+    return bad
+
+
+def test_storage_imports_only_what_sits_below_it():
+    bad = _reaches_out(CORE / "storage")
     assert not bad, f"storage may import only the stdlib, numpy and recallite_core's {sorted(_ALLOWED_CORE)}: {bad}"
+
+
+def test_the_storage_rule_catches_a_reach_into_retrieval(tmp_path):
+    # the checker itself: an absolute import of a module above storage is reported, a driver only in postgres/
+    (tmp_path / "postgres").mkdir()
+    (tmp_path / "x.py").write_text("from recallite_core.retrieval.fusion import ramp\nimport psycopg\n")
+    (tmp_path / "postgres" / "y.py").write_text("import psycopg\nfrom recallite_core.models import Memory\n")
+    assert sorted(_reaches_out(tmp_path)) == [("x.py", "psycopg"), ("x.py", "recallite_core.retrieval.fusion")]
 
 
 _NOUNS = {
