@@ -29,17 +29,16 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
         from .app import open_memory
 
         mem = open_memory(settings)
-        check("database", True, f"{path or ':memory:'} opens, schema {mem.store.conn.execute('PRAGMA user_version').fetchone()[0]}")
+        check("database", True, f"{path or ':memory:'} opens, schema {mem.store.schema_version()}")
     except RecalliteError as exc:
         check("database", False, str(exc))
     if mem is not None:
         from recallite_core.health import check_projections
 
-        conn = mem.store.conn
-        with mem.store.lock:
-            integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
-            mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-            proj = check_projections(conn, mem.embedder.dimensions)
+        with mem.store.reading() as s:
+            integrity = s.integrity.file_check()
+            mode = mem.store.journal_mode()
+            proj = check_projections(s, mem.embedder.dimensions)
         fix = "; run `recallite-mcp reindex`"
         vec_problems = [p for p in proj.problems() if "vector" in p]
         fts_problems = [p for p in proj.problems() if "FTS" in p]

@@ -32,3 +32,8 @@ def file_mem(db_path):
     m = Recallite.open(db_path, embedder="hash")
     yield m
     m.close()
+
+# One throwaway PostgreSQL + pgvector for the whole session (issue 17), started only when a test
+# asks for `postgres_url` / `postgres_db_url`: tests/postgres_server.py imports no driver until then.
+# Defined here, not imported per module, so that the test modules share one server.
+from tests.postgres_server import postgres_db_url, postgres_url  # noqa: E402,F401

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from recallite_core.fts import STOPWORDS
+from recallite_core.storage.fts import STOPWORDS
 from recallite_mcp.benchmarks import evalsets
 
 WORD = re.compile(r"[a-z0-9]+")

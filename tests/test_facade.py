@@ -17,9 +17,9 @@ CORE = pathlib.Path(__file__).resolve().parents[1] / "core" / "recallite_core"
 SERVICES = ["plumbing", "catalog", "turns", "lifecycle", "writer", "conversations", "working_layer", "slm", "search",
             "feedback", "overview", "maintenance", "reconcile", "portability", "episodes"]
 
-# Private names a service still reaches for in a module it does not own (the fix is there):
-# store._explain (the wording of a StoreError) and Retriever._counter (the change counter memoised per recall).
-KNOWN = {("lifecycle", "_explain"), ("episodes", "_counter")}
+# Private names a service still reaches for in a module it does not own: none (the fix goes
+# there, as a public name).
+KNOWN: set[tuple[str, str]] = set()
 
 PUBLIC_API = [
     "activate", "add", "auto_context", "behavior_stats", "beliefs", "build_context", "capture_behavior", "chunks_of",

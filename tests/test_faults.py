@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from recallite_core.migrations import MIGRATIONS
+from recallite_core.storage.sqlite.migrations import MIGRATIONS
 from recallite_core import InvalidInputError, Recallite, StoreError
 from recallite_core.health import check_projections
 from recallite_mcp.server import build_server
@@ -152,8 +152,8 @@ def test_disk_full_is_clear_and_all_or_nothing(tmp_path):
             mem.remember_many([{"content": f"filler {i}-{j} " + "lorem ipsum dolor " * 40} for j in range(5)])
     msg = str(info.value)
     assert db in msg and "disk is full" in msg and "Free space" in msg and "nothing was written" in msg
-    with mem.store.lock:
-        rep = check_projections(mem.store.conn, mem.embedder.dimensions)
+    with mem.store.reading() as s:
+        rep = check_projections(s, mem.embedder.dimensions)
         assert rep.ok, rep.problems()
         assert rep.memories % 5 == 1  # whole batches only, plus the first memory
         assert mem.store.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -275,8 +275,8 @@ def test_doctor_check_finds_drift_and_reindex_repairs_it(db_path, drift):
     assert not bad["ok"] and "reindex" in bad["detail"], report
     mem = Recallite.open(db_path, embedder="hash")
     mem.reindex()
-    with mem.store.lock:
-        rep = check_projections(mem.store.conn, mem.embedder.dimensions)
+    with mem.store.reading() as s:
+        rep = check_projections(s, mem.embedder.dimensions)
     assert rep.ok, rep.problems()
     mem.close()
     report = {x["check"]: x for x in run_doctor(Settings(db=db_path, embedder="hash"))["checks"]}
@@ -299,7 +299,8 @@ def test_forget_with_vacuum_leaves_no_trace_in_the_file(db_path):
         conn = mem.store.conn
         assert conn.execute("SELECT query FROM retrievals WHERE id = ?", (int(r.retrieval_id[4:]),)).fetchone()[0] == "[forgotten]"
         assert conn.execute("SELECT count(*) FROM relations").fetchone()[0] == 0
-        assert check_projections(conn, mem.embedder.dimensions).ok
+    with mem.store.reading() as s:
+        assert check_projections(s, mem.embedder.dimensions).ok
     assert mem.stats().memories == 1
     mem.close()
 

@@ -34,7 +34,7 @@ def mem():
 def logged(mem, retrieval_id):
     rid = int(retrieval_id[4:])
     with mem.store.reading() as conn:
-        return conn.execute("SELECT memory_id, served FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank",
+        return mem.store.conn.execute("SELECT memory_id, served FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank",
                             (rid,)).fetchall()
 
 

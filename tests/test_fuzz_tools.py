@@ -17,6 +17,7 @@ from mcp import Client
 from tests.test_tool_contract import CONTRACT, EXTRA
 from recallite_core import Recallite
 from recallite_core.health import check_projections
+from recallite_core.storage.sqlite.store import Store
 from recallite_mcp.server import build_server
 from recallite_mcp.settings import Settings
 
@@ -125,7 +126,7 @@ def test_every_tool_survives_hostile_input(tmp_path):
     seed.close()
     server = build_server(Settings(db=db, embedder="hash", warm_embedder=False, tools="all"))  # every tool and parameter
     stats = {"calls": 0, "ok": 0, "tool_errors": 0}
-    watch = sqlite3.connect(db, isolation_level=None)  # FTS5 integrity-check is an INSERT: not mode=ro
+    watch = Store(db)  # FTS5 integrity-check is an INSERT: a read-only store could not run it
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(server)) as client:
         tools = {t.name: (sorted(t.input_schema["properties"]), sorted(t.input_schema.get("required", [])))
                  for t in portal.call(client.list_tools).tools}
@@ -151,7 +152,8 @@ def test_every_tool_survives_hostile_input(tmp_path):
                 stats["ok"] += 1
                 assert res.structured_content is not None
             if stats["calls"] % 10 == 0:  # no call leaves a partial row (the memory without its vector or FTS row)
-                assert check_projections(watch, 384).ok
+                with watch.reading() as s:
+                    assert check_projections(s, 384).ok
 
         run()
         # The server still answers normally.
@@ -161,7 +163,12 @@ def test_every_tool_survives_hostile_input(tmp_path):
     FIGURES.update(stats, error_kinds=len(ERRS))
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    report = check_projections(conn, 384)
+    store = Store(db)
+    try:
+        with store.reading() as s:
+            report = check_projections(s, 384)
+    finally:
+        store.close()
     assert report.ok, report.problems()
     # every stored memory is whole: text within limits, no control characters, JSON that parses
     for content, title, tags, meta in conn.execute("SELECT content, title, tags, metadata FROM memories"):

@@ -10,7 +10,7 @@ import pytest
 
 from recallite_core import Recallite, RecalliteConfig
 from recallite_core.conversation_ranking import EpisodeMap, episode_structure
-from recallite_core.fts import fts_query, query_terms
+from recallite_core.storage.fts import fts_query, query_terms
 from recallite_core.retriever import RecallFilter
 from recallite_core.storage.order import top_order
 from recallite_core.storage.sqlite.keyword_mirror import KeywordIndex
@@ -159,7 +159,7 @@ def test_recall_is_identical_with_and_without_the_cache_through_writes(tmp_path,
         compare()
         # A hand-made edit of a memory's text (no API does this) still reaches the cache.
         with off.store.transaction() as conn:
-            conn.execute("UPDATE memories SET content = 'kubernetes kubernetes kubernetes' WHERE id = ?", (int(ids[2][4:]),))
+            off.store.conn.execute("UPDATE memories SET content = 'kubernetes kubernetes kubernetes' WHERE id = ?", (int(ids[2][4:]),))
         assert _ranked(on, "kubernetes") == _ranked(off, "kubernetes")
         flt = RecallFilter(scopes=None, statuses=("candidate", "validated", "active"), types=None, tags=None,
                            sessions=None)
@@ -184,8 +184,8 @@ def test_regression_stale_cache_is_dropped_when_totals_disagree(tmp_path):
         kx = m.retriever.keywords
         reloads = kx.reloads
         with m.store.transaction() as conn:
-            conn.execute("DROP TRIGGER memories_seq_text_au")
-            conn.execute("UPDATE memories SET content = content || ' extra words here' WHERE id <= 5")
+            m.store.conn.execute("DROP TRIGGER memories_seq_text_au")
+            m.store.conn.execute("UPDATE memories SET content = content || ' extra words here' WHERE id <= 5")
         m.remember("a stamped write moves the counter")  # the cache catches up and checks totals
         m.recall("deploy", limit=3)
         assert kx.reloads == reloads + 1
@@ -226,7 +226,7 @@ def test_episode_map_matches_the_sql_structure(tmp_path):
         em = EpisodeMap()
         with m.store.reading() as conn:
             em.sync(conn, m.store.change_counter())
-            ids = [r[0] for r in conn.execute("SELECT id FROM memories")]
+            ids = [r[0] for r in m.store.conn.execute("SELECT id FROM memories")]
             for _ in range(20):
                 pick = rng.sample(ids, 15)
                 adj, roles = episode_structure(conn, pick)
@@ -238,7 +238,7 @@ def test_episode_map_matches_the_sql_structure(tmp_path):
         with m.store.reading() as conn:
             em.sync(conn, m.store.change_counter())
             assert int(gone[4:]) not in em.pos
-            assert len(em.pos) == conn.execute("SELECT count(*) FROM episodes").fetchone()[0]
+            assert len(em.pos) == m.store.conn.execute("SELECT count(*) FROM episodes").fetchone()[0]
     finally:
         m.close()
 
@@ -257,8 +257,8 @@ def test_stats_from_the_covering_index_match_plain_counts(tmp_path):
             with m.store.reading() as conn:
                 where = "" if scope is None else "WHERE scope = ?"
                 args = [] if scope is None else [scope]
-                rows = conn.execute(f"SELECT type, status, source_type, scope, tokens, id FROM memories {where}", args).fetchall()
-                vecs = conn.execute(f"SELECT count(*) FROM vectors v JOIN memories m ON m.id = v.memory_id {where.replace('scope', 'm.scope')}", args).fetchone()[0]
+                rows = m.store.conn.execute(f"SELECT type, status, source_type, scope, tokens, id FROM memories {where}", args).fetchall()
+                vecs = m.store.conn.execute(f"SELECT count(*) FROM vectors v JOIN memories m ON m.id = v.memory_id {where.replace('scope', 'm.scope')}", args).fetchone()[0]
             assert s.memories == len(rows)
             for key, col in (("by_type", 0), ("by_status", 1), ("by_source", 2), ("by_scope", 3)):
                 expect: dict = {}
@@ -295,7 +295,7 @@ def test_regression_fts_repair_reloads_the_keyword_cache(tmp_path):
         m.remember_many(list(memories(80, seed=12)))
         target = m.remember("zebrafish aquarium heater notes", type="fact")
         with m.store.transaction() as conn:  # drift: the FTS row of one memory disappears
-            conn.execute("INSERT INTO memories_fts(memories_fts, rowid, title, content, tags) "
+            m.store.conn.execute("INSERT INTO memories_fts(memories_fts, rowid, title, content, tags) "
                          "SELECT 'delete', id, title, content, tags FROM memories WHERE id = ?", (int(target.id[4:]),))
         assert target.id not in [h.memory.id for h in m.recall("zebrafish aquarium", limit=5).memories
                                  if h.breakdown.keyword_rank is not None]
@@ -312,7 +312,7 @@ def test_regression_fts_repair_reloads_the_keyword_cache(tmp_path):
 
 
 def test_slot_array_follows_rows_and_hands_over_to_the_dict_for_huge_ids():
-    from recallite_core.id_arrays import MAX_DENSE_ID
+    from recallite_core.storage.id_arrays import MAX_DENSE_ID
 
     kx = KeywordIndex("memories_fts", ["title", "content", "tags"])
     try:
@@ -358,7 +358,7 @@ def test_episode_map_links_after_incremental_syncs_equal_a_fresh_load(tmp_path):
             em.sync(conn, m.store.change_counter())
             fresh = EpisodeMap()
             fresh.sync(conn, m.store.change_counter())
-            ids = np.array([r[0] for r in conn.execute("SELECT id FROM memories")] + [10**6], dtype=np.int64)
+            ids = np.array([r[0] for r in m.store.conn.execute("SELECT id FROM memories")] + [10**6], dtype=np.int64)
         got, want = em.links(ids), fresh.links(ids)
         names = lambda mp, codes: [mp.role_names[c] if c >= 0 else None for c in codes.tolist()]  # noqa: E731
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
@@ -399,7 +399,7 @@ def test_regression_full_word_cache_still_answers_the_query_words(tmp_path):
 def test_regression_negative_ids_turn_the_dense_arrays_off(tmp_path):
     # A hand-made row with a negative id was written at the array's end by Python indexing
     # (another memory's slot) or raised IndexError on an empty array.
-    from recallite_core.id_arrays import IdArray
+    from recallite_core.storage.id_arrays import IdArray
 
     arr = IdArray()
     arr.set(np.array([1, 2, 3]), np.array([10, 20, 30]))
@@ -408,9 +408,9 @@ def test_regression_negative_ids_turn_the_dense_arrays_off(tmp_path):
     empty = Recallite.open(None, embedder="hash")
     try:
         with empty.store.transaction() as conn:
-            conn.execute("INSERT INTO memories (id, type, content, status, source_type, confidence, created_at, updated_at,"
+            empty.store.conn.execute("INSERT INTO memories (id, type, content, status, source_type, confidence, created_at, updated_at,"
                          " content_hash) VALUES (-1, 'fact', 'handmade negative row', 'active', 'user', 1, 0, 0, 'h')")
-            conn.execute("INSERT INTO vectors (memory_id, vector) VALUES (-1, ?)",
+            empty.store.conn.execute("INSERT INTO vectors (memory_id, vector) VALUES (-1, ?)",
                          (np.ones(empty.index.dimensions, dtype=np.float32).tobytes(),))
         assert [h.memory.id for h in empty.recall("handmade", limit=3).memories] == ["mem_-1"]
     finally:
@@ -421,7 +421,7 @@ def test_regression_negative_ids_turn_the_dense_arrays_off(tmp_path):
         target = m.remember("the xylophonist victimword memory", scope="proj-alpha")
         m.recall("warm up deploy", limit=3)
         with m.store.transaction() as conn:
-            conn.execute("INSERT INTO memories (id, type, content, status, source_type, confidence, created_at, updated_at,"
+            m.store.conn.execute("INSERT INTO memories (id, type, content, status, source_type, confidence, created_at, updated_at,"
                          " content_hash) VALUES (-1, 'fact', 'unrelated handmade row', 'active', 'user', 1, 0, 0, 'h')")
         hit = m.recall("victimword", limit=3).memories[0]
         assert hit.memory.id == target.id and hit.breakdown.keyword_rank == 1
@@ -430,7 +430,7 @@ def test_regression_negative_ids_turn_the_dense_arrays_off(tmp_path):
 
 
 def test_regression_sparse_huge_ids_do_not_allocate_dense_arrays():
-    from recallite_core.id_arrays import IdArray
+    from recallite_core.storage.id_arrays import IdArray
 
     arr = IdArray()
     arr.set(np.arange(1, 100), np.arange(99))

@@ -160,7 +160,7 @@ def test_query_vectors_stored_before_task_vectors_are_rebuilt_once_on_open(tmp_p
 
     import numpy as np
 
-    from recallite_core.codec import decode_vector, encode_vector
+    from recallite_core.storage.codec import decode_vector, encode_vector
 
     db = str(tmp_path / "old.db")
     with Recallite.open(db, embedder="hash") as m:

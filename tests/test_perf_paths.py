@@ -10,7 +10,7 @@ import pytest
 
 from recallite_core import RecalliteConfig, HashEmbedder, Recallite
 from recallite_core.embedder import normalize_rows
-from recallite_core.id_arrays import MAX_DENSE_ID
+from recallite_core.storage.id_arrays import MAX_DENSE_ID
 from recallite_core.vector_index import ScanFilter, VectorIndex
 from recallite_mcp.benchmarks.dataset import memories, queries
 
@@ -107,7 +107,7 @@ def test_remember_many_stamps_a_batch_with_one_counter_bump(tmp_path):
         assert seqs == {before + 1}
         # A row inserted any other way is still stamped by the trigger.
         with m.store.transaction() as conn:
-            conn.execute("INSERT INTO memories (type, content, status, source_type, confidence, created_at, updated_at, "
+            m.store.conn.execute("INSERT INTO memories (type, content, status, source_type, confidence, created_at, updated_at, "
                          "content_hash) VALUES ('fact', 'raw', 'active', 'user', 1, 0, 0, 'h')")
         assert m.store.conn.execute("SELECT seq FROM memories WHERE content = 'raw'").fetchone()[0] == before + 2
         # Ids never reuse a deleted one (AUTOINCREMENT semantics kept).
@@ -151,7 +151,7 @@ def test_keyword_channel_widens_when_the_filter_is_narrow(mem):
     flt = mem.core.recall_filter("rare", None, ("candidate", "validated", "active"), None, None)
     with mem.store.reading() as conn:
         got = mem.retriever.keyword_channel(conn, "deploy pipelines", flt, 50)
-        want = conn.execute(
+        want = mem.store.conn.execute(
             "SELECT m.id FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
             "WHERE memories_fts MATCH '\"deploy\" OR \"pipelines\"' AND m.scope = 'rare'"
         ).fetchall()
@@ -211,7 +211,7 @@ def test_passing_mask_agrees_with_sql_for_ids_with_and_without_vectors(tmp_path)
         ids = [int(x.id[4:]) for x in made]
         m.deprecate(made[0].id, reason="t")
         with m.store.transaction() as conn:  # a row without a vector: SQL must answer for it
-            conn.execute("DELETE FROM vectors WHERE memory_id = ?", (ids[1],))
+            m.store.conn.execute("DELETE FROM vectors WHERE memory_id = ?", (ids[1],))
         m.recall("warm the index", limit=3)  # the matrix is current: its columns answer the rest
         assert m.index.seq == m.store.change_counter() and m.index.rows_of(np.array([ids[1]]))[0] == -1
         probe = np.array(ids[:40] + [10**6], dtype=np.int64)
@@ -220,8 +220,7 @@ def test_passing_mask_agrees_with_sql_for_ids_with_and_without_vectors(tmp_path)
                     RecallFilter(scopes=None, statuses=("active",), types=("lesson", "fact"), tags=None, sessions=None)):
             with m.store.reading() as conn:
                 got = m.retriever.passing_mask(conn, probe, flt)
-                where, params = flt.sql("m")
-                want = {r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)}
+                want = set(conn.memories.matching(None, flt.memory_filter()))  # the store's own answer
             assert got.tolist() == [i in want for i in probe.tolist()]
             assert got.any() and not got.all()
     finally:

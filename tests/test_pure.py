@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from recallite_core import InvalidInputError, InvalidTransitionError
 from recallite_core import policy
-from recallite_core.codec import decode_many, decode_vector, encode_vector
-from recallite_core.fts import fts_query
+from recallite_core.storage.codec import decode_many, decode_vector, encode_vector
+from recallite_core.storage.fts import fts_query
 from recallite_core.fusion import reciprocal_rank_fusion
 from recallite_core.models import MEMORY_TYPES, SOURCE_TYPES, STATUSES
 from recallite_core.tokens import estimate_tokens, truncate_to_tokens

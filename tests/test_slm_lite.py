@@ -188,7 +188,7 @@ def test_trust_decays_from_last_validation(mem):
     m = mem.remember("The release branch is cut on Mondays.", type="fact", source={"type": "agent"})
     old = time.time() - 360 * 86400
     with mem.store.transaction() as conn:
-        conn.execute("UPDATE memories SET created_at = ? WHERE id = ?", (old, int(m.id[4:])))
+        mem.store.conn.execute("UPDATE memories SET created_at = ? WHERE id = ?", (old, int(m.id[4:])))
     decayed = mem.trust([m.id])[m.id]
     assert decayed == pytest.approx(0.7 * (0.5 + 0.5 * 0.25), abs=1e-3)
     r = mem.recall("release branch")
@@ -431,8 +431,8 @@ def test_database_from_before_0005_is_upgraded(db_path):
     """A file written before the SLM-Lite migration opens, migrates and keeps its memories."""
     import sqlite3
 
-    from recallite_core.migrations import MIGRATIONS
-    from recallite_core.store import _split_sql
+    from recallite_core.storage.sqlite.migrations import MIGRATIONS
+    from recallite_core.storage.sqlite.store import _split_sql
 
     conn = sqlite3.connect(db_path, isolation_level=None)
     conn.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")

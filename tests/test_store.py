@@ -5,8 +5,8 @@ import stat
 import pytest
 
 from recallite_core import Recallite, SchemaVersionError, StoreError
-from recallite_core.migrations import MIGRATIONS, SCHEMA_VERSION
-from recallite_core.store import Store, _split_sql
+from recallite_core.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
+from recallite_core.storage.sqlite.store import Store, _split_sql
 
 
 def test_new_file_is_wal_private_and_migrated(db_path):
@@ -87,7 +87,7 @@ def test_failed_write_rolls_back_everything(file_mem):
     before = file_mem.store.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
     with pytest.raises(RuntimeError):
         with file_mem.store.transaction() as conn:
-            conn.execute(
+            file_mem.store.conn.execute(
                 "INSERT INTO memories (type, content, status, source_type, confidence, created_at, updated_at, content_hash) "
                 "VALUES ('fact', 'x', 'active', 'user', 1, 0, 0, 'h')"
             )

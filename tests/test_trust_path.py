@@ -81,7 +81,7 @@ def test_faint_rank_credit_is_not_evidence(mem):
         if place >= 2:
             assert fb.promoted == []
     with mem.store.reading() as conn:
-        strong = conn.execute("SELECT count(*) FROM memory_outcomes WHERE memory_id = ? AND weight >= ?",
+        strong = mem.store.conn.execute("SELECT count(*) FROM memory_outcomes WHERE memory_id = ? AND weight >= ?",
                               (int(cand.id[4:]), policy.PROMOTION_MIN_WEIGHT)).fetchone()[0]
     assert (mem.get(cand.id).status == "validated") == (strong >= policy.PROMOTION_SUCCESSES)
 

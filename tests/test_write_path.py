@@ -256,7 +256,8 @@ def test_keyword_search_finds_every_item_of_a_large_batch(file_mem):
         for q in (f"zq{i}x", f"t{i}", f"tg{i}"):
             rows = conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (f'"{q}"',)).fetchall()
             assert [r[0] for r in rows] == [int(out[i].id[4:])]
-    report = check_projections(conn, 384)
+    with file_mem.store.reading() as s:
+        report = check_projections(s, 384)
     assert report.ok and report.fts_rows == report.memories == report.vectors == n
     assert {r[0] for r in conn.execute("SELECT rowid FROM memories_fts_docsize")} == ids
     hits = file_mem.recall("zq700x", limit=3)
@@ -266,7 +267,7 @@ def test_keyword_search_finds_every_item_of_a_large_batch(file_mem):
 def test_rows_inserted_without_a_batch_stamp_are_still_indexed(file_mem):
     conn = file_mem.store.conn
     with file_mem.store.transaction() as c:
-        c.execute("INSERT INTO memories (type, title, content, status, source_type, scope, confidence, created_at, "
+        file_mem.store.conn.execute("INSERT INTO memories (type, title, content, status, source_type, scope, confidence, created_at, "
                   "updated_at, content_hash) VALUES ('fact', 'plain', 'written by hand xylophone', 'active', 'user', "
                   "'default', 0.9, 0, 0, 'h')")
     assert conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'xylophone'").fetchone()[0] == 1
@@ -382,7 +383,8 @@ def test_record_turns_equals_turns_one_by_one():
         assert _conversation_state(batched) == _conversation_state(single)
         assert batched.store.conn.execute("SELECT count(*) FROM chunks").fetchone()[0] > 0
         _assert_windows_as_migration_0007_defines_them(batched)
-        assert check_projections(batched.store.conn, 384).ok
+        with batched.store.reading() as s:
+            assert check_projections(s, 384).ok
     finally:
         batched.close()
         single.close()
@@ -444,8 +446,8 @@ def test_write_mark_moves_with_any_write(db_path):
 
 
 def test_migration_0009_on_a_store_from_before(db_path):
-    from recallite_core import migrations
-    from recallite_core.store import _split_sql
+    from recallite_core.storage.sqlite import migrations
+    from recallite_core.storage.sqlite.store import _split_sql
 
     conn = sqlite3.connect(db_path, isolation_level=None)
     conn.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
@@ -473,7 +475,7 @@ def test_migration_0009_on_a_store_from_before(db_path):
 
 def test_the_fast_constructor_builds_what_model_construct_builds():
     from recallite_core.models import EpisodeInfo, Memory, Source
-    from recallite_core.rows import _constructor, ts
+    from recallite_core.storage.sqlite.rows import _constructor, ts
 
     base = dict(id="mem_1", type="fact", title="t", content="c", status="active", source=Source(type="user"),
                 scope="default", session=None, tags=["a"], metadata={"k": [1]}, confidence=0.9, usefulness=0.5,
@@ -495,7 +497,7 @@ def test_loaded_memories_are_what_validation_would_build(tmp_path):
     """load_memories builds models without validation (a recall loads every hit): each must
     equal the model pydantic validates from the same data, episode and category included."""
     from recallite_core.models import Memory
-    from recallite_core.rows import load_memories
+    from recallite_core.storage.sqlite.rows import load_memories
 
     m = Recallite.open(str(tmp_path / "m.db"), embedder="hash", dims=64)
     try:
@@ -503,7 +505,7 @@ def test_loaded_memories_are_what_validation_would_build(tmp_path):
                              timestamp="2024-05-08T13:56:00Z", category="Ops", metadata={"k": [1, "x"]})
         plain = m.remember("Use uv for installs.", type="procedure", tags=["py", "tools"], source={"type": "llm"})
         with m.store.reading() as conn:
-            got = load_memories(conn, [int(turn.id[4:]), int(plain.id[4:])])
+            got = load_memories(m.store.conn, [int(turn.id[4:]), int(plain.id[4:])])
         for mem in got.values():
             want = Memory.model_validate(mem.model_dump())
             assert mem == want and mem.model_dump_json() == want.model_dump_json()

@@ -2,7 +2,7 @@
 (``expand``), newest first by filter (``list``), and the read-only views for people
 (``inspection``).
 
-May import the plumbing, rows, models, validation and inspection; never a service module
+May import the plumbing, storage, models, validation and inspection; never a service module
 or the facade.
 """
 
@@ -14,7 +14,6 @@ from .errors import MemoryNotFoundError, RetrievalNotFoundError
 from .inspection import Inspection
 from .models import STATUSES, Memory
 from .plumbing import Plumbing
-from .rows import SELECT_MEMORIES, load_memories, memory_from_select
 from .validation import parse_id
 
 
@@ -27,8 +26,8 @@ class Catalog:
     def get(self, memory_id: str | int) -> Memory:
         self.core.live()
         mid = parse_id(memory_id)
-        with self.core.store.reading() as conn:
-            found = load_memories(conn, [mid])
+        with self.core.store.reading() as s:
+            found = s.memories.load([mid])
         if mid not in found:
             raise MemoryNotFoundError(f"No memory mem_{mid}. List memories with list() or recall() to find ids.")
         return found[mid]
@@ -36,8 +35,8 @@ class Catalog:
     def get_many(self, memory_ids: Sequence[str | int]) -> list[Memory]:
         self.core.live()
         ids = [parse_id(i) for i in memory_ids]
-        with self.core.store.reading() as conn:
-            found = load_memories(conn, ids)
+        with self.core.store.reading() as s:
+            found = s.memories.load(ids)
         missing = [f"mem_{i}" for i in ids if i not in found]
         if missing:
             raise MemoryNotFoundError(f"No memory {', '.join(missing)}.")
@@ -49,13 +48,10 @@ class Catalog:
         self.core.live()
         rid = parse_id(retrieval_id, "ret")
         mems = self.get_many(memory_ids)
-        with self.core.store.transaction() as conn:
-            if conn.execute("SELECT 1 FROM retrievals WHERE id = ?", (rid,)).fetchone() is None:
+        with self.core.store.transaction() as s:
+            if not s.retrievals.exists(rid):
                 raise RetrievalNotFoundError(f"No retrieval ret_{rid}. Pass the retrieval_id that listed these memories.")
-            conn.executemany(
-                "UPDATE retrieval_items SET expanded = 1 WHERE retrieval_id = ? AND memory_id = ?",
-                [(rid, parse_id(m.id)) for m in mems],
-            )
+            s.retrievals.mark_expanded(rid, [parse_id(m.id) for m in mems])
         return mems
 
     def list(
@@ -75,13 +71,8 @@ class Catalog:
         self.core.live()
         flt = self.core.recall_filter(scope, types, statuses or STATUSES, tags, session, roles, categories)
         lim = max(1, min(int(limit), 10_000))
-        where, params = flt.sql("m")
-        with self.core.store.reading() as conn:
-            rows = conn.execute(
-                f"{SELECT_MEMORIES} WHERE {where} ORDER BY m.id DESC LIMIT ? OFFSET ?",
-                [*params, lim, max(0, int(offset))],
-            ).fetchall()
-        return [memory_from_select(r) for r in rows]
+        with self.core.store.reading() as s:
+            return s.memories.newest(flt.memory_filter(), lim, max(0, int(offset)))
 
     def inspection(self) -> Inspection:
         """Read-only views for people (the local browser): pages of memories by any filter, the

@@ -14,7 +14,7 @@ import math
 import re
 from typing import Callable
 
-from .fts import STOPWORDS as FTS_STOPWORDS
+from .storage.fts import STOPWORDS as FTS_STOPWORDS
 from .working import STOPWORDS as WM_STOPWORDS
 
 STOPWORDS = FTS_STOPWORDS | WM_STOPWORDS | frozenset(

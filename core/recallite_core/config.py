@@ -101,7 +101,7 @@ class RecalliteConfig:
     vector_margin_ramp: tuple[float, float] | None = (3.0, 3.5)
     vector_margin_ramp_unmatched: tuple[float, float] | None = (2.0, 3.0)  # the best vector match holds no query word
     vector_margin_rank: int = 20
-    # bm25 from an in-memory mirror of the FTS5 tables (keyword_index.py): the same scores,
+    # bm25 from an in-memory mirror of the FTS5 tables (storage/sqlite/keyword_mirror.py): the same scores,
     # without the per-query SQL. False asks FTS5 every time (tests compare the two).
     keyword_cache: bool = True
     # Conversation turns (z-score fusion only): a turn gains this share of its best

@@ -183,17 +183,38 @@ class _Compact:
         return f"_({omitted} more matching memories left out for the token budget)_\n"
 
 
+class _WithWas:
+    """A renderer whose items carry, under a memory that superseded another, the one-line
+    "was: ..." note naming the value it replaced (not for quarantined text)."""
+
+    def __init__(self, inner, was: dict[str, str]):
+        self.inner, self.was = inner, was
+        self.header, self.empty = inner.header, inner.empty
+        self.footer = inner.footer
+
+    def item(self, hit: RecallHit, content: str) -> str:
+        block = self.inner.item(hit, content)
+        note = self.was.get(hit.memory.id)
+        if note and not quarantined(hit):
+            block += f"  {_md_inline(note)}\n"
+        return block
+
+
 _RENDERERS = {"markdown": _Markdown(), "xml": _Xml(), "plain": _Plain(), "compact": _Compact()}
 
 
-def render(hits: list[RecallHit], max_tokens: int, fmt: str = "markdown") -> Rendered:
+def render(hits: list[RecallHit], max_tokens: int, fmt: str = "markdown", was: dict[str, str] | None = None) -> Rendered:
     """Best hits first; an item that does not fit is cut (marked) if enough room is left,
-    else left out and counted. The token count of the result never exceeds ``max_tokens``."""
+    else left out and counted. The token count of the result never exceeds ``max_tokens``.
+    ``was``: memory id -> a one-line note on what that memory superseded
+    (corrections.was_notes), shown under it in markdown, in the same budget."""
     if fmt not in _RENDERERS:
         raise InvalidInputError(f"Unknown context format {fmt!r}. Use one of: {', '.join(CONTEXT_FORMATS)}.")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise InvalidInputError(f"max_tokens must be a positive whole number, got {max_tokens!r}.")
     r = _RENDERERS[fmt]
+    if was and fmt == "markdown":
+        r = _WithWas(r, was)
     closing = getattr(r, "closing", "")
     if not hits:
         text = r.empty if estimate_tokens(r.empty) <= max_tokens else ""

@@ -3,7 +3,7 @@ batch), a turn's window, a session's turns and short-term context (recent turns 
 summary), citations and ``why``. A turn is a memory of type ``episode``; the rows beside it
 are written by the turn store.
 
-May import the plumbing, the turn store, the write path, the episode text functions, rows,
+May import the plumbing, the turn store, the write path, the episode text functions, storage,
 models and validation; never the search, the facade or another service.
 """
 
@@ -19,7 +19,6 @@ from .errors import InvalidInputError, MemoryNotFoundError
 from .models import Citation, Memory, SessionContext
 from .plumbing import Plumbing
 from .policy import DEFAULT_RECALL_STATUSES
-from .rows import load_memories
 from .turns import TurnStore
 from .validation import check_optional_name, derive_title, parse_id
 from .writer import Writer
@@ -111,13 +110,11 @@ class Conversations:
             self.turns.write_chunks_many(conn, list(zip(ids, plans)))
             categories = [(mid, category) for mid, (*_, category) in zip(ids, prepared) if category]
             if categories:
-                conn.executemany(
-                    "INSERT INTO memory_categories (memory_id, category) VALUES (?, ?) "
-                    "ON CONFLICT(memory_id) DO UPDATE SET category = excluded.category", categories)
+                conn.episodes.set_categories(categories)
             if progress:
                 for k in range(len(prepared)):
                     progress(k + 1, len(prepared))
-            loaded = load_memories(conn, ids)
+            loaded = conn.memories.load(ids)
         return [loaded[i] for i in ids]
 
     # -- reading episodes -------------------------------------------------------------------------------------------
@@ -131,11 +128,11 @@ class Conversations:
         with self.core.store.reading() as conn:
             ids = self.turns.window_ids(conn, mid, w, tuple(statuses or DEFAULT_RECALL_STATUSES))
             if ids is None:
-                row = conn.execute("SELECT type FROM memories WHERE id = ?", (mid,)).fetchone()
-                if row is None:
+                mtype = conn.memories.type_of(mid)
+                if mtype is None:
                     raise MemoryNotFoundError(f"No memory mem_{mid}.")
-                raise InvalidInputError(f"mem_{mid} is a {row[0]}, not a conversation turn (episode); it has no window.")
-            found = load_memories(conn, ids)
+                raise InvalidInputError(f"mem_{mid} is a {mtype}, not a conversation turn (episode); it has no window.")
+            found = conn.memories.load(ids)
         return [found[i] for i in ids if i in found]
 
     def session_turns(
@@ -148,23 +145,16 @@ class Conversations:
         if not sess:
             raise InvalidInputError("session is required.")
         sts = tuple(statuses or DEFAULT_RECALL_STATUSES)
-        where, params = self._scope_clause(scope, "e")
+        scopes = self._scopes(scope)
         with self.core.store.reading() as conn:
-            sql = (f"SELECT e.memory_id FROM episodes e JOIN memories m ON m.id = e.memory_id WHERE e.session = ? {where} "
-                   f"AND m.status IN ({','.join('?' * len(sts))}) ORDER BY e.seq DESC, e.event_at DESC")
-            args: list = [sess, *params, *sts]
-            if limit is not None:
-                sql += " LIMIT ?"
-                args.append(max(0, int(limit)))
-            ids = [r[0] for r in conn.execute(sql, args)][::-1]
-            found = load_memories(conn, ids)
+            ids = conn.episodes.session_latest(sess, scopes, sts, None if limit is None else max(0, int(limit)))[::-1]
+            found = conn.memories.load(ids)
         return [found[i] for i in ids]
 
-    def _scope_clause(self, scope, alias: str) -> tuple[str, list]:
+    def _scopes(self, scope) -> tuple[str, ...] | None:
         if scope is None:
-            return "", []
-        flt = self.core.recall_filter(scope, None, DEFAULT_RECALL_STATUSES, None, None)
-        return f"AND {alias}.scope IN ({','.join('?' * len(flt.scopes))})", list(flt.scopes)
+            return None
+        return self.core.recall_filter(scope, None, DEFAULT_RECALL_STATUSES, None, None).scopes
 
     # -- session memory ---------------------------------------------------------------------------------------------
     def session_context(
@@ -180,19 +170,16 @@ class Conversations:
         if isinstance(last_n, bool) or not isinstance(last_n, int) or last_n < 0:
             raise InvalidInputError(f"last_n must be a whole number >= 0, got {last_n!r}.")
         k = self.core.config.summary_sentences if summary_sentences is None else max(0, int(summary_sentences))
-        where, params = self._scope_clause(scope, "e")
-        sts = DEFAULT_RECALL_STATUSES
+        scopes = self._scopes(scope)
         with self.core.store.reading() as conn:
-            rows = conn.execute(
-                f"SELECT e.memory_id, e.seq FROM episodes e JOIN memories m ON m.id = e.memory_id WHERE e.session = ? {where} "
-                f"AND m.status IN ({','.join('?' * len(sts))}) ORDER BY e.seq, e.event_at", [sess, *params, *sts]).fetchall()
+            rows = conn.episodes.session_turns(sess, scopes, DEFAULT_RECALL_STATUSES)
             recent = rows[-last_n:] if last_n else []
             first_recent = recent[0][1] if recent else math.inf
             live = {r[0] for r in rows}
             pool: list[dict] = []
-            for (p,) in conn.execute(f"SELECT pool FROM session_summaries e WHERE e.session = ? {where}", [sess, *params]):
+            for p in conn.episodes.summary_pools(sess, scopes):
                 pool.extend(json.loads(p))
-            found = load_memories(conn, [r[0] for r in recent])
+            found = conn.memories.load([r[0] for r in recent])
         older = [e for e in pool if e["m"] in live and e["s"] < first_recent]
         older.sort(key=lambda e: (-e["w"], e["s"], e["o"]))
         chosen = sorted(older[:k], key=lambda e: (e["s"], e["o"]))
@@ -234,17 +221,14 @@ class Conversations:
         mid = parse_id(memory_id)
         w = check_window(window)
         with self.core.store.reading() as conn:
-            if conn.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone() is None:
+            if not conn.memories.exists(mid):
                 raise MemoryNotFoundError(f"No memory mem_{mid}.")
-            sources = [r[0] for r in conn.execute(
-                "SELECT episode_id FROM citations WHERE memory_id = ? UNION "
-                "SELECT c.episode_id FROM relations r JOIN citations c ON c.memory_id = r.to_id "
-                "WHERE r.from_id = ? AND r.type = 'derived_from'", (mid, mid))]
+            sources = conn.episodes.sources_of(mid)
             ids: list[int] = []
             for s in sources:
                 ids.extend(self.turns.window_ids(conn, s, w, DEFAULT_RECALL_STATUSES) or [s] if w else [s])
             ids = list(dict.fromkeys(ids))
-            found = load_memories(conn, ids)
+            found = conn.memories.load(ids)
         mems = [found[i] for i in ids if i in found]
         mems.sort(key=lambda m: (m.episode.timestamp if m.episode else m.created_at, m.scope,
                                  m.episode.session or "" if m.episode else "", m.episode.seq if m.episode else 0))

@@ -27,7 +27,7 @@ from .reconcile import Reconciler
 from .scan_workers import WorkerOptions
 from .search import Searcher
 from .slm import SlmFeatures
-from .store import Store
+from .storage.sqlite.store import Store
 from .turns import TurnStore
 from .validation import Limits
 from .working import WorkingMemory
@@ -133,8 +133,8 @@ class Recallite:
         ours = (self.embedder.name, str(self.embedder.dimensions))
         if (name, dims) == ours:
             return
-        with self.store.reading() as conn:
-            vectors = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+        with self.store.reading() as s:
+            vectors = s.vectors.count()
         if name is None or vectors == 0:
             with self.store.transaction() as conn:
                 self.store.set_meta(conn, "embedder", ours[0])

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import math
 import re
-import sqlite3
 from typing import Any
 
 import numpy as np
 
 from .errors import InvalidInputError
-from .fts import STOPWORDS
 from .models import Memory, RecallHit, SessionContext
+from .storage.base import Session
+from .storage.fts import STOPWORDS
 from .tokens import estimate_tokens, truncate_to_tokens
 from .validation import to_epoch, clean_text
 from .vector_index import ScanFilter, VectorIndex
@@ -218,12 +218,6 @@ def check_timestamp(value: Any, default: float) -> float:
 
 # -- the chunk projection -----------------------------------------------------------------------------------
 
-_CSELECT = (
-    "SELECT c.id, m.scope, m.status, m.type, m.session, c.vector, c.memory_id "
-    "FROM chunks c JOIN memories m ON m.id = c.memory_id"
-)
-
-
 class ChunkIndex(VectorIndex):
     """The chunk vectors as a cached matrix, filtered by their memory's columns in the scan.
 
@@ -234,23 +228,20 @@ class ChunkIndex(VectorIndex):
         super().__init__(dimensions, shard)
         self.owner: dict[int, int] = {}
 
-    def refresh(self, conn: sqlite3.Connection, counter: int | None = None) -> bool:
+    def refresh(self, conn: Session, counter: int | None = None) -> bool:
         if counter is None:
-            counter = conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
+            counter = conn.feed.counter()
         if counter == self.seq:
             return False
-        floor = conn.execute("SELECT value FROM counters WHERE name = 'chunk_tombstone_floor'").fetchone()[0]
+        floor = conn.episodes.chunk_tombstone_floor()
         if self.seq < 0 or self.seq < floor or counter < self.seq:
             self.reset()
-            rows = conn.execute(_CSELECT).fetchall()
+            rows = conn.episodes.all_chunks()
         else:
-            for (cid,) in conn.execute("SELECT chunk_id FROM chunk_tombstones WHERE seq > ?", (self.seq,)):
+            for cid in conn.episodes.chunk_tombstones_since(self.seq):
                 self._remove(cid)
                 self.owner.pop(cid, None)
-            rows = conn.execute(
-                f"{_CSELECT} WHERE c.seq > ? UNION ALL {_CSELECT} WHERE m.seq > ? AND c.seq <= ?",
-                (self.seq, self.seq, self.seq),
-            ).fetchall()
+            rows = conn.episodes.chunks_changed_since(self.seq)
         if rows:
             for r in rows:
                 self.owner[r[0]] = r[6]
@@ -277,22 +268,20 @@ def needs_id_list(flt: Any) -> bool:
     return any(getattr(flt, name, None) is not None for name in ("tags", "roles", "categories"))
 
 
-def chunk_channel(retriever: Any, conn: sqlite3.Connection, qvec: np.ndarray, flt: Any, depth: int,
+def chunk_channel(retriever: Any, conn: Session, qvec: np.ndarray, flt: Any, depth: int,
                   vec: list[tuple[int, float]]) -> list[tuple[int, float]]:
     """Merge chunk hits into the vector channel: a memory's similarity is the best of its own
     vector and its chunks'. The same filters apply inside the chunk scan, before its top-k."""
     index = getattr(retriever, "chunk_index", None)
     if index is None:  # a Retriever built without the facade's plumbing
         index = retriever.chunk_index = ChunkIndex(retriever.index.dimensions)
-    counter = getattr(retriever, "_counter", None)
+    counter = getattr(retriever, "counter", None)
     index.refresh(conn, counter(conn) if counter else None)
     if len(index) == 0:
         return vec
     allowed = None
     if needs_id_list(flt):
-        where, params = flt.sql("m")
-        allowed = np.array([r[0] for r in conn.execute(
-            f"SELECT c.id FROM chunks c JOIN memories m ON m.id = c.memory_id WHERE {where}", params)], dtype=np.int64)
+        allowed = np.array(conn.episodes.chunk_ids(flt.memory_filter()), dtype=np.int64)
     hits = index.search_memories(
         qvec, depth, ScanFilter(scopes=flt.scopes, statuses=flt.statuses, types=flt.types, sessions=flt.sessions,
                                 allowed_ids=allowed))

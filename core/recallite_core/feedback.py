@@ -22,6 +22,7 @@ from .lifecycle import check_optional_reason
 from .models import OUTCOMES, FeedbackResult, Memory, UsefulnessChange
 from .plumbing import Plumbing
 from .promotion import promote_earned
+from .storage.base import MemoryFilter
 from .validation import check_optional_name, check_unit, fmt_id, parse_id
 from .working_layer import WorkingLayer
 
@@ -82,22 +83,18 @@ class FeedbackRecorder:
         qvec = self.core.learning.query_vector(rid)  # embedded outside the write lock
         now = time.time()
         with self.core.store.transaction() as conn:
-            if conn.execute("SELECT 1 FROM retrievals WHERE id = ?", (rid,)).fetchone() is None:
+            if not conn.retrievals.exists(rid):
                 raise RetrievalNotFoundError(
                     f"No retrieval ret_{rid}. Pass the retrieval_id returned by recall/context in this database."
                 )
             if key is not None:
-                prev = conn.execute("SELECT id FROM feedback WHERE client_key = ?", (key,)).fetchone()
+                prev = conn.outcomes.feedback_with_key(key)
                 if prev is not None:
-                    return self._feedback_result(conn, prev[0], duplicate=True)
-            shown = conn.execute(
-                "SELECT memory_id, rank, expanded, served FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank",
-                (rid,),
-            ).fetchall()
+                    return self._feedback_result(conn, prev, duplicate=True)
+            shown = conn.retrievals.shown(rid)
             if used is not None:
                 if used:
-                    marks = ",".join("?" * len(used))
-                    found = {r[0] for r in conn.execute(f"SELECT id FROM memories WHERE id IN ({marks})", used)}
+                    found = set(conn.memories.matching(used, MemoryFilter()))
                     missing = [f"mem_{i}" for i in used if i not in found]
                     if missing:
                         raise MemoryNotFoundError(f"used_memory_ids names unknown memories: {', '.join(missing)}.")
@@ -108,22 +105,14 @@ class FeedbackRecorder:
                 # Only what the agent was shown, weighted by its place in what it saw.
                 credits = [(mid, policy.rank_weight(place))
                            for place, mid in enumerate(mid for mid, _, _, s in shown if s)]
-            cur = conn.execute(
-                "INSERT INTO feedback (retrieval_id, outcome, score, used_ids, reason, client_key, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (rid, outcome, recorded_score, json.dumps([f"mem_{i}" for i in (used or [])]), reason_text, key, now),
-            )
-            fid = cur.lastrowid
+            fid = conn.outcomes.add_feedback(rid, outcome, recorded_score,
+                                             json.dumps([f"mem_{i}" for i in (used or [])]), reason_text, key, now)
             olds: dict[int, float] = {}
             candidates: list[int] = []
-            cids = [mid for mid, _ in credits]
-            for i in range(0, len(cids), 500):
-                chunk = cids[i : i + 500]
-                for mid, usefulness, status in conn.execute(
-                        f"SELECT id, usefulness, status FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk):
-                    olds[mid] = usefulness
-                    if status == "candidate":
-                        candidates.append(mid)
+            for mid, usefulness, status in conn.memories.usefulness_of([mid for mid, _ in credits]):
+                olds[mid] = usefulness
+                if status == "candidate":
+                    candidates.append(mid)
             succ = 1 if target >= 0.5 and outcome != "failure" else 0
             fail = 1 if outcome == "failure" else 0
             updates, outcomes = [], []
@@ -132,27 +121,15 @@ class FeedbackRecorder:
                 new = policy.updated_usefulness(old, target, weight, self.core.config.learning_rate)
                 updates.append((new, succ, fail, now, mid))
                 outcomes.append((fid, mid, weight, target, old, new, now))
-            conn.executemany(
-                "UPDATE memories SET usefulness = ?, success_count = success_count + ?, "
-                "failure_count = failure_count + ?, updated_at = ? WHERE id = ?",
-                updates,
-            )
-            conn.executemany(
-                "INSERT INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, new_usefulness, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                outcomes,
-            )
+            conn.memories.apply_outcomes(updates)
+            conn.outcomes.add(outcomes)
             if used and succ:
                 # Served but not named by a task that succeeded: not what this task needed.
                 # Rules (constraints, preferences) hold whether or not the agent names them: never marked.
                 named = set(used)
                 unused = [mid for mid, _, _, served in shown if served and mid not in named]
                 if unused:
-                    conn.executemany(
-                        "INSERT INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, "
-                        "new_usefulness, created_at, kind) SELECT ?, id, ?, 0.0, usefulness, usefulness, ?, 'unused' "
-                        f"FROM memories WHERE id = ? AND type NOT IN ({','.join('?' * len(policy.RULE_TYPES))})",
-                        [(fid, policy.UNUSED_WEIGHT, now, mid, *policy.RULE_TYPES) for mid in unused])
+                    conn.outcomes.add_unused(fid, unused, policy.UNUSED_WEIGHT, now, policy.RULE_TYPES)
             # Candidates that keep helping earn validation (policy.earns_validation).
             promoted = promote_earned(conn, candidates, now) if outcome == "success" and candidates else []
             self.core.learning.on_feedback(conn, rid, qvec, target, used, now)
@@ -165,15 +142,9 @@ class FeedbackRecorder:
         )
 
     def _feedback_result(self, conn, fid: int, duplicate: bool = False) -> FeedbackResult:
-        rid, outcome, score = conn.execute("SELECT retrieval_id, outcome, score FROM feedback WHERE id = ?", (fid,)).fetchone()
-        changes = [
-            UsefulnessChange(id=f"mem_{m}", weight=w, old_usefulness=o, new_usefulness=n)
-            for m, w, o, n in conn.execute(
-                "SELECT memory_id, weight, old_usefulness, new_usefulness FROM memory_outcomes "
-                "WHERE feedback_id = ? AND kind = 'credit' ORDER BY rowid",
-                (fid,),
-            )
-        ]
+        rid, outcome, score = conn.outcomes.feedback(fid)
+        changes = [UsefulnessChange(id=f"mem_{m}", weight=w, old_usefulness=o, new_usefulness=n)
+                   for m, w, o, n in conn.outcomes.credits_of(fid)]
         return FeedbackResult(
             feedback_id=fmt_id("fb", fid), retrieval_id=fmt_id("ret", rid) if rid else "", outcome=outcome,
             score=score, changes=changes, duplicate=duplicate,
@@ -191,11 +162,8 @@ class FeedbackRecorder:
             raise InvalidInputError("delta must be a finite number between -1 and 1.")
         d = max(-1.0, min(1.0, d))
         with self.core.store.transaction() as conn:
-            row = conn.execute("SELECT usefulness FROM memories WHERE id = ?", (mid,)).fetchone()
-            if row is None:
+            row = conn.memories.usefulness_of([mid])
+            if not row:
                 raise MemoryNotFoundError(f"No memory mem_{mid}.")
-            conn.execute(
-                "UPDATE memories SET usefulness = ?, updated_at = ? WHERE id = ?",
-                (policy.clamp01(row[0] + d), time.time(), mid),
-            )
+            conn.memories.set_usefulness(mid, policy.clamp01(row[0][1] + d), time.time())
         return self.catalog.get(mid)

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sqlite3
-
-from .storage import as_session
 from .storage.base import ProjectionCounts, Session
 
 SHOWN = 10  # ids listed per problem in messages
@@ -47,9 +44,9 @@ class ProjectionReport(ProjectionCounts):
         return out
 
 
-def check_projections(session: Session | sqlite3.Connection, dimensions: int | None = None) -> ProjectionReport:
-    """Compare memories, vectors and the FTS index, in any session (or connection) on the store."""
-    return ProjectionReport(**vars(as_session(session).integrity.projections(dimensions)))
+def check_projections(session: Session, dimensions: int | None = None) -> ProjectionReport:
+    """Compare memories, vectors and the FTS index, in any session on the store."""
+    return ProjectionReport(**vars(session.integrity.projections(dimensions)))
 
 
 __all__ = ["ProjectionReport", "check_projections"]

@@ -4,14 +4,13 @@ supersede and its undo, settling a conflict), relations between memories, and de
 asks (policy.check_actor).
 
 May import the plumbing, the turn store (what deleting a turn leaves behind), the catalog
-(reading memories back), policy, rows, models and validation; never the write path, another
+(reading memories back), policy, storage, models and validation; never the write path, another
 service or the facade.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from typing import Any
 
@@ -22,8 +21,7 @@ from .errors import InvalidInputError, InvalidTransitionError, MemoryNotFoundErr
 from .models import RELATION_TYPES, ForgetResult, Memory, Relation, RelationCounts
 from .plumbing import Plumbing
 from .redaction import redact_text
-from .rows import ts
-from .store import _explain  # store.py's error wording; not yet public there
+from .storage.codec import ts
 from .turns import TurnStore
 from .validation import check_source, clean_text, fmt_id, parse_id
 
@@ -43,7 +41,7 @@ class Lifecycle:
         mid = parse_id(memory_id)
         actor = None if by is None else check_source(by)
         with self.core.store.transaction() as conn:
-            row = conn.execute("SELECT status, source_type, confidence, metadata FROM memories WHERE id = ?", (mid,)).fetchone()
+            row = conn.memories.state(mid)
             if row is None:
                 raise MemoryNotFoundError(f"No memory mem_{mid}.")
             status, source_type, conf, metadata = row
@@ -55,12 +53,10 @@ class Lifecycle:
             meta = json.loads(metadata)
             if reason:
                 meta[f"{new_status}_reason"] = check_optional_reason(reason)
-            conn.execute(
-                "UPDATE memories SET status = ?, confidence = ?, metadata = ?, updated_at = ? WHERE id = ?",
-                (new_status, conf, json.dumps(meta, ensure_ascii=False), time.time(), mid),
-            )
-            if new_status in ("validated", "active"):  # trust decays from the last validation
-                conn.execute("UPDATE memories SET validated_at = ? WHERE id = ?", (time.time(), mid))
+            now = time.time()
+            # Trust decays from the last validation.
+            validated_at = now if new_status in ("validated", "active") else None
+            conn.memories.set_status(mid, new_status, conf, json.dumps(meta, ensure_ascii=False), now, validated_at)
         return self.catalog.get(mid)
 
     # ``by`` (a source like ``"llm"`` or ``{"type": "agent", "id": ...}``) names who asks for a
@@ -89,14 +85,14 @@ class Lifecycle:
         actor = None if by is None else check_source(by)
         with self.core.store.transaction() as conn:
             if actor is not None and not allow_unsafe:
-                row = conn.execute("SELECT source_type, metadata FROM memories WHERE id = ?", (old,)).fetchone()
+                row = conn.memories.source_of(old)
                 if row is not None:
                     policy.check_actor(actor.type, "superseded", effective_source(*row), f"mem_{old}")
             self.supersede_within(conn, old, new, reason, allow_unsafe)
         return self.catalog.get(old)
 
     def supersede_within(self, conn, old: int, new: int, reason: str | None, allow_unsafe: bool, auto: bool = False) -> None:
-        rows = {r[0]: r for r in conn.execute("SELECT id, status, source_type, metadata FROM memories WHERE id IN (?, ?)", (old, new))}
+        rows = {r[0]: r for r in conn.memories.states_of([old, new])}
         for i in (old, new):
             if i not in rows:
                 raise MemoryNotFoundError(f"No memory mem_{i}.")
@@ -121,14 +117,8 @@ class Lifecycle:
             m["superseded_reason"] = reason if auto else check_optional_reason(reason)
         m["superseded_from"] = old_status  # what undo_supersede restores
         now = time.time()
-        conn.execute(
-            "UPDATE memories SET status = 'superseded', superseded_by = ?, metadata = ?, updated_at = ? WHERE id = ?",
-            (new, json.dumps(m, ensure_ascii=False), now, old),
-        )
-        conn.execute(
-            "INSERT OR IGNORE INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (?, ?, 'supersedes', 0, ?)",
-            (new, old, now),
-        )
+        conn.memories.mark_superseded(old, new, json.dumps(m, ensure_ascii=False), now)
+        conn.relations.add(new, old, "supersedes", 0, now)
 
     # -- relations ----------------------------------------------------------------------------------------------------
     def relate(self, from_id: str | int, to_id: str | int, relation: str, *, allow_unsafe: bool = False) -> Relation:
@@ -145,22 +135,16 @@ class Lifecycle:
         if a == b:
             raise InvalidInputError("A memory cannot be related to itself; name two different memories.")
         with self.core.store.transaction() as conn:
-            rows = {r[0]: r for r in conn.execute(
-                "SELECT id, source_type, source_id, confidence, metadata FROM memories WHERE id IN (?, ?)", (a, b))}
+            rows = {r[0]: r for r in conn.memories.link_ends([a, b])}
             for i in (a, b):
                 if i not in rows:
                     raise MemoryNotFoundError(f"No memory mem_{i}.")
-            existing = conn.execute(
-                "SELECT id FROM relations WHERE from_id = ? AND to_id = ? AND type = ?", (a, b, relation)
-            ).fetchone()
-            if existing:
-                return self._relation(conn, existing[0])
+            existing = conn.relations.find(a, b, relation)
+            if existing is not None:
+                return self._relation(conn, existing)
             if relation == "supersedes":
                 self.supersede_within(conn, b, a, None, allow_unsafe)
-                rid = conn.execute(
-                    "SELECT id FROM relations WHERE from_id = ? AND to_id = ? AND type = 'supersedes'", (a, b)
-                ).fetchone()[0]
-                return self._relation(conn, rid)
+                return self._relation(conn, conn.relations.find(a, b, "supersedes"))
             _, a_src, a_sid, a_conf, a_meta = rows[a]
             _, b_src, b_sid, b_conf, _ = rows[b]
             # A flagged (instruction-like) memory is as untrusted as an llm one.
@@ -169,22 +153,16 @@ class Lifecycle:
             effect = allow_unsafe or not (untrusted or (relation in ("supports", "derived_from") and self_endorsed))
             now = time.time()
             if effect and relation in ("supports", "derived_from"):
-                conn.execute("UPDATE memories SET confidence = ?, updated_at = ? WHERE id = ?",
-                             (policy.confidence_after_support(b_conf, a_conf), now, b))
+                conn.memories.set_confidence(b, policy.confidence_after_support(b_conf, a_conf), now)
             elif effect and relation == "contradicts":
                 for mid, c in ((a, a_conf), (b, b_conf)):
-                    conn.execute("UPDATE memories SET confidence = ?, updated_at = ? WHERE id = ?",
-                                 (policy.confidence_after_contradiction(c), now, mid))
-            cur = conn.execute(
-                "INSERT INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (?, ?, ?, ?, ?)",
-                (a, b, relation, int(effect and relation in ("supports", "derived_from", "contradicts")), now),
-            )
-            return self._relation(conn, cur.lastrowid)
+                    conn.memories.set_confidence(mid, policy.confidence_after_contradiction(c), now)
+            rid = conn.relations.create(a, b, relation, int(effect and relation in ("supports", "derived_from", "contradicts")),
+                                        now)
+            return self._relation(conn, rid)
 
     def _relation(self, conn, rid: int) -> Relation:
-        a, b, t, eff, created = conn.execute(
-            "SELECT from_id, to_id, type, confidence_effect, created_at FROM relations WHERE id = ?", (rid,)
-        ).fetchone()
+        a, b, t, eff, created = conn.relations.get(rid)
         return Relation(id=fmt_id("rel", rid), from_id=f"mem_{a}", to_id=f"mem_{b}", type=t,
                         confidence_effect=bool(eff), created_at=ts(created))
 
@@ -192,24 +170,18 @@ class Lifecycle:
         self.core.live()
         mid = parse_id(memory_id)
         with self.core.store.reading() as conn:
-            ids = [r[0] for r in conn.execute(
-                "SELECT id FROM relations WHERE from_id = ? OR to_id = ? ORDER BY id", (mid, mid))]
+            ids = conn.relations.of_memory(mid)
             return [self._relation(conn, r) for r in ids]
 
     def relation_counts(self, memory_id: str | int) -> RelationCounts:
         self.core.live()
         mid = parse_id(memory_id)
         with self.core.store.reading() as conn:
-            row = conn.execute("SELECT confidence FROM memories WHERE id = ?", (mid,)).fetchone()
-            if row is None:
+            confidence = conn.memories.confidence_of(mid)
+            if confidence is None:
                 raise MemoryNotFoundError(f"No memory mem_{mid}.")
-            evidence = conn.execute(
-                "SELECT count(*) FROM relations WHERE to_id = ? AND type IN ('supports', 'derived_from')", (mid,)
-            ).fetchone()[0]
-            contra = conn.execute(
-                "SELECT count(*) FROM relations WHERE type = 'contradicts' AND (from_id = ? OR to_id = ?)", (mid, mid)
-            ).fetchone()[0]
-        return RelationCounts(id=f"mem_{mid}", evidence_count=evidence, contradiction_count=contra, confidence=row[0])
+            evidence, contra = conn.relations.evidence_counts(mid)
+        return RelationCounts(id=f"mem_{mid}", evidence_count=evidence, contradiction_count=contra, confidence=confidence)
 
     # -- deletion ---------------------------------------------------------------------------------------------------------
     def forget(self, memory_id: str | int, *, vacuum: bool = False, orphans: str = "report") -> ForgetResult:
@@ -226,12 +198,7 @@ class Lifecycle:
         check_orphans(orphans)
         with self.core.store.transaction() as conn:
             before = self.turns.before_forget(conn, mid)
-            shown_in = "SELECT retrieval_id FROM retrieval_items WHERE memory_id = ?"
-            conn.execute(f"UPDATE retrievals SET query = '[forgotten]' WHERE id IN ({shown_in})", (mid,))
-            conn.execute(f"UPDATE feedback SET reason = NULL WHERE retrieval_id IN ({shown_in}) OR used_ids LIKE ?",
-                         (mid, f'%"mem_{mid}"%'))
-            cur = conn.execute("DELETE FROM memories WHERE id = ?", (mid,))
-            if cur.rowcount == 0:
+            if not conn.memories.delete(mid):
                 raise MemoryNotFoundError(f"No memory mem_{mid}.")
             result = self.turns.after_forget(conn, mid, before, orphans)
             self.prune_tombstones(conn)
@@ -249,14 +216,8 @@ class Lifecycle:
         """Merge the FTS index and rewrite the file, so deleted text leaves the disk."""
         self.core.live()
         with self.core.store.transaction() as conn:
-            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
-        with self.core.store.lock:
-            try:
-                self.core.store.conn.execute("VACUUM")
-                busy = self.core.store.path and self.core.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-            except sqlite3.Error as exc:
-                raise _explain(exc, self.core.store.path) from exc
-        if busy:
+            conn.keywords.optimize()
+        if not self.core.store.vacuum():
             # The rewritten pages sit in the WAL; the old ones (deleted text included) stay in the
             # main file until a checkpoint can run, which waits for other processes' readers.
             raise StoreError(
@@ -265,11 +226,7 @@ class Lifecycle:
             )
 
     def prune_tombstones(self, conn) -> None:
-        count = conn.execute("SELECT count(*) FROM tombstones").fetchone()[0]
-        if count > self.core.config.max_tombstones:
-            top = conn.execute("SELECT max(seq) FROM tombstones").fetchone()[0]
-            conn.execute("DELETE FROM tombstones WHERE seq <= ?", (top,))
-            conn.execute("UPDATE counters SET value = ? WHERE name = 'tombstone_floor'", (top,))
+        conn.feed.prune_tombstones(self.core.config.max_tombstones)
 
     def undo_supersede(self, memory_id: str | int, *, by: Any = None) -> Memory:
         """Undo a supersede (detected or by hand): the memory returns to the status it had, its
@@ -279,8 +236,7 @@ class Lifecycle:
         mid = parse_id(memory_id)
         actor = None if by is None else check_source(by)
         with self.core.store.transaction() as conn:
-            row = conn.execute("SELECT status, superseded_by, metadata, source_type FROM memories WHERE id = ?",
-                               (mid,)).fetchone()
+            row = conn.memories.supersede_state(mid)
             if row is None:
                 raise MemoryNotFoundError(f"No memory mem_{mid}.")
             status, by_id, meta, source_type = row
@@ -291,10 +247,9 @@ class Lifecycle:
             if actor is not None:
                 policy.check_actor(actor.type, back, effective_source(source_type, meta), f"mem_{mid}")
             m.pop("superseded_reason", None)
-            conn.execute("UPDATE memories SET status = ?, superseded_by = NULL, metadata = ?, updated_at = ? WHERE id = ?",
-                         (back, json.dumps(m, ensure_ascii=False), time.time(), mid))
+            conn.memories.restore_status(mid, back, json.dumps(m, ensure_ascii=False), time.time())
             if by_id is not None:
-                conn.execute("DELETE FROM relations WHERE from_id = ? AND to_id = ? AND type = 'supersedes'", (by_id, mid))
+                conn.relations.remove(by_id, mid, "supersedes")
         return self.catalog.get(mid)
 
     def resolve_conflict(self, memory_id: str | int, other_id: str | int, keep: str | int = "both", *,
@@ -308,8 +263,7 @@ class Lifecycle:
             if by is not None:  # ending a conflict clears both warnings: it vouches, like validate
                 policy.check_actor(check_source(by).type, "validated", "user", f"mem_{a} and mem_{b}")
             with self.core.store.transaction() as conn:
-                gone = conn.execute("DELETE FROM relations WHERE type = 'contradicts' AND ((from_id = ? AND to_id = ?) "
-                                    "OR (from_id = ? AND to_id = ?))", (a, b, b, a)).rowcount
+                gone = conn.relations.remove(a, b, "contradicts") + conn.relations.remove(b, a, "contradicts")
             if not gone:
                 raise InvalidInputError(f"mem_{a} and mem_{b} are not linked as contradicting; nothing to resolve.")
             return self.catalog.get_many([a, b])

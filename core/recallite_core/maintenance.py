@@ -3,7 +3,7 @@ windows, chunks and the learner's query vectors rebuilt with the current embedde
 ``consolidate`` (near-duplicates merged into one new candidate linked to each; nothing is
 deleted).
 
-May import the plumbing, the catalog, the write path, the turn store, codec, episode_windows,
+May import the plumbing, the catalog, the write path, the turn store, storage, episode_windows,
 models and validation; never the facade or another service.
 """
 
@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .catalog import Catalog
-from .codec import encode_vector
+from .storage.codec import encode_vector
 from .episode_windows import rebuild_windows
 from .models import ConsolidationGroup
 from .plumbing import Plumbing
@@ -40,7 +40,7 @@ class Maintenance:
         """Rebuild FTS and every vector from the memories table with the current embedder."""
         self.core.live()
         with self.core.store.reading() as conn:
-            rows = conn.execute("SELECT id, title, content FROM memories ORDER BY id").fetchall()
+            rows = conn.memories.texts()
         vecs: list[np.ndarray] = []
         bs = 256
         for i in range(0, len(rows), bs):
@@ -50,23 +50,17 @@ class Maintenance:
                 progress(min(i + bs, len(rows)), len(rows))
         matrix = np.vstack(vecs) if vecs else np.empty((0, self.core.embedder.dimensions), dtype=np.float32)
         with self.core.store.transaction() as conn:
-            conn.execute("DELETE FROM vectors")
-            live = {r[0] for r in conn.execute("SELECT id FROM memories")}
-            conn.executemany(
-                "INSERT INTO vectors (memory_id, vector) VALUES (?, ?)",
-                [(mid, encode_vector(v)) for (mid, _, _), v in zip(rows, matrix) if mid in live],
-            )
-            late = conn.execute(
-                "SELECT id, title, content FROM memories WHERE id NOT IN (SELECT memory_id FROM vectors)"
-            ).fetchall()
+            # Memories deleted since the read above are skipped; ones written since come back
+            # from missing_texts() and are embedded here.
+            conn.vectors.replace_all([(mid, encode_vector(v)) for (mid, _, _), v in zip(rows, matrix)])
+            late = conn.vectors.missing_texts()
             if late:
                 lv = self.core.embed([embedding_text(t, c) for _, t, c in late])
-                conn.executemany("INSERT INTO vectors (memory_id, vector) VALUES (?, ?)",
-                                 [(r[0], encode_vector(v)) for r, v in zip(late, lv)])
-            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+                conn.vectors.add([(r[0], encode_vector(v)) for r, v in zip(late, lv)])
+            conn.keywords.rebuild()
             rebuild_windows(conn)
             # Every reader reloads from scratch: cheaper than replaying a tombstone per row.
-            self.core.store.reload_readers(conn)
+            conn.feed.reset_readers()
             self.core.store.set_meta(conn, "embedder", self.core.embedder.name)
             self.core.store.set_meta(conn, "dimensions", str(self.core.embedder.dimensions))
         with self.core.store.lock:
@@ -84,12 +78,11 @@ class Maintenance:
         self.core.live()
         thr = check_unit("threshold", threshold, 0.92)
         flt = self.core.recall_filter(scope, types, ("candidate", "validated", "active"), None, None)
-        where, params = flt.sql("m")
         with self.core.store.reading() as conn:
             self.core.index.refresh(conn)
-            rows = conn.execute(f"SELECT m.id, m.scope, m.type, m.metadata FROM memories m WHERE {where}", params).fetchall()
+            rows = conn.memories.classified(flt.memory_filter())
             merged_before = set()
-            for (meta,) in conn.execute("SELECT metadata FROM memories WHERE metadata LIKE '%consolidated_from%'"):
+            for meta in conn.memories.merged_metadata():
                 merged_before.add(tuple(sorted(json.loads(meta).get("consolidated_from", []))))
         buckets: dict[tuple[str, str], list[int]] = {}
         for mid, sc, ty, meta in rows:
@@ -150,8 +143,5 @@ class Maintenance:
             g.merged_id = merged.id
             for m in mems:
                 with self.core.store.transaction() as conn:
-                    conn.execute(
-                        "INSERT OR IGNORE INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (?, ?, 'derived_from', 0, ?)",
-                        (parse_id(merged.id), parse_id(m.id), time.time()),
-                    )
+                    conn.relations.add(parse_id(merged.id), parse_id(m.id), "derived_from", 0, time.time())
         return groups

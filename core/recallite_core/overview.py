@@ -9,6 +9,7 @@ another service.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import time
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from . import policy
 from .models import OUTCOMES, STATUSES, Stats
 from .plumbing import Plumbing
+from .storage.base import MemoryFilter
 from .trust import trust_distribution, trust_scores
 from .working_layer import WorkingLayer
 
@@ -24,6 +26,13 @@ if TYPE_CHECKING:
     from .retriever import RecallFilter
 
 TRUST_STATS_SAMPLE = 2000
+_LIVE = ("candidate", "validated", "active")
+
+
+def _live(flt: MemoryFilter) -> MemoryFilter:
+    """``flt`` narrowed to the live statuses."""
+    wanted = _LIVE if flt.statuses is None else tuple(s for s in flt.statuses if s in _LIVE)
+    return dataclasses.replace(flt, statuses=wanted)
 
 
 class Overview:
@@ -37,8 +46,7 @@ class Overview:
         """Counts by type/status/source/scope, relations, feedback, tokens served vs stored, file size."""
         self.core.live()
         flt = self.core.recall_filter(scope, None, STATUSES, None, None)
-        where, params = flt.sql("m")
-
+        mf = flt.memory_filter()
         with self.core.reader().reading() as conn:
             # One pass over a covering index (migration 0011) gives every count by type,
             # status, source and scope, and the live tokens: no scan of the memories table.
@@ -47,10 +55,7 @@ class Overview:
             by_source: dict[str, int] = {}
             by_scope: dict[str, int] = {}
             total = tokens_stored = 0
-            for scope_, status, mtype, source, n, tokens in conn.execute(
-                f"SELECT m.scope, m.status, m.type, m.source_type, count(*), coalesce(sum(m.tokens), 0) "
-                f"FROM memories m WHERE {where} GROUP BY 1, 2, 3, 4", params,
-            ):
+            for scope_, status, mtype, source, n, tokens in conn.stats.memory_counts(mf):
                 total += n
                 for d, k in ((by_type, mtype), (by_status, status), (by_source, source), (by_scope, scope_)):
                     d[k] = d.get(k, 0) + n
@@ -58,33 +63,16 @@ class Overview:
                     tokens_stored += tokens
             by_type, by_status, by_source, by_scope = (
                 dict(sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))) for d in (by_type, by_status, by_source, by_scope))
-            rel = {k: v for k, v in conn.execute(
-                f"SELECT r.type, count(*) FROM relations r JOIN memories m ON m.id = r.from_id WHERE {where} GROUP BY r.type",
-                params)}
+            rel = conn.stats.relation_counts(mf)
             if flt.scopes is None and set(flt.statuses) >= set(STATUSES):
                 # Every vector belongs to a memory (foreign key): the count is the table's,
-                # read from its small seq index instead of the pages that hold the vectors.
-                vectors = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+                # which the store reads from a small index instead of the vectors themselves.
+                vectors = conn.vectors.count()
             else:
-                vectors = conn.execute(
-                    f"SELECT count(*) FROM memories m WHERE {where} AND EXISTS (SELECT 1 FROM vectors v WHERE v.memory_id = m.id)",
-                    params).fetchone()[0]
-            rscope = ""
-            rparams: list = []
-            if flt.scopes is not None:
-                rscope = "WHERE scope = ?"
-                rparams = [json.dumps(list(flt.scopes))]
-            retrievals = conn.execute(f"SELECT count(*) FROM retrievals {rscope}", rparams).fetchone()[0]
-            served = [r[0] for r in conn.execute(
-                f"SELECT tokens_served FROM retrievals {rscope} {'AND' if rscope else 'WHERE'} kind = 'context' AND tokens_served IS NOT NULL",
-                rparams)]
-            matched = conn.execute(
-                f"SELECT coalesce(sum(tokens_matched), 0) FROM retrievals {rscope} {'AND' if rscope else 'WHERE'} kind = 'context'",
-                rparams).fetchone()[0]
-            fb = {k: v for k, v in conn.execute(
-                f"SELECT f.outcome, count(*) FROM feedback f JOIN retrievals r ON r.id = f.retrieval_id {rscope.replace('scope', 'r.scope')} GROUP BY f.outcome",
-                rparams)}
-            redacted = {k: v for k, v in conn.execute("SELECT kind, count FROM redactions ORDER BY count DESC, kind")}
+                vectors = conn.stats.vector_count(mf)
+            searched = None if flt.scopes is None else json.dumps(list(flt.scopes))
+            retrievals, served, matched, fb = conn.stats.retrieval_counts(searched)
+            redacted = conn.stats.redactions()
         served_sorted = sorted(served)
         db_bytes, wal_bytes = self.core.store.file_sizes()
         stats = Stats(
@@ -108,18 +96,14 @@ class Overview:
             return self.core.learning.tuner.summary(conn, scopes)
 
     def _slm_stats(self, stats, flt: "RecallFilter") -> None:
-        where, params = flt.sql("m")
+        live = _live(flt.memory_filter())
         by_type = stats.by_type  # counted by stats() under the same filter
         with self.core.reader().reading() as conn:
             # The trust distribution of the newest live memories: a bounded sample keeps stats
             # prompt on a store of any size (it reports how many it covered).
-            ids = [r[0] for r in conn.execute(
-                f"SELECT m.id FROM memories m WHERE {where} AND m.status IN ('candidate', 'validated', 'active') "
-                f"ORDER BY m.id DESC LIMIT {TRUST_STATS_SAMPLE}", params)]
+            ids = conn.memories.newest_ids(live, TRUST_STATS_SAMPLE)
             scores = trust_scores(conn, ids, half_life_days=self.core.config.trust_half_life_days)
-            stats.expired = conn.execute(
-                f"SELECT count(*) FROM memories m WHERE {where} AND m.valid_until IS NOT NULL AND m.valid_until <= ? "
-                "AND m.status IN ('candidate', 'validated', 'active')", [*params, time.time()]).fetchone()[0]
+            stats.expired = conn.stats.expired_count(live, time.time())
         layers = {name: 0 for name in policy.STORED_LAYERS}
         for t, n in by_type.items():
             layers[policy.TYPE_LAYER[t]] += n

@@ -21,7 +21,7 @@ from .errors import ClosedError, EmbedderMismatchError
 from .learning import Learning
 from .retriever import RecallFilter, Retriever
 from .scan_workers import ScanPool, WorkerOptions
-from .store import Store
+from .storage.sqlite.store import Store
 from .validation import Limits, check_optional_name, check_scope, check_tags
 from .vector_index import VectorIndex
 

@@ -2,7 +2,7 @@
 
 Import writes through the write path's and the turn store's public methods, in one
 transaction (all or nothing). May import the plumbing, the write path, the turn store, the
-episode checks, policy, rows, models, migrations and validation; never the facade or another
+episode checks, policy, storage, models and validation; never the facade or another
 service.
 """
 
@@ -15,13 +15,11 @@ import time
 from typing import Any, Callable
 
 from . import policy
-from .codec import encode_vector
+from .storage.codec import encode_vector
 from .errors import InvalidInputError
-from .migrations import SCHEMA_VERSION
 from .models import OUTCOMES, RELATION_TYPES
 from .episodes import check_category, check_role, check_timestamp
 from .plumbing import Plumbing
-from .rows import load_memories
 from .turns import TurnStore
 from .validation import parse_id
 from .writer import Writer
@@ -86,7 +84,7 @@ class Portability:
 
     def _export(self, path: str, scope: str | None) -> int:
         """Write atomically (temp file + rename) so a crash never leaves half an export."""
-        where, params = ("WHERE scope = ?", [scope]) if scope else ("", [])
+        schema = self.core.store.schema_version()
         lines = 0
         target = os.path.abspath(os.path.expanduser(path))
         folder = os.path.dirname(target) or "."
@@ -100,64 +98,53 @@ class Portability:
                     out.write(json.dumps(obj, ensure_ascii=False) + "\n")
                     lines += 1
 
-                write({"kind": "header", "format": FORMAT, "version": VERSION, "schema": SCHEMA_VERSION,
+                write({"kind": "header", "format": FORMAT, "version": VERSION, "schema": schema,
                        "embedder": self.core.embedder.name, "dimensions": self.core.embedder.dimensions, "exported_at": time.time(),
                        "scope": scope})
-                ids_list = [r[0] for r in conn.execute(f"SELECT id FROM memories {where} ORDER BY id", params)]
+                ids_list = conn.archive.memory_ids(scope or None)
                 ids: set[int] = set(ids_list)
                 for start in range(0, len(ids_list), 500):
-                    for mid, m in sorted(load_memories(conn, ids_list[start : start + 500]).items()):
+                    for mid, m in sorted(conn.memories.load(ids_list[start : start + 500]).items()):
                         d = m.model_dump(exclude={"duplicate_of"})
                         for k in ("created_at", "updated_at", "last_accessed_at", "valid_until"):
                             d[k] = _epoch(getattr(m, k))
                         if m.episode is not None:
                             d["episode"]["timestamp"] = _epoch(m.episode.timestamp)
                         write({"kind": "memory", **d})
-                for a, b, t, eff, created in conn.execute(
-                    "SELECT from_id, to_id, type, confidence_effect, created_at FROM relations ORDER BY id"
-                ):
+                for a, b, t, eff, created in conn.archive.relations():
                     if a in ids and b in ids:
                         write({"kind": "relation", "from_id": f"mem_{a}", "to_id": f"mem_{b}", "type": t,
                                "confidence_effect": bool(eff), "created_at": created})
-                for a, b, created in conn.execute("SELECT memory_id, episode_id, created_at FROM citations ORDER BY rowid"):
+                for a, b, created in conn.archive.citations():
                     if a in ids and b in ids:
                         write({"kind": "citation", "memory_id": f"mem_{a}", "episode_id": f"mem_{b}", "created_at": created})
-                for sc, sess, pool, turns, updated in conn.execute(
-                    "SELECT scope, session, pool, turns, updated_at FROM session_summaries ORDER BY scope, session"
-                ):
+                for sc, sess, pool, turns, updated in conn.archive.summaries():
                     if scope and sc != scope:
                         continue
                     entries = [dict(e, m=f"mem_{e['m']}") for e in json.loads(pool) if e["m"] in ids]
                     write({"kind": "session_summary", "scope": sc, "session": sess, "turns": turns, "updated_at": updated,
                            "pool": entries})
-                for rid, q, prof, sc, kind, ts_, tm, created in conn.execute(
-                    "SELECT id, query, profile, scope, kind, tokens_served, tokens_matched, created_at FROM retrievals ORDER BY id"
-                ):
+                for rid, q, prof, searched, kind, ts_, tm, created in conn.archive.retrievals():
                     items = [
                         {"memory_id": f"mem_{m}", "rank": r, "score": s, "expanded": bool(e)}
-                        for m, r, s, e in conn.execute(
-                            "SELECT memory_id, rank, score, expanded FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank", (rid,))
+                        for m, r, s, e in conn.archive.items_of(rid)
                         if m in ids
                     ]
                     if scope and not items:
                         continue
                     write({"kind": "retrieval", "id": f"ret_{rid}", "query": q, "profile": prof,
-                           "scope": None if sc is None else json.loads(sc), "retrieval_kind": kind,
+                           "scope": None if searched is None else json.loads(searched), "retrieval_kind": kind,
                            "tokens_served": ts_, "tokens_matched": tm, "created_at": created, "items": items})
-                for fid, rid, outcome, score, used, reason, key, created in conn.execute(
-                    "SELECT id, retrieval_id, outcome, score, used_ids, reason, client_key, created_at FROM feedback ORDER BY id"
-                ):
+                for fid, judged, outcome, score, used, reason, key, created in conn.archive.feedback():
                     effects = [
                         {"memory_id": f"mem_{m}", "weight": w, "target": t, "old_usefulness": o, "new_usefulness": n,
                          **({"kind": k} if k != "credit" else {})}
-                        for m, w, t, o, n, k in conn.execute(
-                            "SELECT memory_id, weight, target, old_usefulness, new_usefulness, kind FROM memory_outcomes "
-                            "WHERE feedback_id = ? ORDER BY rowid", (fid,))
+                        for m, w, t, o, n, k in conn.archive.effects_of(fid)
                         if m in ids
                     ]
                     if scope and not effects:
                         continue
-                    write({"kind": "feedback", "id": f"fb_{fid}", "retrieval_id": None if rid is None else f"ret_{rid}",
+                    write({"kind": "feedback", "id": f"fb_{fid}", "retrieval_id": None if judged is None else f"ret_{judged}",
                            "outcome": outcome, "score": score, "used_memory_ids": json.loads(used), "reason": reason,
                            "client_key": key, "created_at": created, "effects": effects})
             os.chmod(tmp, 0o600)
@@ -220,10 +207,7 @@ class Portability:
             for k, ((n, r, p, old_id), vec) in enumerate(zip(prepared, vecs)):
                 ep, category = extras[k]
                 if ep is not None:  # turns repeat themselves: the same turn is the same place in the same session
-                    row = conn.execute(
-                        "SELECT e.memory_id FROM episodes e JOIN memories m ON m.id = e.memory_id WHERE e.scope = ? AND "
-                        "e.session = ? AND e.seq = ? AND m.content_hash = ?", (p.scope, p.session or "", ep["seq"], p.hash)).fetchone()
-                    dup = row[0] if row else None
+                    dup = conn.archive.turn_at(p.scope, p.session or "", ep["seq"], p.hash)
                 else:
                     dup = self.writer.find_duplicate(conn, p)
                 if dup is not None:
@@ -239,12 +223,9 @@ class Portability:
                 idmap[old_id] = inserted[k] = mid = self.writer.insert(conn, p, vec, now, extra)
                 if ep is not None:
                     session = p.session or ""
-                    taken = conn.execute("SELECT 1 FROM episodes WHERE scope = ? AND session = ? AND seq = ?",
-                                         (p.scope, session, ep["seq"])).fetchone()
-                    seq = ep["seq"] if not taken else conn.execute(
-                        "SELECT coalesce(max(seq), 0) + 1 FROM episodes WHERE scope = ? AND session = ?", (p.scope, session)).fetchone()[0]
-                    conn.execute("INSERT INTO episodes (memory_id, scope, session, role, seq, event_at) VALUES (?, ?, ?, ?, ?, ?)",
-                                 (mid, p.scope, session, ep["role"], seq, ep["at"]))
+                    taken = conn.archive.turn_at(p.scope, session, ep["seq"], None) is not None
+                    seq = ep["seq"] if not taken else conn.episodes.last_seq(p.scope, session) + 1
+                    conn.episodes.add_turns([(mid, p.scope, session, ep["role"], seq, ep["at"])])
                     sessions.add((p.scope, session))
                 elif p.type == "episode":
                     self.turns.register_episode(conn, mid, p, "event", now)
@@ -263,67 +244,56 @@ class Portability:
                     st = r.get("status")
                     sup = r.get("superseded_by")
                     if st in ("deprecated", "superseded"):
-                        conn.execute("UPDATE memories SET status = ? WHERE id = ?", (st, idmap[old_id]))
+                        conn.archive.restore_status(idmap[old_id], st)
                     if sup:
                         target = idmap.get(parse_id(sup))
                         if target:
-                            conn.execute("UPDATE memories SET superseded_by = ? WHERE id = ?", (target, idmap[old_id]))
+                            conn.archive.restore_superseded_by(idmap[old_id], target)
             for n, r in records:
                 kind = r["kind"]
                 try:
                     if kind == "citation":
                         a, b = idmap.get(parse_id(r.get("memory_id"))), idmap.get(parse_id(r.get("episode_id")))
-                        if a and b and a != b and conn.execute("SELECT type FROM memories WHERE id = ?", (b,)).fetchone()[0] == "episode":
-                            cur = conn.execute("INSERT OR IGNORE INTO citations (memory_id, episode_id, created_at) VALUES (?, ?, ?)",
-                                               (a, b, r.get("created_at") or now))
-                            counts["citations"] += cur.rowcount
+                        if a and b and a != b and conn.memories.type_of(b) == "episode":
+                            counts["citations"] += conn.archive.add_citation(a, b, r.get("created_at") or now)
                     elif kind == "relation":
                         if r.get("type") not in RELATION_TYPES:
                             raise InvalidInputError(f"unknown relation type {r.get('type')!r}.")
                         a, b = idmap.get(parse_id(r.get("from_id"))), idmap.get(parse_id(r.get("to_id")))
                         if a and b and a != b:
-                            cur = conn.execute(
-                                "INSERT OR IGNORE INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (?, ?, ?, ?, ?)",
-                                (a, b, r["type"], int(bool(r.get("confidence_effect", True)) and restore), r.get("created_at") or now),
-                            )
-                            counts["relations"] += cur.rowcount
+                            counts["relations"] += conn.archive.add_relation(
+                                a, b, r["type"], int(bool(r.get("confidence_effect", True)) and restore), r.get("created_at") or now)
                     elif kind == "retrieval" and restore:
-                        cur = conn.execute(
-                            "INSERT INTO retrievals (query, profile, scope, kind, tokens_served, tokens_matched, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                            (str(r.get("query", "")), str(r.get("profile", "default")),
-                             None if r.get("scope") is None else json.dumps(r["scope"]), str(r.get("retrieval_kind", "recall")),
-                             r.get("tokens_served"), r.get("tokens_matched"), r.get("created_at") or now),
-                        )
-                        retmap[parse_id(r.get("id"), "ret")] = cur.lastrowid
+                        new_rid = conn.archive.add_retrieval(
+                            str(r.get("query", "")), str(r.get("profile", "default")),
+                            None if r.get("scope") is None else json.dumps(r["scope"]), str(r.get("retrieval_kind", "recall")),
+                            r.get("tokens_served"), r.get("tokens_matched"), r.get("created_at") or now)
+                        retmap[parse_id(r.get("id"), "ret")] = new_rid
+                        item_rows = []
                         for it in r.get("items", []):
                             mid = idmap.get(parse_id(it["memory_id"]))
                             if mid:
-                                conn.execute(
-                                    "INSERT OR IGNORE INTO retrieval_items (retrieval_id, memory_id, rank, score, expanded) VALUES (?, ?, ?, ?, ?)",
-                                    (cur.lastrowid, mid, int(it["rank"]), float(it["score"]), int(bool(it.get("expanded")))))
+                                item_rows.append((mid, int(it["rank"]), float(it["score"]), int(bool(it.get("expanded")))))
+                        conn.archive.add_items(new_rid, item_rows)
                         counts["retrievals"] += 1
                     elif kind == "feedback" and restore:
                         if r.get("outcome") not in OUTCOMES:
                             raise InvalidInputError(f"unknown outcome {r.get('outcome')!r}.")
                         rid = retmap.get(parse_id(r["retrieval_id"], "ret")) if r.get("retrieval_id") else None
                         key = r.get("client_key")
-                        if key and conn.execute("SELECT 1 FROM feedback WHERE client_key = ?", (key,)).fetchone():
+                        if key and conn.outcomes.feedback_with_key(key) is not None:
                             continue
                         used = [f"mem_{idmap[parse_id(u)]}" for u in r.get("used_memory_ids", []) if parse_id(u) in idmap]
-                        cur = conn.execute(
-                            "INSERT INTO feedback (retrieval_id, outcome, score, used_ids, reason, client_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                            (rid, r["outcome"], policy.clamp01(float(r.get("score", 0.0))), json.dumps(used), r.get("reason"), key,
-                             r.get("created_at") or now),
-                        )
+                        fid = conn.outcomes.add_feedback(rid, r["outcome"], policy.clamp01(float(r.get("score", 0.0))),
+                                                         json.dumps(used), r.get("reason"), key, r.get("created_at") or now)
+                        effect_rows = []
                         for e in r.get("effects", []):
                             mid = idmap.get(parse_id(e["memory_id"]))
                             if mid:
-                                conn.execute(
-                                    "INSERT OR IGNORE INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, new_usefulness, created_at, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                                    (cur.lastrowid, mid, float(e["weight"]), float(e["target"]), float(e["old_usefulness"]),
-                                     float(e["new_usefulness"]), r.get("created_at") or now,
-                                     "unused" if e.get("kind") == "unused" else "credit"),
-                                )
+                                effect_rows.append((mid, float(e["weight"]), float(e["target"]), float(e["old_usefulness"]),
+                                                    float(e["new_usefulness"]), r.get("created_at") or now,
+                                                    "unused" if e.get("kind") == "unused" else "credit"))
+                        conn.archive.add_effects(fid, effect_rows)
                         counts["feedback"] += 1
                 except (KeyError, TypeError, ValueError) as exc:
                     raise InvalidInputError(f"{path} line {n}: malformed {kind} record ({exc}). Nothing was imported.") from None
@@ -340,11 +310,8 @@ class Portability:
                     continue
                 pool = [dict(e, m=idmap[parse_id(e["m"])]) for e in r.get("pool", []) if parse_id(e["m"]) in idmap]
                 key = (r["scope"], r["session"])
-                turns = conn.execute("SELECT count(*) FROM episodes WHERE scope = ? AND session = ?", key).fetchone()[0]
-                conn.execute(
-                    "INSERT INTO session_summaries (scope, session, pool, turns, updated_at) VALUES (?, ?, ?, ?, ?) "
-                    "ON CONFLICT(scope, session) DO UPDATE SET pool = excluded.pool, turns = excluded.turns, updated_at = excluded.updated_at",
-                    (*key, json.dumps(pool, ensure_ascii=False), turns, r.get("updated_at") or time.time()))
+                turns = conn.archive.turn_count(*key)
+                conn.episodes.put_summary(*key, json.dumps(pool, ensure_ascii=False), turns, r.get("updated_at") or time.time())
                 done.add(key)
         if sessions - done:
             self.turns.rebuild_summaries(conn, sorted(sessions - done))

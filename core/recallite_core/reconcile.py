@@ -4,7 +4,7 @@ episode rows, chunks, citations, session summaries.
 
 Only what is missing or wrong is re-embedded; a clean store is left untouched.
 
-May import the plumbing, the turn store, health, codec, models and the write path's
+May import the plumbing, the turn store, health, storage, models and the write path's
 ``embedding_text``; never the facade or another service.
 """
 
@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from .codec import encode_vector
+from .storage.codec import encode_vector
 from .health import check_projections
 from .models import DriftItem, ReconcileReport
 from .plumbing import Plumbing
@@ -55,37 +55,33 @@ class Reconciler:
             return item
 
         with self.core.store.reading() as conn:
-            q = lambda sql, *a: [r[0] for r in conn.execute(sql, a)]  # noqa: E731
             proj = check_projections(conn, dims)  # vectors and FTS: the same checks as doctor
-            live = set(q("SELECT id FROM memories"))
+            live = set(conn.memories.all_ids())
             missing_vec = proj.missing_vectors
             stray_vec = proj.orphan_vectors
             bad_vec = [i for i in proj.bad_vectors if i in live]
             fts_missing, fts_stray, fts_ok = proj.missing_fts, proj.orphan_fts, proj.fts_detail == "ok"
-            unregistered = q("SELECT id FROM memories WHERE type = 'episode' AND id NOT IN (SELECT memory_id FROM episodes) ORDER BY id")
-            stray_ep = q("SELECT e.memory_id FROM episodes e LEFT JOIN memories m ON m.id = e.memory_id "
-                         "WHERE m.id IS NULL OR m.type != 'episode' OR m.scope != e.scope OR coalesce(m.session, '') != e.session")
-            stray_chunks = q("SELECT DISTINCT memory_id FROM chunks WHERE memory_id NOT IN (SELECT id FROM memories)")
-            bad_chunk_vec = q("SELECT DISTINCT memory_id FROM chunks WHERE length(vector) != ? AND memory_id IN (SELECT id FROM memories)",
-                              dims * 4)
+            unregistered = conn.drift.unregistered_turns()
+            stray_ep = conn.drift.stray_turns()
+            stray_chunks = conn.drift.stray_chunks()
+            bad_chunk_vec = conn.drift.malformed_chunks(dims)
             # chunks that differ from what the chunker makes of the current text (or are missing)
             have: dict[int, list[tuple[int, int]]] = {}
-            for mid, a, b in conn.execute("SELECT memory_id, start, stop FROM chunks ORDER BY memory_id, ord"):
+            for mid, a, b in conn.drift.chunk_spans():
                 have.setdefault(mid, []).append((a, b))
             types = tuple(self.core.config.chunk_types)
             expected: dict[int, list[tuple[int, int]]] = {}
-            for mid, mtype, content in conn.execute("SELECT id, type, content FROM memories"):
+            for mid, mtype, content in conn.memories.contents():
                 spans = self.turns.chunks_of(content) if mtype in types else []
                 if spans:
                     expected[mid] = spans
             stale_chunks = sorted(m for m in (set(have) | set(expected)) if m in live and have.get(m, []) != expected.get(m, []))
-            bad_cites = q("SELECT c.memory_id FROM citations c LEFT JOIN memories e ON e.id = c.episode_id "
-                          "LEFT JOIN memories m ON m.id = c.memory_id WHERE e.id IS NULL OR m.id IS NULL OR e.type != 'episode'")
-            sessions = {tuple(r) for r in conn.execute("SELECT DISTINCT scope, session FROM episodes")}
+            bad_cites = conn.drift.bad_citations()
+            sessions = set(conn.episodes.sessions())
             summaries = {}
-            for scope, session, pool, turns in conn.execute("SELECT scope, session, pool, turns FROM session_summaries"):
+            for scope, session, pool, turns in conn.drift.summaries():
                 summaries[(scope, session)] = (pool, turns)
-            counts = {tuple(r[:2]): r[2] for r in conn.execute("SELECT scope, session, count(*) FROM episodes GROUP BY scope, session")}
+            counts = conn.drift.turn_counts()
             bad_sessions = set()
             for key in sessions | set(summaries):
                 if key not in summaries or key not in sessions or summaries[key][1] != counts.get(key, 0):
@@ -94,8 +90,8 @@ class Reconciler:
                 if any(e["m"] not in live for e in json.loads(summaries[key][0])):
                     bad_sessions.add(key)
             n_mem = len(live)
-            n_vec = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
-            n_chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            n_vec = conn.vectors.count()
+            n_chunks = conn.episodes.chunk_count()
             meta = (self.core.store.get_meta("embedder"), self.core.store.get_meta("dimensions"))
 
         items = {
@@ -123,8 +119,8 @@ class Reconciler:
             self._repair(items, missing_vec + bad_vec, stray_vec, unregistered, stray_ep, stray_chunks,
                          sorted(set(stale_chunks) | set(bad_chunk_vec)), bad_sessions)
             with self.core.store.reading() as conn:
-                n_vec = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
-                n_chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+                n_vec = conn.vectors.count()
+                n_chunks = conn.episodes.chunk_count()
         ok = not drift or (repair and all(d.repaired >= d.count for d in drift if d.kind != "embedder_mismatch")
                            and not any(d.kind == "embedder_mismatch" for d in drift))
         return ReconcileReport(ok=ok, repaired=bool(repair and drift), memories=n_mem, vectors=n_vec, chunks=n_chunks,
@@ -132,55 +128,44 @@ class Reconciler:
 
     def _repair(self, items, embed_ids, stray_vec, unregistered, stray_ep, stray_chunks, rechunk, bad_sessions):
         with self.core.store.reading() as conn:
-            rows = []
-            for i in range(0, len(embed_ids), 500):
-                part = embed_ids[i : i + 500]
-                rows += conn.execute(f"SELECT id, title, content FROM memories WHERE id IN ({','.join('?' * len(part))})",
-                                     part).fetchall()
+            rows = conn.memories.texts_of(embed_ids)
         vecs = self.core.embed([embedding_text(t, c) for _, t, c in rows]) if rows else np.empty((0, self.core.embedder.dimensions))
         with self.core.store.transaction() as conn:
             if rows:
-                conn.executemany(
-                    "INSERT INTO vectors (memory_id, vector) VALUES (?, ?) ON CONFLICT(memory_id) DO UPDATE SET vector = excluded.vector",
-                    [(r[0], encode_vector(v, self.core.embedder.dimensions)) for r, v in zip(rows, vecs)])
+                conn.vectors.put([(r[0], encode_vector(v, self.core.embedder.dimensions)) for r, v in zip(rows, vecs)])
                 for key in ("missing_vectors", "bad_vector_dimensions"):
                     if items[key]:
                         items[key].repaired = items[key].count
             if stray_vec:
-                conn.executemany("DELETE FROM vectors WHERE memory_id = ?", [(i,) for i in stray_vec])
+                conn.vectors.delete(stray_vec)
                 items["stray_vectors"].repaired = len(stray_vec)
             if items["fts_drift"]:
-                conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+                conn.keywords.rebuild()
                 items["fts_drift"].repaired = items["fts_drift"].count
             if stray_ep:
-                conn.executemany("DELETE FROM episodes WHERE memory_id = ?", [(i,) for i in stray_ep])
+                conn.drift.drop_turns(stray_ep)
                 items["stray_episode_rows"].repaired = len(stray_ep)
             if unregistered:
-                for mid, scope, session, created in conn.execute(
-                    f"SELECT id, scope, coalesce(session, ''), created_at FROM memories WHERE id IN ({','.join('?' * len(unregistered))}) ORDER BY id",
-                    unregistered).fetchall():
-                    seq = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM episodes WHERE scope = ? AND session = ?",
-                                       (scope, session)).fetchone()[0]
-                    conn.execute("INSERT INTO episodes (memory_id, scope, session, role, seq, event_at) VALUES (?, ?, ?, 'event', ?, ?)",
-                                 (mid, scope, session, seq, created))
+                for mid, scope, session, created in conn.drift.turn_fields(unregistered):
+                    seq = conn.episodes.last_seq(scope, session) + 1
+                    conn.episodes.add_turns([(mid, scope, session, "event", seq, created)])
                     bad_sessions.add((scope, session))
                 items["unregistered_episodes"].repaired = len(unregistered)
             if stray_chunks:
-                conn.executemany("DELETE FROM chunks WHERE memory_id = ?", [(i,) for i in stray_chunks])
+                conn.episodes.delete_chunks(stray_chunks)
                 items["stray_chunks"].repaired = len(stray_chunks)
             if items["bad_citations"]:
-                conn.execute("DELETE FROM citations WHERE episode_id NOT IN (SELECT id FROM memories WHERE type = 'episode') "
-                             "OR memory_id NOT IN (SELECT id FROM memories)")
+                conn.drift.drop_bad_citations()
                 items["bad_citations"].repaired = items["bad_citations"].count
             if bad_sessions:
                 for scope, session in bad_sessions:
-                    conn.execute("DELETE FROM session_summaries WHERE scope = ? AND session = ?", (scope, session))
+                    conn.episodes.drop_summary(scope, session)
                 self.turns.rebuild_summaries(conn, sorted(bad_sessions))
                 if items["session_summaries"]:
                     items["session_summaries"].repaired = items["session_summaries"].count
             # Repairs rewrite projections without stamping rows (an FTS rebuild, episode positions):
             # every reader's in-memory copy reloads.
-            self.core.store.reload_readers(conn)
+            conn.feed.reset_readers()
             self.core.store.set_meta(conn, "reconciled_at", str(time.time()))
         if rechunk:
             self.turns.rechunk(rechunk)

@@ -11,7 +11,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -31,7 +31,6 @@ from .storage.base import MemoryFilter, Session, StaleIndex, chunked
 from .storage.codec import decode_vector
 from .storage.fts import query_terms
 from .storage.order import top_order
-from .storage.sqlite.filters import where_sql  # RecallFilter.sql, until its last callers convert
 from .trust import side_tables, trust_scores
 from .vector_index import ScanFilter, VectorIndex, exact_scores, stats_moments
 
@@ -64,11 +63,6 @@ class RecallFilter:
         """The storage's filter of the same memories."""
         return MemoryFilter(scopes=self.scopes, statuses=self.statuses, types=self.types, sessions=self.sessions,
                             tags=self.tags, roles=self.roles, categories=self.categories, valid_at=self.valid_at)
-
-    def sql(self, alias: str = "m") -> tuple[str, list]:
-        """WHERE fragments (joined by AND) and their parameters, for modules that still write
-        SQL against the SQLite store (docs/storage.md lists them)."""
-        return where_sql(self.memory_filter(), alias)
 
 
 @dataclass
@@ -222,6 +216,12 @@ class Retriever:
         """The store's change counter in this snapshot."""
         return self._once("counter", session.feed.counter)
 
+    @property
+    def counter(self) -> Callable[[Session], int]:
+        """Reads the store's change counter in a session, once per recall snapshot (the chunk
+        channel follows the same counter as the vector matrix)."""
+        return self._counter
+
     @contextlib.contextmanager
     def _snapshot(self):
         """While one recall holds its read snapshot (and the store lock), facts that cannot
@@ -279,12 +279,13 @@ class Retriever:
     ) -> tuple[list[tuple[int, float]], tuple[int, int, int]]:
         """The inline scan: top-depth (id, cosine) from the cached matrix in this process, and
         (count, sum, sum of squares) of the cosine over the filtered scope."""
-        self._refresh_inline(session)
+        self.refresh_inline(session)
         expired = self.expired_ids(session, flt.valid_at)
         ids, sims, stats = self.index.search_with_stats(qvec, depth + len(expired), scan_filter_for(session, flt))
         return _drop(ids, sims, expired, depth), stats
 
-    def _refresh_inline(self, session: Session) -> None:
+    def refresh_inline(self, session: Session) -> None:
+        """Bring the in-memory matrix up to date with the store (corrections scan it on writes)."""
         self.index.refresh(session, self._counter(session))
         self._counted = (len(self.index), self.index.seq)
 
@@ -298,7 +299,7 @@ class Retriever:
         """Keyword and inline vector channels; a large matrix is scanned in a helper thread
         while FTS runs here (numpy and SQLite both release the GIL). Safe: the caller holds
         the store lock throughout, and every other user of the index takes it first."""
-        self._refresh_inline(session)
+        self.refresh_inline(session)
         sflt = scan_filter_for(session, flt)
         expired = self.expired_ids(session, flt.valid_at)
         k = depth + len(expired)  # expired rows are dropped below, so the top-k stays exact
@@ -712,7 +713,7 @@ class Retriever:
                 final = fusion_score * factors[0] * factors[1] * factors[2] * factors[3] * factors[4]
                 scored.append((final, f"mem_{mid}", mid, fusion_score, factors))
             scored.sort(key=lambda t: (-t[0], t[1]))
-            scored = corrections_first(session, scored) if self._side_tables(session)[0] else scored
+            scored = corrections_first(session, scored, query, links=self._side_tables(session)[0])
             if min_score is not None:
                 scored = [t for t in scored if t[0] >= min_score]
             if min_score_ratio and scored:

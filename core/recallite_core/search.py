@@ -4,7 +4,7 @@ budget, ``build_context`` with its conversation block and auto-tuned limit, the 
 a topic and ``auto_context``. Every recall is logged in the transaction that returns its id.
 
 May import the plumbing, the turn store, the conversations, the working layer, the SLM
-features, rerank, context, policy, rows, models and validation; never the write path's
+features, rerank, context, policy, storage, models and validation; never the write path's
 internals, the facade or another service.
 """
 
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from typing import Any, Sequence
 
-from . import policy
+from . import corrections, policy
 from .concepts import concepts_query
 from .context import render
 from .conversations import Conversations
@@ -36,7 +37,6 @@ from .policy import DEFAULT_RECALL_STATUSES
 from .beliefs import walk
 from .redaction import redact_text
 from .rerank import rerank_hits, resolve_reranker
-from .rows import load_memories
 from .slm import SlmFeatures, Summarizer
 from .tokens import estimate_tokens
 from .trust import trust_scores
@@ -139,7 +139,8 @@ class Searcher:
                 hits = hits + self.slm.belief_neighbours(hits, flt, n, mt)
             with self.core.store.transaction() as conn:
                 rid = self.core.retriever.log(conn, q, profile, flt.scopes, [h for h in hits if h.memory.layer != "working"], _kind)
-                _count_redactions(conn, q_redacted)
+                if q_redacted:
+                    conn.stats.count_redactions(Counter(q_redacted))
                 if _tuning is not None:  # build_context: which auto-tuned setting served this retrieval
                     self.core.learning.tuner.log(conn, rid, *_tuning)
         result = RecallResult(retrieval_id=fmt_id("ret", rid), query=q, profile=profile, memories=hits)
@@ -152,7 +153,9 @@ class Searcher:
 
     def render(self, result: RecallResult, max_tokens: int, format: str) -> ContextResult:
         self.core.live()
-        r = render(result.memories, max_tokens, format)
+        with self.core.store.reading() as s:  # a replaced value as a one-line "was: ..." note
+            was = corrections.was_notes(s, [h.memory.id for h in result.memories]) if format == "markdown" else {}
+        r = render(result.memories, max_tokens, format, was=was)
         matched = sum(h.memory.tokens for h in result.memories)
         try:
             rid = parse_id(result.retrieval_id, "ret")
@@ -161,14 +164,10 @@ class Searcher:
             shown = set(r.memory_ids)
             unserved = [parse_id(h.memory.id) for h in result.memories
                         if h.memory.layer != "working" and h.memory.id not in shown]
-            with self.core.store.transaction() as conn:
-                conn.execute(
-                    "UPDATE retrievals SET kind = 'context', tokens_served = ?, tokens_matched = ? WHERE id = ?",
-                    (r.tokens, matched, rid),
-                )
+            with self.core.store.transaction() as s:
+                s.retrievals.mark_context(rid, r.tokens, matched)
                 if unserved:
-                    conn.executemany("UPDATE retrieval_items SET served = 0 WHERE retrieval_id = ? AND memory_id = ?",
-                                     [(rid, mid) for mid in unserved])
+                    s.retrievals.mark_unserved(rid, unserved)
         except InvalidInputError:
             pass
         return ContextResult(
@@ -231,9 +230,8 @@ class Searcher:
                               format=format, truncated=False, omitted=len(result.memories))
         text = block + r.context if r.memory_ids or not block else block
         tokens = estimate_tokens(text)
-        with self.core.store.transaction() as conn:
-            conn.execute("UPDATE retrievals SET kind = 'context', tokens_served = ? WHERE id = ?",
-                         (tokens, parse_id(result.retrieval_id, "ret")))
+        with self.core.store.transaction() as s:
+            s.retrievals.mark_context(parse_id(result.retrieval_id, "ret"), tokens, None)
         return ContextResult(context=text, retrieval_id=result.retrieval_id, memory_ids=r.memory_ids, tokens=tokens,
                              max_tokens=max_tokens, format=format, truncated=r.truncated, omitted=r.omitted)
 
@@ -290,7 +288,7 @@ class Searcher:
                 out.append(h)
                 if len(out) >= limit:
                     break
-            found = load_memories(conn, sorted({i for ids in windows.values() for i in ids}))
+            found = conn.memories.load(sorted({i for ids in windows.values() for i in ids}))
         for h in out:
             ids = windows.get(stored_id(h))
             if ids:
@@ -316,7 +314,7 @@ class Searcher:
         seeds = {parse_id(h.memory.id): h.memory.confidence for h in r.memories}
         with self.core.store.reading() as conn:
             reached, edges = walk(conn, seeds, depth=depth, scopes=scopes, valid_at=time.time())
-            mems = load_memories(conn, list(reached))
+            mems = conn.memories.load(list(reached))
             trust = trust_scores(conn, list(reached), half_life_days=self.core.config.trust_half_life_days)
         nodes = []
         for mid, node in sorted(reached.items(), key=lambda kv: (kv[1].hops, -kv[1].confidence, kv[0])):
@@ -342,9 +340,3 @@ class Searcher:
         return AutoContextResult(context=r.context, retrieval_id=r.retrieval_id, memory_ids=r.memory_ids,
                                  tokens=r.tokens, query=query, concepts=c.concepts, summary=c.summary, method=c.method)
 
-
-def _count_redactions(conn, kinds: Sequence[str]) -> None:
-    for kind in kinds:
-        conn.execute(
-            "INSERT INTO redactions (kind, count) VALUES (?, 1) ON CONFLICT(kind) DO UPDATE SET count = count + 1", (kind,)
-        )

@@ -5,7 +5,7 @@ search applies (team scopes, expiry). Working memory is in working_layer.py; ``b
 ``auto_context`` (which recall) are in search.py.
 
 May import the plumbing, the write path, the lifecycle, the catalog, policy, behavior,
-beliefs, concepts, trust, rows, models and validation; never the search, the facade or
+beliefs, concepts, trust, storage, models and validation; never the search, the facade or
 another service.
 """
 
@@ -24,11 +24,10 @@ from .beliefs import walk
 from .catalog import Catalog
 from .concepts import extract_concepts, summarize
 from .errors import InvalidInputError, InvalidTransitionError, MemoryNotFoundError
-from .fts import fts_query
 from .lifecycle import Lifecycle
 from .models import Concepts, Memory, RecallHit, ScoreBreakdown
 from .plumbing import Plumbing
-from .rows import load_memories
+from .storage.fts import fts_query
 from .trust import trust_scores
 from .validation import check_content, check_optional_name, check_scope, check_source, content_hash, derive_title, parse_id
 from .writer import Writer
@@ -87,15 +86,14 @@ class SlmFeatures:
         self.core.live()
         s, t = self._team_pair(scope, team_scope)
         with self.core.store.transaction() as conn:
-            conn.execute("INSERT OR IGNORE INTO scope_links (scope, team_scope, created_at) VALUES (?, ?, ?)",
-                         (s, t, time.time()))
+            conn.teams.join(s, t, time.time())
         return self.teams(s)
 
     def leave_team(self, scope: str, team_scope: str) -> list[str]:
         self.core.live()
         s, t = self._team_pair(scope, team_scope)
         with self.core.store.transaction() as conn:
-            conn.execute("DELETE FROM scope_links WHERE scope = ? AND team_scope = ?", (s, t))
+            conn.teams.leave(s, t)
         return self.teams(s)
 
     def teams(self, scope: str) -> list[str]:
@@ -103,8 +101,7 @@ class SlmFeatures:
         self.core.live()
         s = check_scope(scope, self.core.limits, self.core.config.default_scope)
         with self.core.store.reading() as conn:
-            return [r[0] for r in conn.execute(
-                "SELECT team_scope FROM scope_links WHERE scope = ? ORDER BY team_scope", (s,))]
+            return conn.teams.of_scopes([s])
 
     def _team_pair(self, scope: str, team_scope: str) -> tuple[str, str]:
         s = check_scope(scope, self.core.limits, self.core.config.default_scope)
@@ -117,9 +114,7 @@ class SlmFeatures:
         if scopes is None:
             return None
         with self.core.store.reading() as conn:
-            marks = ",".join("?" * len(scopes))
-            teams = [r[0] for r in conn.execute(
-                f"SELECT team_scope FROM scope_links WHERE scope IN ({marks}) ORDER BY scope, team_scope", list(scopes))]
+            teams = conn.teams.of_scopes(scopes)
         return tuple(dict.fromkeys([*scopes, *teams]))
 
     def share(self, memory_id: str | int, team_scope: str, *, join: bool = True) -> Memory:
@@ -139,9 +134,7 @@ class SlmFeatures:
         )
         if copy.duplicate_of is None:
             with self.core.store.transaction() as conn:
-                conn.execute(
-                    "INSERT OR IGNORE INTO relations (from_id, to_id, type, confidence_effect, created_at) "
-                    "VALUES (?, ?, 'derived_from', 0, ?)", (parse_id(copy.id), parse_id(m.id), time.time()))
+                conn.relations.add(parse_id(copy.id), parse_id(m.id), "derived_from", 0, time.time())
         if join:
             self.join_team(s, t)
         return copy
@@ -157,26 +150,23 @@ class SlmFeatures:
         at = time.time() if now is None else float(now)
         flt = self.core.recall_filter(scope, None, policy.DEFAULT_RECALL_STATUSES if action == "deprecate" else
                            ("candidate", "validated", "active", "deprecated", "superseded"), None, None)
-        where, params = flt.sql("m")
         with self.core.store.reading() as conn:
-            ids = [r[0] for r in conn.execute(
-                f"SELECT m.id FROM memories m WHERE {where} AND m.valid_until IS NOT NULL AND m.valid_until <= ? ORDER BY m.id",
-                [*params, at])]
+            ids = conn.memories.expired_among(flt.memory_filter(), at)
         if not ids:
             return []
         if action == "delete":
             with self.core.store.transaction() as conn:
-                for chunk in range(0, len(ids), 500):
-                    part = ids[chunk : chunk + 500]
-                    conn.execute(f"DELETE FROM memories WHERE id IN ({','.join('?' * len(part))})", part)
+                conn.memories.purge(ids)
                 self.lifecycle.prune_tombstones(conn)
         else:
             with self.core.store.transaction() as conn:
                 for mid in ids:
-                    meta = json.loads(conn.execute("SELECT metadata FROM memories WHERE id = ?", (mid,)).fetchone()[0])
+                    state = conn.memories.state(mid)
+                    if state is None:  # deleted since the read above
+                        continue
+                    meta = json.loads(state[3])
                     meta["deprecated_reason"] = "expired"
-                    conn.execute("UPDATE memories SET status = 'deprecated', metadata = ?, updated_at = ? WHERE id = ?",
-                                 (json.dumps(meta, ensure_ascii=False), at, mid))
+                    conn.memories.mark_deprecated(mid, json.dumps(meta, ensure_ascii=False), at)
         return [f"mem_{i}" for i in ids]
 
     # == versions ========================================================================================================
@@ -216,17 +206,11 @@ class SlmFeatures:
         self.core.live()
         mid = parse_id(memory_id)
         with self.core.store.reading() as conn:
-            if conn.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone() is None:
+            if not conn.memories.exists(mid):
                 raise MemoryNotFoundError(f"No memory mem_{mid}.")
-            older = [r[0] for r in conn.execute(
-                "WITH RECURSIVE back(id, n) AS (SELECT ?, 0 UNION SELECT m.id, back.n + 1 FROM memories m "
-                "JOIN back ON m.superseded_by = back.id WHERE back.n < 10000) SELECT id FROM back ORDER BY n DESC", (mid,))]
-            newer = [r[0] for r in conn.execute(
-                "WITH RECURSIVE fwd(id, n) AS (SELECT superseded_by, 1 FROM memories WHERE id = ? AND superseded_by IS NOT NULL "
-                "UNION SELECT m.superseded_by, fwd.n + 1 FROM memories m JOIN fwd ON m.id = fwd.id "
-                "WHERE m.superseded_by IS NOT NULL AND fwd.n < 10000) SELECT id FROM fwd ORDER BY n", (mid,))]
+            older, newer = conn.memories.versions(mid)
             chain = list(dict.fromkeys([*older, *newer]))
-            found = load_memories(conn, chain)
+            found = conn.memories.load(chain)
         return [found[i] for i in chain if i in found]
 
     # == belief graph ====================================================================================================
@@ -239,7 +223,7 @@ class SlmFeatures:
         with self.core.store.reading() as conn:
             reached, _ = walk(conn, seeds, depth=1, scopes=flt.scopes, valid_at=flt.valid_at)
             new = sorted((n for n in reached.values() if n.hops == 1), key=lambda n: (-n.confidence, n.id))
-            mems = load_memories(conn, [n.id for n in new])
+            mems = conn.memories.load([n.id for n in new])
             trust = trust_scores(conn, [n.id for n in new], half_life_days=self.core.config.trust_half_life_days)
         out: list[RecallHit] = []
         start = len(hits)
@@ -304,10 +288,8 @@ class SlmFeatures:
         h = content_hash(content)
         now = ev.at
         with self.core.store.reading() as conn:
-            row = conn.execute(
-                "SELECT id FROM memories WHERE content_hash = ? AND scope = ? AND status != 'superseded' ORDER BY id LIMIT 1",
-                (h, ev.scope)).fetchone()
-        if row is None:
+            found = conn.memories.live_duplicate_of(h, ev.scope)
+        if found is None:
             meta = {"behavioral": True, "kind": ev.kind, "tool": ev.tool, "agent_id": ev.agent_id, "occurrences": 1,
                     "outcomes": {o: int(ev.outcome == o) for o in BEHAVIOR_OUTCOMES}, "last_seen": now}
             if ev.context:
@@ -316,9 +298,12 @@ class SlmFeatures:
                               scope=ev.scope, status="candidate", tags=["behavior", ev.kind.replace("_", "-")])
             if m.duplicate_of is None:
                 return
-            row = (parse_id(m.id),)
+            found = parse_id(m.id)
         with self.core.store.transaction() as conn:
-            status, meta_text = conn.execute("SELECT status, metadata FROM memories WHERE id = ?", (row[0],)).fetchone()
+            state = conn.memories.state(found)
+            if state is None:  # forgotten since the read above: nothing to count
+                return
+            status, _, _, meta_text = state
             meta = json.loads(meta_text)
             meta["occurrences"] = int(meta.get("occurrences", 1)) + 1
             outcomes = meta.setdefault("outcomes", {o: 0 for o in BEHAVIOR_OUTCOMES})
@@ -331,10 +316,7 @@ class SlmFeatures:
             if status == "candidate" and meta["occurrences"] >= 3 and outcomes.get("success", 0) > outcomes.get("failure", 0):
                 new_status = "validated"
             importance = min(0.9, 0.5 + 0.04 * (meta["occurrences"] - 1))
-            conn.execute(
-                "UPDATE memories SET metadata = ?, status = ?, importance = max(importance, ?), updated_at = ?, "
-                "validated_at = CASE WHEN ? != status THEN ? ELSE validated_at END WHERE id = ?",
-                (json.dumps(meta, ensure_ascii=False), new_status, importance, now, new_status, now, row[0]))
+            conn.memories.record_behaviour(found, json.dumps(meta, ensure_ascii=False), new_status, importance, now)
 
     # == concepts and auto-recall ========================================================================================
     def concepts(self, text: str, k: int = 8, *, summarizer: Summarizer | None = None) -> Concepts:
@@ -356,18 +338,16 @@ class SlmFeatures:
 
     def _doc_count(self) -> int:
         with self.core.store.reading() as conn:
-            return conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+            return conn.memories.count()
 
     def _doc_freq(self, terms: list[str]) -> dict[str, int]:
         """How many memories contain each term (FTS applies the same stemming as recall), one statement."""
-        pairs = [(t, fts_query(t)) for t in terms]
-        pairs = [(t, q) for t, q in pairs if q]
+        pairs: list[tuple[str, str]] = [(t, q) for t in terms if (q := fts_query(t))]
         if not pairs:
             return {}
-        sql = " UNION ALL ".join("SELECT ?, (SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?)" for _ in pairs)
-        params = [x for t, q in pairs for x in (t, q)]
         with self.core.store.reading() as conn:
-            return {t: n for t, n in conn.execute(sql, params)}
+            counts = conn.keywords.match_counts([q for _, q in pairs])
+        return {t: n for (t, _), n in zip(pairs, counts)}
 
     # == recall hooks (called by the search) ==============================================================================
     def widen_filter(self, flt: "RecallFilter", include_teams: bool, include_expired: bool) -> "RecallFilter":

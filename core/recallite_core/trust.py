@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from . import policy
-from .storage import as_session
 from .storage.base import Session
 
 _CHUNK = 400
@@ -51,7 +50,6 @@ def trust_inputs(
       other than its own, counted once per identity; untrusted sources (llm, imported) do not count;
     - last validation: the latest of creation, validation/activation and a successful use.
     """
-    session = as_session(session)
     id_list = list(dict.fromkeys(int(i) for i in ids))
     out: dict[int, TrustInputs] = {}
     if not id_list:

@@ -3,7 +3,7 @@ a turn's place in its session (episodes, windows, running summaries), sentence c
 their vectors, categories and citations, and what deleting a turn leaves behind. The write
 path, the conversation calls, import, reconcile and reindex all use these public methods.
 
-May import the plumbing, the episode text functions, rows, models and codec; never another
+May import the plumbing, the episode text functions, storage, models; never another
 service module or the facade.
 """
 
@@ -13,13 +13,12 @@ import json
 import time
 from typing import Any, Iterable, Sequence
 
-from .codec import encode_vector
+from .storage.codec import encode_vector, ts
 from .episode_windows import write_windows
 from .episodes import chunk_spans, merge_pool, summary_entries
 from .errors import InvalidInputError, MemoryNotFoundError
 from .models import Citation, ForgetResult
 from .plumbing import Plumbing
-from .rows import ts
 
 
 class TurnStore:
@@ -41,14 +40,11 @@ class TurnStore:
         seqs: dict[int, int] = {}
         rows = []
         for (scope, session), group in sessions.items():
-            last = conn.execute(
-                "SELECT coalesce(max(seq), 0) FROM episodes WHERE scope = ? AND session = ?", (scope, session)
-            ).fetchone()[0]
+            last = conn.episodes.last_seq(scope, session)
             for k, (mid, p, role, event_at) in enumerate(group, start=1):
                 seqs[mid] = last + k
                 rows.append((mid, scope, session, role, last + k, event_at))
-        conn.executemany(
-            "INSERT INTO episodes (memory_id, scope, session, role, seq, event_at) VALUES (?, ?, ?, ?, ?, ?)", rows)
+        conn.episodes.add_turns(rows)
         for (scope, session), group in sessions.items():
             first = seqs[group[0][0]]
             # One fold per turn, as when turns arrive one by one.
@@ -60,9 +56,7 @@ class TurnStore:
 
     def set_category(self, conn, mid: int, category: str | None) -> None:
         if category:
-            conn.execute(
-                "INSERT INTO memory_categories (memory_id, category) VALUES (?, ?) "
-                "ON CONFLICT(memory_id) DO UPDATE SET category = excluded.category", (mid, category))
+            conn.episodes.set_categories([(mid, category)])
 
     # -- chunks ---------------------------------------------------------------------------------------------------
     def chunks_of(self, text: str) -> list[tuple[int, int]]:
@@ -100,7 +94,7 @@ class TurnStore:
         dims = self.core.embedder.dimensions
         rows = [(mid, o, a, b, text, encode_vector(v, dims)) for mid, plan in plans for o, a, b, text, v in plan]
         if rows:
-            conn.executemany("INSERT INTO chunks (memory_id, ord, start, stop, text, vector) VALUES (?, ?, ?, ?, ?, ?)", rows)
+            conn.episodes.add_chunks(rows)
         return len(rows)
 
     def rechunk(self, ids: Sequence[int] | None = None) -> int:
@@ -108,19 +102,8 @@ class TurnStore:
         types = tuple(self.core.config.chunk_types)
         if not types:
             return 0
-        marks = ",".join("?" * len(types))
         with self.core.store.reading() as conn:
-            if ids is None:
-                rows = conn.execute(
-                    f"SELECT m.id, m.type, m.content, e.role FROM memories m LEFT JOIN episodes e ON e.memory_id = m.id "
-                    f"WHERE m.type IN ({marks})", types).fetchall()
-            else:
-                rows = []
-                for i in range(0, len(ids), 500):
-                    part = list(ids[i : i + 500])
-                    rows += conn.execute(
-                        f"SELECT m.id, m.type, m.content, e.role FROM memories m LEFT JOIN episodes e ON e.memory_id = m.id "
-                        f"WHERE m.id IN ({','.join('?' * len(part))})", part).fetchall()
+            rows = conn.episodes.chunk_sources(types if ids is None else None, ids)
 
         class _P:  # what chunk_plans reads
             def __init__(self, t, c):
@@ -130,62 +113,46 @@ class TurnStore:
         written = 0
         with self.core.store.transaction() as conn:
             for (mid, *_), plan in zip(rows, plans):
-                conn.execute("DELETE FROM chunks WHERE memory_id = ?", (mid,))
-                if conn.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone():
+                conn.episodes.delete_chunks([mid])
+                if conn.memories.exists(mid):
                     written += self.write_chunks(conn, mid, plan)
             self.prune_chunk_tombstones(conn)
         return written
 
     def prune_chunk_tombstones(self, conn, force: bool = False) -> None:
-        count = conn.execute("SELECT count(*) FROM chunk_tombstones").fetchone()[0]
-        if force or count > self.core.config.max_tombstones:
-            top = conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
-            conn.execute("DELETE FROM chunk_tombstones")
-            conn.execute("UPDATE counters SET value = ? WHERE name = 'chunk_tombstone_floor'", (top,))
+        conn.episodes.prune_chunk_tombstones(None if force else self.core.config.max_tombstones)
 
     # -- reading episodes -------------------------------------------------------------------------------------------
     @staticmethod
     def window_ids(conn, mid: int, w: int, statuses: tuple[str, ...]) -> list[int] | None:
-        row = conn.execute("SELECT scope, session, seq FROM episodes WHERE memory_id = ?", (mid,)).fetchone()
+        row = conn.episodes.place_of(mid)
         if row is None:
             return None
         scope, session, seq = row
-        marks = ",".join("?" * len(statuses))
-        ids = [r[0] for r in conn.execute(
-            f"SELECT e.memory_id FROM episodes e JOIN memories m ON m.id = e.memory_id WHERE e.scope = ? AND "
-            f"e.session = ? AND e.seq BETWEEN ? AND ? AND (m.status IN ({marks}) OR e.memory_id = ?) ORDER BY e.seq",
-            (scope, session, seq - w, seq + w, *statuses, mid))]
-        return ids
+        return conn.episodes.window(scope, session, seq - w, seq + w, statuses, mid)
 
     def summarise(self, conn, scope: str, session: str, turns: list[tuple[int, int, str, str]], *,
                    each: bool = False) -> None:
         """Fold new turns (id, seq, role, text) into the session's running summary pool: all
         in one merge, or (``each``) one merge per turn, as if they had come one at a time."""
-        row = conn.execute("SELECT pool, turns FROM session_summaries WHERE scope = ? AND session = ?",
-                           (scope, session)).fetchone()
+        row = conn.episodes.summary(scope, session)
         pool = json.loads(row[0]) if row else []
         count = row[1] if row else 0
         words: dict[str, set[str]] = {}
         for part in ([[t] for t in turns] if each else [turns]):
             new = [e for mid, seq, role, text in part for e in summary_entries(mid, seq, role, text)]
             pool = merge_pool(pool, new, self.core.config.summary_pool, words)
-        conn.execute(
-            "INSERT INTO session_summaries (scope, session, pool, turns, updated_at) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT(scope, session) DO UPDATE SET pool = excluded.pool, turns = excluded.turns, updated_at = excluded.updated_at",
-            (scope, session, json.dumps(pool, ensure_ascii=False), count + len(turns), time.time()),
-        )
+        conn.episodes.put_summary(scope, session, json.dumps(pool, ensure_ascii=False), count + len(turns), time.time())
 
     def rebuild_summaries(self, conn, keys: Iterable[tuple[str, str]] | None = None) -> int:
         """Recompute session summaries from the turns (all sessions if ``keys`` is None)."""
         if keys is None:
-            conn.execute("DELETE FROM session_summaries")
-            keys = [tuple(r) for r in conn.execute("SELECT DISTINCT scope, session FROM episodes")]
+            conn.episodes.clear_summaries()
+            keys = conn.episodes.sessions()
         n = 0
         for scope, session in keys:
-            conn.execute("DELETE FROM session_summaries WHERE scope = ? AND session = ?", (scope, session))
-            rows = conn.execute(
-                "SELECT e.memory_id, e.seq, e.role, m.content FROM episodes e JOIN memories m ON m.id = e.memory_id "
-                "WHERE e.scope = ? AND e.session = ? ORDER BY e.seq", (scope, session)).fetchall()
+            conn.episodes.drop_summary(scope, session)
+            rows = conn.episodes.session_texts(scope, session)
             if rows:
                 self.summarise(conn, scope, session, rows)
                 n += 1
@@ -194,10 +161,9 @@ class TurnStore:
     def cite(self, conn, mid: int, eids: list[int]) -> None:
         if mid in eids:
             raise InvalidInputError(f"mem_{mid} cannot cite itself.")
-        if conn.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone() is None:
+        if not conn.memories.exists(mid):
             raise MemoryNotFoundError(f"No memory mem_{mid}.")
-        marks = ",".join("?" * len(eids))
-        types = dict(conn.execute(f"SELECT id, type FROM memories WHERE id IN ({marks})", eids).fetchall())
+        types = conn.memories.types_of(eids)
         missing = [f"mem_{e}" for e in eids if e not in types]
         if missing:
             raise MemoryNotFoundError(f"Cannot cite {', '.join(missing)}: no such memory.")
@@ -207,45 +173,33 @@ class TurnStore:
                 f"Citations point to conversation turns (type episode); {', '.join(wrong)} is not one. "
                 "Link other memories with relate()."
             )
-        now = time.time()
-        conn.executemany("INSERT OR IGNORE INTO citations (memory_id, episode_id, created_at) VALUES (?, ?, ?)",
-                         [(mid, e, now) for e in eids])
+        conn.episodes.cite(mid, eids, time.time())
 
     @staticmethod
     def citations(conn, mid: int) -> list[Citation]:
         return [Citation(memory_id=f"mem_{m}", episode_id=f"mem_{e}", created_at=ts(c))
-                for m, e, c in conn.execute(
-                    "SELECT memory_id, episode_id, created_at FROM citations WHERE memory_id = ? ORDER BY episode_id", (mid,))]
+                for m, e, c in conn.episodes.citations(mid)]
 
     def before_forget(self, conn, mid: int) -> dict:
-        return {
-            "citing": [r[0] for r in conn.execute("SELECT memory_id FROM citations WHERE episode_id = ?", (mid,))],
-            "chunks": conn.execute("SELECT count(*) FROM chunks WHERE memory_id = ?", (mid,)).fetchone()[0],
-            "citations": conn.execute("SELECT count(*) FROM citations WHERE memory_id = ? OR episode_id = ?",
-                                      (mid, mid)).fetchone()[0],
-            "session": conn.execute("SELECT scope, session FROM episodes WHERE memory_id = ?", (mid,)).fetchone(),
-        }
+        chunks, citations, citing = conn.episodes.links_of(mid)
+        place = conn.episodes.place_of(mid)
+        return {"citing": citing, "chunks": chunks, "citations": citations,
+                "session": None if place is None else place[:2]}
 
     def after_forget(self, conn, mid: int, before: dict, orphans: str) -> ForgetResult:
         res = ForgetResult(id=f"mem_{mid}", chunks=before["chunks"], citations=before["citations"])
         if before["session"] is not None:
             scope, session = before["session"]
-            row = conn.execute("SELECT pool, turns FROM session_summaries WHERE scope = ? AND session = ?",
-                               (scope, session)).fetchone()
+            row = conn.episodes.summary(scope, session)
             if row:
                 pool = [e for e in json.loads(row[0]) if e["m"] != mid]
-                conn.execute("UPDATE session_summaries SET pool = ?, turns = ?, updated_at = ? WHERE scope = ? AND session = ?",
-                             (json.dumps(pool, ensure_ascii=False), max(0, row[1] - 1), time.time(), scope, session))
-        left = [m for m in dict.fromkeys(before["citing"])
-                if conn.execute("SELECT 1 FROM citations WHERE memory_id = ?", (m,)).fetchone() is None]
+                conn.episodes.put_summary(scope, session, json.dumps(pool, ensure_ascii=False), max(0, row[1] - 1),
+                                          time.time())
+        left = [m for m in dict.fromkeys(before["citing"]) if not conn.episodes.cites_any(m)]
         res.orphans = [f"mem_{m}" for m in left]
         if orphans == "remove" and left:
             for m in left:  # as forget() does: the log may quote them too
-                shown_in = "SELECT retrieval_id FROM retrieval_items WHERE memory_id = ?"
-                conn.execute(f"UPDATE retrievals SET query = '[forgotten]' WHERE id IN ({shown_in})", (m,))
-                conn.execute(f"UPDATE feedback SET reason = NULL WHERE retrieval_id IN ({shown_in}) OR used_ids LIKE ?",
-                             (m, f'%"mem_{m}"%'))
-                conn.execute("DELETE FROM memories WHERE id = ?", (m,))
+                conn.memories.delete(m)
             res.removed = list(res.orphans)
         self.prune_chunk_tombstones(conn)
         return res

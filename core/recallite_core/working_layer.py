@@ -202,9 +202,8 @@ class WorkingLayer:
         mtype = policy.promotion_type(cur.type, layer, type)
         meta = dict(cur.metadata)
         meta["promoted_from"] = {"layer": cur.layer, "type": cur.type, "at": time.time()}
-        with self.core.store.transaction() as conn:
-            conn.execute("UPDATE memories SET type = ?, metadata = ?, updated_at = ? WHERE id = ?",
-                         (mtype, json.dumps(meta, ensure_ascii=False), time.time(), mid))
+        with self.core.store.transaction() as s:
+            s.memories.retype(mid, mtype, json.dumps(meta, ensure_ascii=False), time.time())
         return self.catalog.get(mid)
 
     def promote_working(self, session: str | None = None, min_uses: int | None = None) -> list[Memory]:

@@ -5,7 +5,7 @@ Conversations and import write through these public methods, each inside one tra
 
 May import the plumbing, the turn store (conversation projections of a new memory), the
 lifecycle (superseding what a write corrects), the catalog (reading it back), corrections,
-policy, redaction, injection, rows, models and validation; never the facade.
+policy, redaction, injection, storage, models and validation; never the facade.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 
 from . import corrections, policy
 from .catalog import Catalog
-from .codec import encode_many, encode_vector
+from .storage.codec import encode_many, encode_vector, ts
 from .episodes import check_category
 from .errors import InvalidInputError
 from .injection import flags_for
@@ -27,7 +27,7 @@ from .lifecycle import Lifecycle, effective_source
 from .models import MEMORY_TYPES, STATUSES, EpisodeInfo, Memory
 from .plumbing import Plumbing
 from .redaction import redact_text, redact_value
-from .rows import load_memories, new_memory, ts
+from .storage.sqlite.rows import new_memory
 from .tokens import estimate_tokens
 from .turns import TurnStore
 from .validation import (
@@ -160,21 +160,10 @@ class Writer:
         return self.insert_many(conn, [(p, vector, extra)], now)[0]
 
     def insert_many(self, conn, rows: Sequence[tuple[Prepared, np.ndarray, dict | None]], now: float) -> list[int]:
-        """Insert memories with their vectors (caller holds the write transaction).
-
-        A few statements for the whole batch: ids are taken after the largest ever used
-        (AUTOINCREMENT semantics, we hold the write lock) and every row is stamped with one
-        bump of the change counter, so the per-row seq triggers skip them (migration 0006)
-        and so does the FTS trigger: one INSERT ... SELECT indexes the batch (migration 0009)."""
+        """Insert memories with their vectors (caller holds the write transaction), in a few
+        statements for the whole batch (storage's memories.insert_many); returns their ids."""
         if not rows:
             return []
-        conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
-        seq = conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
-        top = conn.execute(
-            "SELECT max(coalesce((SELECT max(id) FROM memories), 0), "
-            "coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0))"
-        ).fetchone()[0]
-        ids = list(range(top + 1, top + 1 + len(rows)))
         dims = self.core.embedder.dimensions
         vectors = [v for _, v, _ in rows]
         try:
@@ -186,7 +175,7 @@ class Writer:
         dumps = json.dumps
         mem_rows = []
         redacted: dict[str, int] = {}
-        for mid, (p, _, extra) in zip(ids, rows):
+        for p, _, extra in rows:
             if extra:
                 counts = (extra.get("usefulness", 0.5), extra.get("success_count", 0), extra.get("failure_count", 0),
                           extra.get("access_count", 0), extra.get("last_accessed_at"), extra.get("created_at", now),
@@ -194,53 +183,30 @@ class Writer:
             else:
                 counts = (0.5, 0, 0, 0, None, now, now)
             mem_rows.append((
-                mid, p.type, p.title, p.content, p.status, p.source.type, p.source.id, p.scope, p.session,
+                p.type, p.title, p.content, p.status, p.source.type, p.source.id, p.scope, p.session,
                 dumps(p.tags, ensure_ascii=False), dumps(p.metadata, ensure_ascii=False) if p.metadata else "{}",
-                p.confidence, counts[0], p.importance, *counts[1:], p.hash, p.tokens, p.valid_until, seq,
+                p.confidence, counts[0], p.importance, *counts[1:], p.hash, p.tokens, p.valid_until,
             ))
             for kind in p.redactions:
                 redacted[kind] = redacted.get(kind, 0) + 1
-        conn.executemany(
-            "INSERT INTO memories (id, type, title, content, status, source_type, source_id, scope, session, tags, "
-            "metadata, confidence, usefulness, importance, success_count, failure_count, access_count, "
-            "last_accessed_at, created_at, updated_at, content_hash, tokens, valid_until, seq) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            mem_rows,
-        )
-        conn.execute("INSERT INTO memories_fts(rowid, title, content, tags) "
-                     "SELECT id, title, content, tags FROM memories WHERE id BETWEEN ? AND ?", (ids[0], ids[-1]))
-        conn.executemany("INSERT INTO vectors (memory_id, vector, seq) VALUES (?, ?, ?)",
-                         [(mid, blob, seq) for mid, blob in zip(ids, blobs)])
+        ids = conn.memories.insert_many(mem_rows, blobs)
         if redacted:
-            conn.executemany(
-                "INSERT INTO redactions (kind, count) VALUES (?, ?) "
-                "ON CONFLICT(kind) DO UPDATE SET count = count + excluded.count", list(redacted.items()))
+            conn.stats.count_redactions(redacted)
         return ids
 
     def find_duplicate(self, conn, p: Prepared) -> int | None:
         """An identical memory in the scope, one that is not superseded first. A superseded one counts
         too: the stale text sent again (an agent re-reading an old note) must not come back as a new
         memory that would supersede its own correction; restore() brings the old one back."""
-        row = conn.execute(
-            "SELECT id FROM memories WHERE content_hash = ? AND scope = ? ORDER BY status = 'superseded', id LIMIT 1",
-            (p.hash, p.scope),
-        ).fetchone()
-        return row[0] if row else None
+        return conn.memories.duplicate_of(p.hash, p.scope)
 
     def find_duplicates(self, conn, prepared: Sequence[Prepared]) -> list[int | None]:
         """find_duplicate for many at once: one indexed query per 500 hashes."""
         best: dict[tuple[str, str], tuple[bool, int]] = {}
-        hashes = list({p.hash for p in prepared})
-        for i in range(0, len(hashes), 500):
-            chunk = hashes[i : i + 500]
-            for mid, h, sc, stale in conn.execute(
-                f"SELECT id, content_hash, scope, status = 'superseded' FROM memories "
-                f"WHERE content_hash IN ({','.join('?' * len(chunk))})",
-                chunk,
-            ):
-                key = (bool(stale), mid)
-                if (h, sc) not in best or key < best[(h, sc)]:
-                    best[(h, sc)] = key
+        for mid, h, sc, stale in conn.memories.with_hashes(list({p.hash for p in prepared})):
+            key = (stale, mid)
+            if (h, sc) not in best or key < best[(h, sc)]:
+                best[(h, sc)] = key
         return [best[(p.hash, p.scope)][1] if (p.hash, p.scope) in best else None for p in prepared]
 
     def remember(
@@ -318,9 +284,7 @@ class Writer:
             self.turns.write_chunks_many(conn, chunks)
         categories = [(mid, category) for mid, _, _, category, _ in new if category]
         if categories:
-            conn.executemany(
-                "INSERT INTO memory_categories (memory_id, category) VALUES (?, ?) "
-                "ON CONFLICT(memory_id) DO UPDATE SET category = excluded.category", categories)
+            conn.episodes.set_categories(categories)
         for mid, _, _, _, cites in new:
             if cites:
                 self.turns.cite(conn, mid, cites)
@@ -333,7 +297,7 @@ class Writer:
             with self.core.store.transaction() as conn:
                 if cites:
                     self.turns.cite(conn, dup, cites)
-                if category and conn.execute("SELECT 1 FROM memory_categories WHERE memory_id = ?", (dup,)).fetchone() is None:
+                if category and conn.episodes.category_of(dup) is None:
                     self.turns.set_category(conn, dup, category)
         return _sent_again(self.catalog.get(dup))
 
@@ -353,12 +317,8 @@ class Writer:
                 wanted.append((n, corrections.nearest(self.core.retriever, conn, vec, p.scope, k, cfg.correction_min_similarity)))
         ids = sorted({i for _, c in wanted for i in c})
         stored: dict[int, corrections.Stored] = {}
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            for mid, content, src, meta, mtype in conn.execute(
-                    f"SELECT id, content, source_type, metadata, type FROM memories WHERE id IN ({','.join('?' * len(chunk))})",
-                    chunk):
-                stored[mid] = corrections.Stored(mid, content, effective_source(src, meta), mtype)
+        for mid, content, src, meta, mtype in conn.memories.comparable(ids):
+            stored[mid] = corrections.Stored(mid, content, effective_source(src, meta), mtype)
         vecs = np.array([v for _, v in items], dtype=np.float32)
         for n, cands in wanted:
             p = items[n][0]
@@ -385,18 +345,16 @@ class Writer:
             old = f.old_id if f.old_id > 0 else (batch or {}).get(-f.old_id - 1)
             if old is None:
                 continue
-            status = conn.execute("SELECT status FROM memories WHERE id = ?", (old,)).fetchone()
-            if status is None or status[0] not in corrections.LIVE:
+            state = conn.memories.state(old)
+            if state is None or state[0] not in corrections.LIVE:
                 continue  # an earlier write of this batch retired it already
             if f.action == "supersede":
                 self.lifecycle.supersede_within(conn, old, new_id, f"detected: {f.why}", allow_unsafe=False, auto=True)
             else:
                 # An untrusted writer's contradiction warns without demoting (as relate() does).
-                row = conn.execute("SELECT source_type, metadata FROM memories WHERE id = ?", (new_id,)).fetchone()
+                row = conn.memories.source_of(new_id)
                 effect = policy.SOURCE_TRUST[effective_source(*row)] != policy.UNTRUSTED
-                conn.execute(
-                    "INSERT OR IGNORE INTO relations (from_id, to_id, type, confidence_effect, created_at) "
-                    "VALUES (?, ?, 'contradicts', ?, ?)", (new_id, old, int(effect), time.time()))
+                conn.relations.add(new_id, old, "contradicts", int(effect), time.time())
 
     def remember_many(self, items: Iterable[dict], *, progress: Progress | None = None) -> list[Memory]:
         """Store many memories in one transaction with one embedding batch. All or nothing.
@@ -470,7 +428,7 @@ class Writer:
             # item of the batch superseded, are read back.
             retired = {new_ids.get(-f.old_id - 1) for fs in found_of.values() for f in fs
                        if f.old_id < 0 and f.action == "supersede"}
-            loaded = load_memories(conn, sorted({mid for mid, is_dup in ids if is_dup} | (retired - {None})))
+            loaded = conn.memories.load(sorted({mid for mid, is_dup in ids if is_dup} | (retired - {None})))
         at = ts(now)
         for i, mid in new_ids.items():
             m = loaded[mid] if mid in retired else new_memory(mid, prepared[i], at, episodes.get(mid), extras[i][0])

@@ -90,7 +90,8 @@ def evaluate(split: str, embedder: str = "default", source: str = "agent", limit
             pair_of[int(a.id[4:])] = pair_of[int(b.id[4:])] = p["id"]
             look_rows.append((scope, p, a.id, b.id))
 
-    with mem.store.reading() as conn:
+    with mem.store.reading():
+        conn = mem.store.conn
         stored = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
         rels = conn.execute("SELECT from_id, to_id FROM relations WHERE type IN ('supersedes', 'contradicts')").fetchall()
         upd_links = [_linked(conn, int(o[4:]), int(n[4:])) for _, _, o, n in upd_rows]

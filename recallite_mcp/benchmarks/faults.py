@@ -49,16 +49,20 @@ def checkout_env() -> dict[str, str]:
 def verify_file(db: str) -> dict[str, Any]:
     """integrity_check and projection agreement of a database file."""
     from recallite_core.health import check_projections
+    from recallite_core.storage.sqlite.store import Store
 
-    conn = sqlite3.connect(db, timeout=30)
+    # A store of its own on the file, read in one session (not a read-only one: FTS5's
+    # integrity-check is an INSERT that a read-only connection refuses).
+    store = Store(db, busy_timeout_ms=30_000)
     try:
-        integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
-        dims = conn.execute("SELECT value FROM meta WHERE key = 'dimensions'").fetchone()
-        report = check_projections(conn, int(dims[0]) if dims else None)
+        dims = store.get_meta("dimensions")
+        with store.reading() as s:
+            integrity = s.integrity.file_check()
+            report = check_projections(s, int(dims) if dims else None)
         return {"integrity": integrity, "projections_ok": report.ok, "problems": report.problems(),
                 "memories": report.memories}
     finally:
-        conn.close()
+        store.close()
 
 
 # -- concurrency ------------------------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ def overlap_reranker(query: str, texts: list[str]) -> list[float]:
     the share of the question's content words present in the memory text."""
     import re
 
-    from recallite_core.fts import STOPWORDS
+    from recallite_core.storage.fts import STOPWORDS
 
     words = {w for w in re.findall(r"\w+", query.lower()) if w not in STOPWORDS}
     if not words:

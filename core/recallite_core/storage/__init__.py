@@ -13,19 +13,10 @@ from __future__ import annotations
 import sqlite3
 
 from .base import Session, Storage
-from .sqlite.session import SqliteSession
 
 #: Errors a backend's driver may raise inside a session (a cache reading through one catches
 #: them to fall back to asking the store).
 DRIVER_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error,)
 
 
-def as_session(handle: Session | sqlite3.Connection) -> Session:
-    """``handle`` as a Session: callers outside the core (the doctor command, benchmarks) still
-    pass a plain sqlite3 connection, which is wrapped in the SQLite session."""
-    if isinstance(handle, sqlite3.Connection):
-        return SqliteSession(handle)
-    return handle
-
-
-__all__ = ["DRIVER_ERRORS", "Session", "Storage", "as_session"]
+__all__ = ["DRIVER_ERRORS", "Session", "Storage"]

@@ -33,10 +33,16 @@ import numpy as np
 
 from ..base import StaleIndex
 from ..id_arrays import IdArray
-from .session import SqliteSession
+from .session import SqliteSession, connection_of
 
 #: What the mirror reads through: a session of the store, or a plain connection (tests).
 SqlHandle = Union[sqlite3.Connection, SqliteSession]
+
+
+def _raw(conn: SqlHandle) -> sqlite3.Connection:
+    """The connection under a session: the mirror is this backend's own cache of its FTS5
+    tables and reads them directly."""
+    return connection_of(conn) if isinstance(conn, SqliteSession) else conn
 
 K1 = 1.2
 B = 0.75
@@ -224,7 +230,7 @@ class KeywordIndex:
         """Every row's length from the table's docsize records; the postings too for a small
         table (else they come lazily)."""
         self.reset()
-        rows = conn.execute(f"SELECT id, sz FROM {self.table}_docsize ORDER BY id").fetchall()
+        rows = _raw(conn).execute(f"SELECT id, sz FROM {self.table}_docsize ORDER BY id").fetchall()
         n = len(rows)
         self._grow(n)
         ids = [r[0] for r in rows]
@@ -249,7 +255,7 @@ class KeywordIndex:
         """Every term's postings in one pass over the table's instances, counted with numpy a
         few thousand terms at a time: the same (slots, weighted frequency) that _postings
         reads for one term."""
-        cur = conn.execute(
+        cur = _raw(conn).execute(
             f"SELECT term, count(*), group_concat({self._instance_keys()}) FROM {self._vocab(conn)} GROUP BY term"
         )
         while found := cur.fetchmany(4096):
@@ -310,7 +316,7 @@ class KeywordIndex:
     def _vocab(self, conn: SqlHandle) -> str:
         name = f"temp.recallite_vocab_{self.table}"
         if not self._vocab_ready:
-            conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5vocab(main, '{self.table}', 'instance')")
+            _raw(conn).execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5vocab(main, '{self.table}', 'instance')")
             self._vocab_ready = True
         return name
 
@@ -339,7 +345,7 @@ class KeywordIndex:
 
     def matches_table(self, conn: SqlHandle) -> bool:
         """Our row and token totals equal the table's own (its averages record)."""
-        row = conn.execute(f"SELECT block FROM {self.table}_data WHERE id = 1").fetchone()
+        row = _raw(conn).execute(f"SELECT block FROM {self.table}_data WHERE id = 1").fetchone()
         if row is None:
             return self.rows == 0
         vals = _fts5_varints(row[0] or b"", 1 + len(self.columns))
@@ -370,7 +376,7 @@ class KeywordIndex:
         else:
             # Every instance as doc * columns + column, in the index's order, in one string:
             # a row per instance cost a Python tuple each (most of a common word's load).
-            packed = conn.execute(
+            packed = _raw(conn).execute(
                 f"SELECT group_concat({self._instance_keys()}) FROM {self._vocab(conn)} WHERE term = ?", (term,)
             ).fetchone()[0]
             docs, freq = self._count_instances(np.fromstring(packed or "", dtype=np.int64, sep=","))
@@ -527,24 +533,24 @@ class KeywordIndexes:
     def sync(self, conn: SqlHandle, counter: int) -> None:
         if counter == self.seq:
             return
-        floor = conn.execute("SELECT value FROM counters WHERE name = 'tombstone_floor'").fetchone()[0]
+        floor = _raw(conn).execute("SELECT value FROM counters WHERE name = 'tombstone_floor'").fetchone()[0]
         if (self.seq < 0 or self.seq < floor or counter < self.seq
                 or self.memories.needs_rebuild() or self.windows.needs_rebuild()):
             self._reload(conn, counter)
             return
-        gone = [r[0] for r in conn.execute("SELECT memory_id FROM tombstones WHERE seq > ?", (self.seq,))]
+        gone = [r[0] for r in _raw(conn).execute("SELECT memory_id FROM tombstones WHERE seq > ?", (self.seq,))]
         for index in (self.memories, self.windows):
             index.remove(gone)
             for rid in gone:
                 self._hashes[index.table].pop(rid, None)
-        self._changed(self.memories, conn.execute(
+        self._changed(self.memories, _raw(conn).execute(
             "SELECT id, title, content, tags FROM memories WHERE seq > ?", (self.seq,)).fetchall())
-        dirty = [r[0] for r in conn.execute(_WINDOW_NEIGHBOURS, (self.seq,))]
+        dirty = [r[0] for r in _raw(conn).execute(_WINDOW_NEIGHBOURS, (self.seq,))]
         if dirty:
             found: list[tuple] = []
             for i in range(0, len(dirty), 500):
                 chunk = dirty[i : i + 500]
-                found += conn.execute(
+                found += _raw(conn).execute(
                     f"SELECT rowid, text FROM episode_windows WHERE rowid IN ({','.join('?' * len(chunk))})", chunk
                 ).fetchall()
             have = {r[0] for r in found}

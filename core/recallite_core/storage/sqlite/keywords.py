@@ -68,3 +68,18 @@ class SqliteKeywords:
         return [r[0] for r in self._conn.execute(
             f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({marks(len(ids))})",
             [f'"{term}"', *ids])]
+
+    def rebuild(self) -> None:
+        """The memories' keyword index rebuilt from the table."""
+        self._conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+
+    def optimize(self) -> None:
+        """Merge the keyword index's segments (deleted text leaves its pages)."""
+        self._conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+
+    def match_counts(self, queries: Sequence[str]) -> list[int]:
+        """How many memories match each keyword query (same stemming as recall), in one statement."""
+        if not queries:
+            return []
+        sql = " UNION ALL ".join("SELECT (SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?)" for _ in queries)
+        return [r[0] for r in self._conn.execute(sql, list(queries))]

@@ -105,6 +105,45 @@ class SqliteOutcomes:
                 out[mid] = CreditRecord(succ or 0, rets or 0, fails or 0)
         return out
 
+    def add_feedback(self, rid: int | None, outcome: str, score: float, used_ids: str, reason: str | None,
+                     client_key: str | None, now: float) -> int:
+        """Log one feedback on a retrieval (None: a restored one whose retrieval was not kept); returns its id."""
+        fid = self._conn.execute(
+            "INSERT INTO feedback (retrieval_id, outcome, score, used_ids, reason, client_key, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", (rid, outcome, score, used_ids, reason, client_key, now)).lastrowid
+        assert fid is not None  # every INSERT sets it
+        return fid
+
+    def feedback_with_key(self, client_key: str) -> int | None:
+        """The feedback sent earlier with this client key (a retry), if any."""
+        row = self._conn.execute("SELECT id FROM feedback WHERE client_key = ?", (client_key,)).fetchone()
+        return None if row is None else row[0]
+
+    def feedback(self, fid: int) -> tuple[int | None, str, float]:
+        """(retrieval id, outcome, score) of one feedback."""
+        return self._conn.execute("SELECT retrieval_id, outcome, score FROM feedback WHERE id = ?", (fid,)).fetchone()
+
+    def credits_of(self, fid: int) -> list[tuple[int, float, float, float]]:
+        """(memory id, weight, usefulness before, after) of the credit rows a feedback wrote, in order."""
+        return self._conn.execute(
+            "SELECT memory_id, weight, old_usefulness, new_usefulness FROM memory_outcomes "
+            "WHERE feedback_id = ? AND kind = 'credit' ORDER BY rowid", (fid,)).fetchall()
+
+    def add(self, rows: Sequence[tuple[int, int, float, float, float, float, float]]) -> None:
+        """Credit rows: (feedback id, memory id, weight, target, usefulness before, after, created_at)."""
+        self._conn.executemany(
+            "INSERT INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, new_usefulness, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def add_unused(self, fid: int, ids: Sequence[int], weight: float, now: float, exempt_types: Sequence[str]) -> None:
+        """'unused' rows (target 0, usefulness unchanged) for the memories among ``ids`` whose
+        type is not one of ``exempt_types``."""
+        self._conn.executemany(
+            "INSERT INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, "
+            "new_usefulness, created_at, kind) SELECT ?, id, ?, 0.0, usefulness, usefulness, ?, 'unused' "
+            f"FROM memories WHERE id = ? AND type NOT IN ({marks(len(exempt_types))})",
+            [(fid, weight, now, mid, *exempt_types) for mid in ids])
+
 
 class SqliteRetrievals:
     """The retrieval log: what each recall or context served, its feedback, its task vector."""
@@ -206,6 +245,35 @@ class SqliteRetrievals:
             self._conn.execute("DELETE FROM retrieval_vectors")
         self._conn.executemany("INSERT OR REPLACE INTO retrieval_vectors (retrieval_id, vector) VALUES (?, ?)", rows)
         self._conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'learning_epoch'")
+
+    def exists(self, rid: int) -> bool:
+        return self._conn.execute("SELECT 1 FROM retrievals WHERE id = ?", (rid,)).fetchone() is not None
+
+    def shown(self, rid: int) -> list[tuple[int, int, int, int]]:
+        """(memory id, rank, expanded, served) of a retrieval's items, by rank."""
+        return self._conn.execute(
+            "SELECT memory_id, rank, expanded, served FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank",
+            (rid,)).fetchall()
+
+    def mark_expanded(self, rid: int, ids: Sequence[int]) -> None:
+        """These items of a retrieval were opened (expand)."""
+        self._conn.executemany("UPDATE retrieval_items SET expanded = 1 WHERE retrieval_id = ? AND memory_id = ?",
+                               [(rid, mid) for mid in ids])
+
+    def mark_unserved(self, rid: int, ids: Sequence[int]) -> None:
+        """These items of a retrieval were logged but never shown (left out by a budget)."""
+        self._conn.executemany("UPDATE retrieval_items SET served = 0 WHERE retrieval_id = ? AND memory_id = ?",
+                               [(rid, mid) for mid in ids])
+
+    def mark_context(self, rid: int, tokens_served: int, tokens_matched: int | None) -> None:
+        """A retrieval served as context; ``tokens_matched`` None leaves that column as it is."""
+        if tokens_matched is None:
+            self._conn.execute("UPDATE retrievals SET kind = 'context', tokens_served = ? WHERE id = ?",
+                               (tokens_served, rid))
+        else:
+            self._conn.execute(
+                "UPDATE retrievals SET kind = 'context', tokens_served = ?, tokens_matched = ? WHERE id = ?",
+                (tokens_served, tokens_matched, rid))
 
 
 class SqliteTuning:

@@ -78,3 +78,46 @@ class SqliteRelations:
             f"WHERE r.type = 'supports' AND r.to_id IN ({marks(len(ids))}) AND m.status IN ({marks(len(statuses))})",
             [*ids, *statuses],
         ).fetchall()
+
+    def add(self, from_id: int, to_id: int, type: str, effect: int, now: float) -> None:
+        """One relation, unless the same (from, to, type) exists already."""
+        self._conn.execute(
+            "INSERT OR IGNORE INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (?, ?, ?, ?, ?)",
+            (from_id, to_id, type, effect, now))
+
+    def create(self, from_id: int, to_id: int, type: str, effect: int, now: float) -> int:
+        """One new relation; returns its id."""
+        rid = self._conn.execute(
+            "INSERT INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (?, ?, ?, ?, ?)",
+            (from_id, to_id, type, effect, now)).lastrowid
+        assert rid is not None  # every INSERT sets it
+        return rid
+
+    def find(self, from_id: int, to_id: int, type: str) -> int | None:
+        row = self._conn.execute("SELECT id FROM relations WHERE from_id = ? AND to_id = ? AND type = ?",
+                                 (from_id, to_id, type)).fetchone()
+        return None if row is None else row[0]
+
+    def get(self, rid: int) -> tuple[int, int, str, int, float] | None:
+        """(from, to, type, confidence effect, created_at) of one relation."""
+        return self._conn.execute(
+            "SELECT from_id, to_id, type, confidence_effect, created_at FROM relations WHERE id = ?", (rid,)).fetchone()
+
+    def of_memory(self, mid: int) -> list[int]:
+        """The ids of the relations with either end at ``mid``, oldest first."""
+        return [r[0] for r in self._conn.execute(
+            "SELECT id FROM relations WHERE from_id = ? OR to_id = ? ORDER BY id", (mid, mid))]
+
+    def evidence_counts(self, mid: int) -> tuple[int, int]:
+        """(supports and derived_from pointing at it, contradictions either way) of one memory."""
+        evidence = self._conn.execute(
+            "SELECT count(*) FROM relations WHERE to_id = ? AND type IN ('supports', 'derived_from')", (mid,)).fetchone()[0]
+        contra = self._conn.execute(
+            "SELECT count(*) FROM relations WHERE type = 'contradicts' AND (from_id = ? OR to_id = ?)", (mid, mid)
+        ).fetchone()[0]
+        return evidence, contra
+
+    def remove(self, from_id: int, to_id: int, type: str) -> int:
+        """Delete one relation; returns how many rows went (0 or 1)."""
+        return self._conn.execute("DELETE FROM relations WHERE from_id = ? AND to_id = ? AND type = ?",
+                                  (from_id, to_id, type)).rowcount

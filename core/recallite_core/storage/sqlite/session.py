@@ -7,11 +7,15 @@ import sqlite3
 from functools import cached_property
 
 from ..base import ProjectionCounts
+from .archive import SqliteArchive
+from .drift import SqliteDrift
 from .episodes import SqliteEpisodes
 from .keywords import SqliteKeywords
 from .memories import SqliteMemories
 from .outcomes import SqliteOutcomes, SqliteRetrievals, SqliteTuning
 from .relations import SqliteRelations
+from .stats import SqliteStats
+from .teams import SqliteTeams
 from .vectors import SqliteVectors
 
 
@@ -30,6 +34,24 @@ class SqliteChangeFeed:
 
     def tombstones_count_since(self, seq: int) -> int:
         return self._conn.execute("SELECT count(*) FROM tombstones WHERE seq > ?", (seq,)).fetchone()[0]
+
+    def prune_tombstones(self, keep: int) -> None:
+        """When more than ``keep`` tombstones pile up, drop them all and move the floor past them:
+        readers older than the floor reload instead of replaying."""
+        count = self._conn.execute("SELECT count(*) FROM tombstones").fetchone()[0]
+        if count > keep:
+            top = self._conn.execute("SELECT max(seq) FROM tombstones").fetchone()[0]
+            self._conn.execute("DELETE FROM tombstones WHERE seq <= ?", (top,))
+            self._conn.execute("UPDATE counters SET value = ? WHERE name = 'tombstone_floor'", (top,))
+
+    def reset_readers(self) -> None:
+        """After a rebuild that stamps no row (FTS, windows, episode positions), move the change
+        counter and the tombstone floor together: every reader's in-memory copy (the matrix,
+        the keyword mirror, the episode map) then reloads from scratch."""
+        self._conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
+        self._conn.execute("DELETE FROM tombstones")
+        self._conn.execute("UPDATE counters SET value = (SELECT value FROM counters WHERE name = 'changes') "
+                           "WHERE name = 'tombstone_floor'")
 
     def side_tables(self) -> tuple[bool, bool]:
         rel, out = self._conn.execute(
@@ -67,18 +89,16 @@ class SqliteIntegrity:
             r.fts_detail = str(exc)
         return r
 
+    def file_check(self) -> str:
+        """SQLite's own check of the file's pages and indexes: "ok" or what it found."""
+        return self._conn.execute("PRAGMA integrity_check").fetchone()[0]
+
 
 class SqliteSession:
-    """One unit of work on an SQLite connection: the nouns of storage.base.Session.
-
-    ``execute``/``executemany`` pass through to the connection for the modules that still
-    write their own SQL (docs/storage.md lists them); they are not part of the interface and
-    go once those modules are converted."""
+    """One unit of work on an SQLite connection: the nouns of storage.base.Session."""
 
     def __init__(self, conn: sqlite3.Connection):
         self._conn = conn
-        self.execute = conn.execute
-        self.executemany = conn.executemany
 
     @cached_property
     def feed(self) -> SqliteChangeFeed:
@@ -120,8 +140,30 @@ class SqliteSession:
     def integrity(self) -> SqliteIntegrity:
         return SqliteIntegrity(self._conn)
 
+    @cached_property
+    def stats(self) -> SqliteStats:
+        return SqliteStats(self._conn)
+
+    @cached_property
+    def teams(self) -> SqliteTeams:
+        return SqliteTeams(self._conn)
+
+    @cached_property
+    def drift(self) -> SqliteDrift:
+        return SqliteDrift(self._conn)
+
+    @cached_property
+    def archive(self) -> SqliteArchive:
+        return SqliteArchive(self._conn)
+
+
+def connection_of(session: SqliteSession) -> sqlite3.Connection:
+    """The connection a session runs on, for this backend's own caches (the keyword mirror)
+    that read its FTS5 tables directly; nothing outside storage/sqlite asks for it."""
+    return session._conn
+
 
 __all__ = [
-    "SqliteChangeFeed", "SqliteEpisodes", "SqliteIntegrity", "SqliteKeywords", "SqliteMemories", "SqliteOutcomes",
-    "SqliteRelations", "SqliteRetrievals", "SqliteSession", "SqliteTuning", "SqliteVectors",
+    "SqliteArchive", "SqliteChangeFeed", "SqliteDrift", "SqliteEpisodes", "SqliteIntegrity", "SqliteKeywords", "SqliteMemories", "SqliteOutcomes",
+    "SqliteRelations", "SqliteRetrievals", "connection_of", "SqliteSession", "SqliteStats", "SqliteTeams", "SqliteTuning", "SqliteVectors",
 ]

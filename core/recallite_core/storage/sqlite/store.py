@@ -22,7 +22,7 @@ log = logging.getLogger("recallite.store")
 MEMORY_PATHS = (None, "", ":memory:")
 
 
-def _explain(exc: sqlite3.Error, path: str | None) -> StoreError:
+def explain(exc: sqlite3.Error, path: str | None) -> StoreError:
     """Turn an sqlite error into a StoreError that names the file and a next step."""
     where = path or ":memory:"
     text = str(exc).lower()
@@ -144,7 +144,7 @@ class Store:
                 conn.execute("PRAGMA query_only = ON")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.Error as exc:
-            raise _explain(exc, path) from exc
+            raise explain(exc, path) from exc
         return conn
 
     def _applied(self) -> list[str]:
@@ -160,7 +160,7 @@ class Store:
             applied = self._applied()
             user_version = self.conn.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.Error as exc:
-            raise _explain(exc, self.path) from exc
+            raise explain(exc, self.path) from exc
         known = [name for name, _ in MIGRATIONS]
         unknown = [n for n in applied if n not in known]
         if unknown or user_version > SCHEMA_VERSION:
@@ -194,11 +194,11 @@ class Store:
             except sqlite3.OperationalError as exc:
                 busy = "locked" in str(exc).lower() or "busy" in str(exc).lower()
                 if not busy or time.monotonic() > deadline:
-                    raise _explain(exc, self.path) from exc
+                    raise explain(exc, self.path) from exc
                 time.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 0.5)
             except sqlite3.Error as exc:
-                raise _explain(exc, self.path) from exc
+                raise explain(exc, self.path) from exc
         if str(mode).lower() != "wal":
             log.warning("Could not switch %s to WAL (got %s); concurrent readers will block.", self.path, mode)
         # Checkpoint every ~40 MB of WAL instead of 4 MB: small writes (feedback, retrieval
@@ -212,7 +212,8 @@ class Store:
         self._enable_wal()
         if all(n in set(self._applied()) for n, _ in MIGRATIONS):
             return
-        with self.transaction() as conn:
+        with self.transaction():
+            conn = self.conn
             # Again under the write lock: another process opening the same new file may have
             # migrated it between our check and our BEGIN IMMEDIATE.
             self._check_version()
@@ -252,9 +253,9 @@ class Store:
                     break
                 except sqlite3.OperationalError as exc:
                     if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
-                        raise _explain(exc, self.path) from exc
+                        raise explain(exc, self.path) from exc
                     if attempt == attempts - 1:
-                        raise _explain(exc, self.path) from exc
+                        raise explain(exc, self.path) from exc
                     time.sleep(delay * (1 + random.random()))
                     delay = min(delay * 2, 1.0)
             try:
@@ -265,7 +266,7 @@ class Store:
                 except sqlite3.Error:
                     pass
                 if isinstance(exc, sqlite3.Error):
-                    raise _explain(exc, self.path) from exc
+                    raise explain(exc, self.path) from exc
                 raise
             else:
                 try:
@@ -275,7 +276,7 @@ class Store:
                         self.conn.execute("ROLLBACK")
                     except sqlite3.Error:
                         pass
-                    raise _explain(exc, self.path) from exc
+                    raise explain(exc, self.path) from exc
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[SqliteSession]:
@@ -289,7 +290,7 @@ class Store:
                 self.conn.execute("BEGIN")
                 yield self._session
             except sqlite3.Error as exc:
-                raise _explain(exc, self.path) from exc
+                raise explain(exc, self.path) from exc
             finally:
                 if self.conn.in_transaction:
                     try:
@@ -307,12 +308,13 @@ class Store:
 
     # -- meta ---------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
-        with self.reading() as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        with self.reading():
+            row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
     def set_meta(self, session: SqliteSession, key: str, value: str) -> None:
-        session.execute(
+        # The session is one of this store's, on this connection: the write joins its transaction.
+        self.conn.execute(
             "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
@@ -323,30 +325,37 @@ class Store:
         reading() or transaction(); two equal marks mean no row was written in between."""
         return self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes
 
-    @staticmethod
-    def reload_readers(conn: SqliteSession) -> None:
-        """After a rebuild that stamps no row (FTS, windows, episode positions), move the change
-        counter and the tombstone floor together: every reader's in-memory copy (the matrix,
-        the keyword mirror, the episode map) then reloads from scratch."""
-        conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
-        conn.execute("DELETE FROM tombstones")
-        conn.execute("UPDATE counters SET value = (SELECT value FROM counters WHERE name = 'changes') "
-                     "WHERE name = 'tombstone_floor'")
+    def journal_mode(self) -> str:
+        """The file's journal mode (wal for a file store; memory for an in-memory one)."""
+        with self.reading():
+            return self.conn.execute("PRAGMA journal_mode").fetchone()[0]
+
+    def vacuum(self) -> bool:
+        """Rewrite the file without its free pages (deleted text leaves the disk). False when
+        another process's reader kept the rewritten pages in the WAL: the old ones stay in the
+        main file until a checkpoint can run."""
+        with self.lock:
+            try:
+                self.conn.execute("VACUUM")
+                busy = self.path and self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            except sqlite3.Error as exc:
+                raise explain(exc, self.path) from exc
+        return not busy
 
     def change_counter(self) -> int:
-        with self.reading() as conn:
-            return conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
+        with self.reading() as s:
+            return s.feed.counter()
 
     def schema_version(self) -> int:
-        with self.reading() as conn:
-            return conn.execute("PRAGMA user_version").fetchone()[0]
+        with self.reading():
+            return self.conn.execute("PRAGMA user_version").fetchone()[0]
 
     def file_sizes(self) -> tuple[int, int]:
         if self.path is None:
-            with self.reading() as conn:
-                pages = conn.execute("PRAGMA page_count").fetchone()[0]
-                size = conn.execute("PRAGMA page_size").fetchone()[0]
-            return pages * size, 0
+            with self.reading():
+                pages = self.conn.execute("PRAGMA page_count").fetchone()[0]
+                page_size = self.conn.execute("PRAGMA page_size").fetchone()[0]
+            return pages * page_size, 0
 
         def size(p: str) -> int:
             try:

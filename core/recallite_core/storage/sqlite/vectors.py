@@ -53,3 +53,28 @@ class SqliteVectors:
             out.extend(self._conn.execute(
                 f"SELECT memory_id, vector FROM vectors WHERE memory_id IN ({marks(len(chunk))})", chunk))
         return out
+
+    def add(self, rows: Sequence[tuple[int, bytes]]) -> None:
+        """Store (memory id, vector bytes) rows."""
+        self._conn.executemany("INSERT INTO vectors (memory_id, vector) VALUES (?, ?)", rows)
+
+    def replace_all(self, rows: Sequence[tuple[int, bytes]]) -> None:
+        """Every stored vector replaced by ``rows``; rows of memories deleted meanwhile are skipped."""
+        self._conn.execute("DELETE FROM vectors")
+        live = {r[0] for r in self._conn.execute("SELECT id FROM memories")}
+        self._conn.executemany("INSERT INTO vectors (memory_id, vector) VALUES (?, ?)",
+                               [(mid, blob) for mid, blob in rows if mid in live])
+
+    def missing_texts(self) -> list[tuple[int, str, str]]:
+        """(id, title, content) of the memories without a vector."""
+        return self._conn.execute(
+            "SELECT id, title, content FROM memories WHERE id NOT IN (SELECT memory_id FROM vectors)").fetchall()
+
+    def put(self, rows: Sequence[tuple[int, bytes]]) -> None:
+        """Store (memory id, vector bytes) rows, replacing a memory's vector if it has one."""
+        self._conn.executemany(
+            "INSERT INTO vectors (memory_id, vector) VALUES (?, ?) ON CONFLICT(memory_id) DO UPDATE SET vector = excluded.vector",
+            rows)
+
+    def delete(self, ids: Sequence[int]) -> None:
+        self._conn.executemany("DELETE FROM vectors WHERE memory_id = ?", [(i,) for i in ids])

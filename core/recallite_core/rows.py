@@ -1,1 +1,0 @@
-from .storage.sqlite.rows import MEMORY_COLUMNS, SELECT_MEMORIES, _constructor, load_memories, memory_from_row, memory_from_select, new_memory, ts  # noqa: F401  (moved; this path goes once its importers do)

@@ -1,0 +1,136 @@
+"""Keyword search from the stored tsvector columns (GIN), scored by BM25 in the server.
+
+The score is FTS5's bm25() (which SQLite's Keywords returns negated, so that higher is better),
+computed from the same inputs: for each query term t present in document D,
+
+    idf(t) * f * (k1 + 1) / (f + k1 * (1 - b + b * |D| / avgdl)),   k1 = 1.2, b = 0.75,
+
+with f = sum over columns of (column weight * occurrences of t in that column), |D| the
+document's tokens in all columns, avgdl the mean |D|, idf(t) = ln((N - n + 0.5) / (n + 0.5)) (or
+1e-6 when that is not positive), N the documents and n those holding t. The fusion of the recall
+z-scores raw keyword scores with thresholds tuned on bm25's scale, so the scale must match; on
+plain text both backends give the same scores (tests/test_storage_contract.py). They differ where
+the tokenizers do: PostgreSQL's parser keeps paths, URLs and e-mail addresses whole, splits
+hyphenated words into the whole and its parts, and stems with Snowball English (Porter 2).
+
+Occurrences come from the tsvector's positions, labelled A, B, C by column (title, content, tags):
+the only per-document data read is the matched documents' own vectors; N, the token total and n
+come from counters kept by triggers and from the GIN index.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..base import MemoryFilter
+from ..fts import query_terms
+from .filters import where_sql
+from .migrations import TEXT_CONFIG
+
+K1 = 1.2
+B = 0.75
+
+
+def ts_query(text: str) -> str | None:
+    """User text as a to_tsquery() expression: every term a quoted lexeme, OR-ed (as fts_query
+    does for FTS5). query_terms yields \\w+ tokens, which hold no quote or operator, so quoting
+    them makes every word plain text. None when the text has no word at all."""
+    terms = query_terms(text)
+    return " | ".join(f"'{t}'" for t in terms) if terms else None
+
+
+def _any_of(lexemes: Sequence[str]) -> str:
+    """Normalised lexemes as a tsquery literal (cast with ::tsquery, so not stemmed again)."""
+    return " | ".join("'" + lx.replace("'", "''") + "'" for lx in lexemes)
+
+
+#: Per matched document: each query lexeme it holds, with its column-weighted occurrences f.
+#: A, B, C label title, content, tags (migrations.py); D never occurs in memories.
+_HITS = ("SELECT u.lexeme, "
+         "%s::float8 * cardinality(array_positions(u.weights, 'A')) "
+         "+ %s::float8 * cardinality(array_positions(u.weights, 'B')) "
+         "+ %s::float8 * cardinality(array_positions(u.weights, 'C')) "
+         "+ %s::float8 * cardinality(array_positions(u.weights, 'D')) AS f "
+         "FROM unnest({alias}.tsv) u WHERE u.lexeme = ANY(%s::text[])")
+
+
+class PostgresKeywords:
+    """Keyword search over the memories' tsvector and the conversation windows'. Scores are
+    BM25 as FTS5 computes it (higher is better), ties by id."""
+
+    def __init__(self, conn: Any):
+        self._conn = conn
+
+    def _lexemes(self, query: str) -> list[str]:
+        """The query's terms as the index holds them (stemmed by the same configuration)."""
+        tsq = ts_query(query)
+        if tsq is None:
+            return []
+        row = self._conn.execute(
+            f"SELECT array(SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', %s))) ORDER BY 1)",
+            (" ".join(query_terms(query)),)).fetchone()
+        return list(row[0] or [])
+
+    def _bm25(self, table: str, alias: str, lexemes: list[str], weights: Sequence[float], flt: MemoryFilter,
+              depth: int, docs: str, tokens: str) -> list[tuple[int, float]]:
+        where, params = where_sql(flt)
+        key = "id" if table == "memories" else "memory_id"
+        join = "" if table == "memories" else f"JOIN memories m ON m.id = {alias}.memory_id "
+        sql = (
+            # n per lexeme from the GIN index; N and the token total from the trigger-kept counters.
+            "WITH totals AS (SELECT "
+            f" (SELECT value FROM counters WHERE name = '{docs}')::float8 AS n_docs,"
+            f" (SELECT value FROM counters WHERE name = '{tokens}')::float8 AS n_tokens),"
+            " idf AS (SELECT l.lexeme, CASE WHEN x.v <= 0 THEN 1e-6 ELSE x.v END AS idf"
+            "  FROM unnest(%s::text[]) AS l(lexeme), totals,"
+            f"  LATERAL (SELECT count(*)::float8 AS n FROM {table} d WHERE d.tsv @@ quote_literal(l.lexeme)::tsquery) c,"
+            "  LATERAL (SELECT ln((totals.n_docs - c.n + 0.5) / (c.n + 0.5)) AS v) x)"
+            f" SELECT {alias}.{key}, sum(idf.idf * h.f * {K1 + 1} / (h.f + {K1} * ({1 - B} + {B} * {alias}.tsv_tokens"
+            "  / greatest(totals.n_tokens / greatest(totals.n_docs, 1), 1e-9)))) AS s"
+            f" FROM {table} {alias} {join}CROSS JOIN totals"
+            f" CROSS JOIN LATERAL ({_HITS.format(alias=alias)}) h JOIN idf ON idf.lexeme = h.lexeme"
+            f" WHERE {alias}.tsv @@ %s::tsquery AND {where}"
+            f" GROUP BY {alias}.{key} ORDER BY s DESC, {alias}.{key} LIMIT %s"
+        )
+        w = [float(x) for x in weights]
+        rows = self._conn.execute(sql, [lexemes, *w, lexemes, _any_of(lexemes), *params, depth]).fetchall()
+        return [(mid, float(s)) for mid, s in rows]
+
+    def top(self, query: str, flt: MemoryFilter, depth: int, weights: Sequence[float]) -> list[tuple[int, float]]:
+        """The bm25 top-``depth`` among the memories passing the filter (the filter is in the query)."""
+        if depth <= 0:
+            return []
+        lexemes = self._lexemes(query)
+        if not lexemes:
+            return []
+        title, content, tags = weights
+        return self._bm25("memories", "m", lexemes, (title, content, tags, 0.0), flt, depth,
+                          "keyword_docs", "keyword_tokens")
+
+    def windows_top(self, query: str, flt: MemoryFilter, depth: int) -> list[tuple[int, float]]:
+        """The bm25 top-``depth`` of conversation turns indexed with their neighbours (one column,
+        weight 1: its positions carry the default label D)."""
+        if depth <= 0:
+            return []
+        lexemes = self._lexemes(query)
+        if not lexemes:
+            return []
+        return self._bm25("episode_windows", "w", lexemes, (0.0, 0.0, 0.0, 1.0), flt, depth,
+                          "window_docs", "window_tokens")
+
+    def document_frequency(self, term: str) -> int:
+        """Memories holding the term (a single token)."""
+        tsq = ts_query(term)
+        if tsq is None:
+            return 0
+        return self._conn.execute(
+            f"SELECT count(*) FROM memories WHERE tsv @@ to_tsquery('{TEXT_CONFIG}', %s)", (tsq,)).fetchone()[0]
+
+    def holding(self, term: str, ids: Sequence[int]) -> list[int]:
+        """Which of ``ids`` hold the term, in id order."""
+        tsq = ts_query(term)
+        if tsq is None or not ids:
+            return []
+        return [r[0] for r in self._conn.execute(
+            f"SELECT id FROM memories WHERE tsv @@ to_tsquery('{TEXT_CONFIG}', %s) AND id = ANY(%s) ORDER BY id",
+            (tsq, list(ids)))]

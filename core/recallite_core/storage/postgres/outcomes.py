@@ -1,0 +1,227 @@
+"""Outcome rows, the retrieval log and the context tuner's arms: what learning reads and writes."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..base import CreditRecord
+
+
+def _searched(scope: str | None) -> tuple[str, list]:
+    """Retrievals whose searched scopes (a JSON list as text, NULL for every scope) include ``scope``."""
+    if not scope:
+        return "true", []
+    return "(r.scope IS NULL OR r.scope::jsonb ? %s)", [scope]
+
+
+class PostgresOutcomes:
+    def __init__(self, conn: Any):
+        self._conn = conn
+
+    def last_success(self, ids: Sequence[int], min_target: float) -> dict[int, float]:
+        return dict(self._conn.execute(
+            "SELECT memory_id, max(created_at) FROM memory_outcomes WHERE target >= %s AND memory_id = ANY(%s) "
+            "GROUP BY memory_id", (min_target, list(ids))).fetchall())
+
+    def of_memory(self, mid: int, limit: int) -> list[tuple]:
+        """(feedback id, retrieval id, query, outcome, kind, weight, target, usefulness before,
+        after, created_at) of a memory's outcome rows, newest first."""
+        return self._conn.execute(
+            "SELECT o.feedback_id, f.retrieval_id, r.query, f.outcome, o.kind, o.weight, o.target, "
+            "o.old_usefulness, o.new_usefulness, o.created_at FROM memory_outcomes o "
+            "JOIN feedback f ON f.id = o.feedback_id LEFT JOIN retrievals r ON r.id = f.retrieval_id "
+            "WHERE o.memory_id = %s ORDER BY o.created_at DESC, o.feedback_id DESC LIMIT %s", (mid, limit)).fetchall()
+
+    def outcome_mark(self) -> tuple[int, int | None]:
+        """(last outcome row's id, 0 for none; the learning epoch): the learner's cache key."""
+        top, epoch = self._conn.execute(
+            "SELECT (SELECT max(row_id) FROM memory_outcomes), "
+            "(SELECT value FROM counters WHERE name = 'learning_epoch')").fetchone()
+        return top or 0, epoch
+
+    def judged_since(self, rowid: int) -> list[int]:
+        """Memories with an outcome row after ``rowid``."""
+        return [r[0] for r in self._conn.execute(
+            "SELECT DISTINCT memory_id FROM memory_outcomes WHERE row_id > %s", (rowid,))]
+
+    def history(self, ids: Sequence[int], limit: int) -> list[tuple]:
+        """The latest ``limit`` outcome rows of each memory, newest first per memory:
+        (memory id, target, weight, created_at, rival, explained, task vector bytes or None);
+        see SqliteOutcomes.history for rival / explained."""
+        if not ids:
+            return []
+        peers = ("(SELECT coalesce(sum(({cmp})::int), 0) FROM feedback f2"
+                 " JOIN memory_outcomes mo2 ON mo2.feedback_id = f2.id JOIN memories m2 ON m2.id = mo2.memory_id"
+                 " WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id <> mo.memory_id AND mo2.target >= 0.5)")
+        return self._conn.execute(
+            "SELECT memory_id, target, weight, created_at, rival, explained, vector FROM ("
+            " SELECT mo.memory_id, mo.target, mo.weight, mo.created_at,"
+            f"  CASE WHEN mo.kind = 'unused' THEN 0 ELSE {peers.format(cmp='m2.created_at > me.created_at')} END AS rival,"
+            f"  CASE WHEN mo.kind = 'unused' THEN 1 ELSE {peers.format(cmp='m2.created_at <= me.created_at')} END AS explained,"
+            "  rv.vector,"
+            "  row_number() OVER (PARTITION BY mo.memory_id ORDER BY mo.row_id DESC) AS rn"
+            " FROM memory_outcomes mo JOIN memories me ON me.id = mo.memory_id"
+            " LEFT JOIN feedback f ON f.id = mo.feedback_id"
+            " LEFT JOIN retrieval_vectors rv ON rv.retrieval_id = f.retrieval_id"
+            " WHERE mo.memory_id = ANY(%s)"
+            ") h WHERE rn <= %s ORDER BY memory_id, rn", (list(ids), limit)).fetchall()
+
+    def offered(self, ids: Sequence[int]) -> list[int]:
+        """Which of ``ids`` were shown in a retrieval that got feedback."""
+        return [r[0] for r in self._conn.execute(
+            "SELECT DISTINCT ri.memory_id FROM retrieval_items ri WHERE ri.memory_id = ANY(%s) "
+            "AND EXISTS (SELECT 1 FROM feedback f WHERE f.retrieval_id = ri.retrieval_id)", (list(ids),))]
+
+    def credit_records(self, ids: Sequence[int], min_weight: float) -> dict[int, CreditRecord]:
+        return {mid: CreditRecord(succ, rets, fails) for mid, succ, rets, fails in self._conn.execute(
+            "SELECT mo.memory_id, "
+            "count(*) FILTER (WHERE f.outcome = 'success' AND mo.weight >= %s), "
+            "count(DISTINCT f.retrieval_id) FILTER (WHERE f.outcome = 'success' AND mo.weight >= %s), "
+            "count(*) FILTER (WHERE f.outcome = 'failure') "
+            "FROM memory_outcomes mo JOIN feedback f ON f.id = mo.feedback_id "
+            "WHERE mo.kind = 'credit' AND mo.memory_id = ANY(%s) GROUP BY mo.memory_id",
+            (min_weight, min_weight, list(ids)))}
+
+
+class PostgresRetrievals:
+    """The retrieval log: what each recall or context served, its feedback, its task vector."""
+
+    def __init__(self, conn: Any):
+        self._conn = conn
+
+    def add(self, query: str, profile: str, scopes: str | None, kind: str, now: float,
+            items: Sequence[tuple[int, int, float]]) -> int:
+        """Log one retrieval and its items (memory id, rank, score); returns its id."""
+        rid = self._conn.execute(
+            "INSERT INTO retrievals (query, profile, scope, kind, created_at) VALUES (%s, %s, %s, %s, %s) RETURNING id",
+            (query, profile, scopes, kind, now)).fetchone()[0]
+        if items:
+            with self._conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score) VALUES (%s, %s, %s, %s)",
+                    [(rid, mid, rank, score) for mid, rank, score in items])
+        return rid
+
+    def page(self, scope: str | None, limit: int, offset: int) -> list[tuple]:
+        """(id, query, kind, profile, scopes JSON, created_at, tokens served, items) of logged
+        retrievals, newest first; ``scope``: those that searched it."""
+        where, params = _searched(scope)
+        return self._conn.execute(
+            "SELECT r.id, r.query, r.kind, r.profile, r.scope, r.created_at, r.tokens_served, "
+            "(SELECT count(*) FROM retrieval_items i WHERE i.retrieval_id = r.id) "
+            f"FROM retrievals r WHERE {where} ORDER BY r.id DESC LIMIT %s OFFSET %s",
+            [*params, limit, offset]).fetchall()
+
+    def get(self, rid: int) -> tuple | None:
+        """(id, query, kind, profile, scopes JSON, created_at, tokens served) of one retrieval."""
+        return self._conn.execute("SELECT id, query, kind, profile, scope, created_at, tokens_served FROM retrievals "
+                                  "WHERE id = %s", (rid,)).fetchone()
+
+    def items(self, rid: int) -> list[tuple[int, int, float, int, int]]:
+        """(memory id, rank, score, served, expanded) of a retrieval's items, by rank."""
+        return self._conn.execute("SELECT memory_id, rank, score, served, expanded FROM retrieval_items "
+                                  "WHERE retrieval_id = %s ORDER BY rank", (rid,)).fetchall()
+
+    def feedback_of(self, rids: Sequence[int]) -> list[tuple]:
+        """(id, retrieval id, outcome, score, used ids JSON, reason, created_at) of the feedback
+        on these retrievals, oldest first."""
+        return self._conn.execute(
+            "SELECT id, retrieval_id, outcome, score, used_ids, reason, created_at FROM feedback "
+            "WHERE retrieval_id = ANY(%s) ORDER BY id", (list(rids),)).fetchall()
+
+    def daily_feedback(self, scope: str | None, days: int) -> list[tuple]:
+        """(UTC day, feedback, successes, failures, partial, mean score) per day over the last
+        ``days`` days before the latest feedback, oldest first; ``scope``: on retrievals that searched it."""
+        latest = self._conn.execute("SELECT max(created_at) FROM feedback").fetchone()[0]
+        if latest is None:
+            return []
+        where, params = _searched(scope)
+        return self._conn.execute(
+            "SELECT to_char(to_timestamp(f.created_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*), "
+            "count(*) FILTER (WHERE f.outcome = 'success'), count(*) FILTER (WHERE f.outcome = 'failure'), "
+            "count(*) FILTER (WHERE f.outcome = 'partial'), avg(f.score) FROM feedback f "
+            f"JOIN retrievals r ON r.id = f.retrieval_id WHERE {where} AND f.created_at > %s "
+            "GROUP BY day ORDER BY day", [*params, latest - days * 86400.0]).fetchall()
+
+    def query_of(self, rid: int) -> tuple[str, bool] | None:
+        """(query, whether a task vector is stored) of a logged retrieval; None if there is none."""
+        row = self._conn.execute(
+            "SELECT r.query, rv.retrieval_id FROM retrievals r LEFT JOIN retrieval_vectors rv ON rv.retrieval_id = r.id "
+            "WHERE r.id = %s", (rid,)).fetchone()
+        return None if row is None else (row[0], row[1] is not None)
+
+    def served_vectors(self, rid: int, depth: int) -> list[tuple[bytes, float]]:
+        """(vector bytes, score) of a retrieval's first ``depth`` logged items that have a vector."""
+        rows = self._conn.execute(
+            "SELECT v.embedding, ri.score FROM retrieval_items ri JOIN vectors v ON v.memory_id = ri.memory_id "
+            "WHERE ri.retrieval_id = %s ORDER BY ri.rank LIMIT %s", (rid, depth)).fetchall()
+        from .vectors import vector_bytes
+
+        return [(vector_bytes(v), score) for v, score in rows]
+
+    def served_items(self, rid: int) -> list[tuple[int, int, float, int]]:
+        """(memory id, rank, score, tokens) of a retrieval's logged items, by rank."""
+        return self._conn.execute(
+            "SELECT ri.memory_id, ri.rank, ri.score, m.tokens FROM retrieval_items ri "
+            "JOIN memories m ON m.id = ri.memory_id WHERE ri.retrieval_id = %s ORDER BY ri.rank", (rid,)).fetchall()
+
+    def has_task_vectors(self) -> bool:
+        return self._conn.execute("SELECT 1 FROM retrieval_vectors LIMIT 1").fetchone() is not None
+
+    def add_task_vector(self, rid: int, vector: bytes) -> None:
+        """Keep a retrieval's task vector (the first one written stays)."""
+        self._conn.execute("INSERT INTO retrieval_vectors (retrieval_id, vector) VALUES (%s, %s) "
+                           "ON CONFLICT (retrieval_id) DO NOTHING", (rid, vector))
+
+    def judged(self, without_vector: bool) -> list[tuple[int, str]]:
+        """(id, query) of the retrievals that got feedback (only those without a task vector)."""
+        sql = "SELECT DISTINCT r.id, r.query FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id"
+        if without_vector:
+            sql += " WHERE r.id NOT IN (SELECT retrieval_id FROM retrieval_vectors)"
+        return self._conn.execute(sql + " ORDER BY r.id").fetchall()
+
+    def replace_task_vectors(self, rows: Sequence[tuple[int, bytes]], clear: bool) -> None:
+        """Write task vectors (all others dropped first with ``clear``) and start a new learning
+        epoch, so every learner's cache rebuilds."""
+        if clear:
+            self._conn.execute("DELETE FROM retrieval_vectors")
+        if rows:
+            with self._conn.cursor() as cur:
+                cur.executemany("INSERT INTO retrieval_vectors (retrieval_id, vector) VALUES (%s, %s) "
+                                "ON CONFLICT (retrieval_id) DO UPDATE SET vector = excluded.vector", rows)
+        self._conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'learning_epoch'")
+
+
+class PostgresTuning:
+    """The context tuner's arms: pulls and reward per (scope, arm), and the arm each retrieval served."""
+
+    def __init__(self, conn: Any):
+        self._conn = conn
+
+    def arms(self, scope: str) -> dict[str, tuple[float, float]]:
+        """arm key -> (pulls, reward) in one scope."""
+        return {a: (p, r) for a, p, r in self._conn.execute(
+            "SELECT arm, pulls, reward FROM context_tuning WHERE scope = %s", (scope,))}
+
+    def scopes(self) -> list[str]:
+        return [r[0] for r in self._conn.execute(
+            'SELECT DISTINCT scope COLLATE "C" FROM context_tuning ORDER BY 1')]
+
+    def log_arm(self, rid: int, scope: str, arm: str, max_tokens: int) -> None:
+        self._conn.execute(
+            "INSERT INTO retrieval_tuning (retrieval_id, scope, arm, max_tokens) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (retrieval_id) DO UPDATE SET scope = excluded.scope, arm = excluded.arm, "
+            "max_tokens = excluded.max_tokens", (rid, scope, arm, max_tokens))
+
+    def arm_of(self, rid: int) -> tuple[str, str, int] | None:
+        """(scope, arm, max tokens) a retrieval was served with."""
+        return self._conn.execute("SELECT scope, arm, max_tokens FROM retrieval_tuning WHERE retrieval_id = %s",
+                                  (rid,)).fetchone()
+
+    def reward(self, scope: str, arm: str, reward: float, now: float, decay: float) -> None:
+        """One more (discounted) pull of an arm with this reward."""
+        self._conn.execute(
+            "INSERT INTO context_tuning (scope, arm, pulls, reward, updated_at) VALUES (%s, %s, 1, %s, %s) "
+            "ON CONFLICT (scope, arm) DO UPDATE SET pulls = context_tuning.pulls * %s + 1, "
+            "reward = context_tuning.reward * %s + excluded.reward, updated_at = excluded.updated_at",
+            (scope, arm, reward, now, decay, decay))

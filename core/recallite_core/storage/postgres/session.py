@@ -1,0 +1,129 @@
+"""The PostgreSQL session, one unit of work on the store's connection: it hands out the nouns
+(the change feed and the integrity check here, the others in their sibling modules)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from ..base import ProjectionCounts
+from .episodes import PostgresEpisodes
+from .keywords import PostgresKeywords
+from .memories import PostgresMemories
+from .outcomes import PostgresOutcomes, PostgresRetrievals, PostgresTuning
+from .relations import PostgresRelations
+from .vectors import PostgresVectors
+
+
+class PostgresChangeFeed:
+    def __init__(self, conn: Any):
+        self._conn = conn
+
+    def counter(self) -> int:
+        return self._conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
+
+    def tombstone_floor(self) -> int:
+        return self._conn.execute("SELECT value FROM counters WHERE name = 'tombstone_floor'").fetchone()[0]
+
+    def reset_readers(self) -> None:
+        """After a rebuild that stamps no row, move the change counter and the tombstone floor
+        together, so every reader's in-memory copy reloads from scratch (as SQLite's)."""
+        self._conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
+        self._conn.execute("DELETE FROM tombstones")
+        self._conn.execute("UPDATE counters SET value = (SELECT value FROM counters WHERE name = 'changes') "
+                           "WHERE name = 'tombstone_floor'")
+
+    def tombstones_since(self, seq: int) -> list[int]:
+        return [r[0] for r in self._conn.execute("SELECT memory_id FROM tombstones WHERE seq > %s", (seq,))]
+
+    def tombstones_count_since(self, seq: int) -> int:
+        return self._conn.execute("SELECT count(*) FROM tombstones WHERE seq > %s", (seq,)).fetchone()[0]
+
+    def side_tables(self) -> tuple[bool, bool]:
+        rel, out = self._conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM relations), EXISTS (SELECT 1 FROM memory_outcomes)").fetchone()
+        return bool(rel), bool(out)
+
+
+class PostgresIntegrity:
+    def __init__(self, conn: Any):
+        self._conn = conn
+
+    def projections(self, dimensions: int | None = None) -> ProjectionCounts:
+        """How memories, vectors and the keyword index agree. The keyword index is a stored
+        generated column of the memories themselves, so it can be neither missing nor orphaned:
+        only a memory whose text yields no lexeme at all has an empty one, which is not damage."""
+        conn = self._conn
+        r = ProjectionCounts()
+
+        def one(sql: str) -> int:
+            return conn.execute(sql).fetchone()[0]
+
+        def col(sql: str) -> list[int]:
+            return [row[0] for row in conn.execute(sql)]
+
+        r.memories = one("SELECT count(*) FROM memories")
+        r.vectors = one("SELECT count(*) FROM vectors")
+        r.fts_rows = r.memories
+        r.missing_vectors = col("SELECT id FROM memories m WHERE NOT EXISTS "
+                                "(SELECT 1 FROM vectors v WHERE v.memory_id = m.id) ORDER BY id")
+        # The foreign key keeps this empty; counted anyway, as doctor reports it per backend.
+        r.orphan_vectors = col("SELECT memory_id FROM vectors v WHERE NOT EXISTS "
+                               "(SELECT 1 FROM memories m WHERE m.id = v.memory_id) ORDER BY 1")
+        if dimensions:
+            r.bad_vectors = col(f"SELECT memory_id FROM vectors WHERE vector_dims(embedding) <> {int(dimensions)} ORDER BY 1")
+        return r
+
+
+class PostgresSession:
+    """One unit of work on a PostgreSQL connection: the nouns of storage.base.Session."""
+
+    def __init__(self, conn: Any):
+        self._conn = conn
+
+    @cached_property
+    def feed(self) -> PostgresChangeFeed:
+        return PostgresChangeFeed(self._conn)
+
+    @cached_property
+    def memories(self) -> PostgresMemories:
+        return PostgresMemories(self._conn)
+
+    @cached_property
+    def vectors(self) -> PostgresVectors:
+        return PostgresVectors(self._conn)
+
+    @cached_property
+    def relations(self) -> PostgresRelations:
+        return PostgresRelations(self._conn)
+
+    @cached_property
+    def outcomes(self) -> PostgresOutcomes:
+        return PostgresOutcomes(self._conn)
+
+    @cached_property
+    def retrievals(self) -> PostgresRetrievals:
+        return PostgresRetrievals(self._conn)
+
+    @cached_property
+    def episodes(self) -> PostgresEpisodes:
+        return PostgresEpisodes(self._conn)
+
+    @cached_property
+    def tuning(self) -> PostgresTuning:
+        return PostgresTuning(self._conn)
+
+    @cached_property
+    def keywords(self) -> PostgresKeywords:
+        return PostgresKeywords(self._conn)
+
+    @cached_property
+    def integrity(self) -> PostgresIntegrity:
+        return PostgresIntegrity(self._conn)
+
+
+__all__ = [
+    "PostgresChangeFeed", "PostgresEpisodes", "PostgresIntegrity", "PostgresKeywords", "PostgresMemories",
+    "PostgresOutcomes", "PostgresRelations", "PostgresRetrievals", "PostgresSession", "PostgresTuning",
+    "PostgresVectors",
+]

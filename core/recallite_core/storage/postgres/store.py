@@ -1,0 +1,306 @@
+"""The PostgreSQL store: connection, the vector extension, migrations, transactions.
+
+One psycopg connection per store, in psycopg's autocommit mode: this class sends BEGIN and
+COMMIT itself, so that nesting and isolation are decided here, in one place. A connection the
+server dropped (restart, failover, idle timeout) is replaced when the next unit of work begins,
+before anything of it ran, so nothing is retried twice:
+
+- ``transaction()`` is READ COMMITTED plus a transaction-scoped advisory lock that every writer
+  of the database takes first. That gives SQLite's BEGIN IMMEDIATE semantics (one writer at a
+  time, each seeing every earlier commit), so the engine's read-then-write steps stay correct
+  without serialization failures, which a ``with`` block could not retry (its body runs once).
+  Writers would queue on the change counter's row anyway; the lock only makes the wait explicit
+  and bounded (``busy_timeout_ms``).
+- ``reading()`` is REPEATABLE READ READ ONLY: one snapshot for every statement in it, never
+  blocking or blocked by a writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from typing import Any, Iterator, Sequence
+
+from ...errors import SchemaVersionError, StoreError
+from . import driver
+from .driver import masked
+from .migrations import MIGRATIONS, SCHEMA_VERSION
+from .session import PostgresSession
+from .vectors import index_name
+
+#: Advisory lock keys (pg_advisory_xact_lock takes a bigint): the writer lock and the migration
+#: lock. Fixed numbers, so every recallite process on the database agrees on them.
+WRITE_LOCK = 0x7265_6361_6C6C_01  # "recall" + 1
+MIGRATE_LOCK = 0x7265_6361_6C6C_02
+#: SQLSTATEs of a refused CREATE EXTENSION: no privilege, or the extension's files are absent.
+_EXTENSION_REFUSED = {"42501": "this role may not create it", "58P01": "it is not installed on the server"}
+
+
+class PostgresStore:
+    """A recallite store in a PostgreSQL database with the pgvector extension."""
+
+    def __init__(self, url: str, *, busy_timeout_ms: int = 30_000, read_only: bool = False):
+        self.path: str | None = None  # no file: nothing may open it by path (no scan workers)
+        self.where = masked(url)  # what messages may show: the URL without its password
+        self.read_only = read_only
+        self.busy_timeout_ms = busy_timeout_ms
+        self._lock = threading.RLock()
+        self._pid = os.getpid()
+        self._mode: str | None = None  # None, "read" or "write": the open transaction
+        self._psycopg = driver.load("psycopg")
+        self._register_vector = driver.load("pgvector.psycopg").register_vector
+        self._secret = self._password(url)
+        self._url = url  # kept to reconnect; never shown (messages use self.where)
+        self.conn = self._connect(url)
+        self._session = PostgresSession(self.conn)
+        try:
+            self._prepare()
+        except BaseException:
+            self.conn.close()
+            raise
+
+    # -- opening -----------------------------------------------------------------------------------
+    def _password(self, url: str) -> str | None:
+        try:
+            return self._psycopg.conninfo.conninfo_to_dict(url).get("password") or None
+        except Exception:  # noqa: BLE001  an unparsable URL: psycopg.connect reports it below
+            return None
+
+    def _explain(self, exc: BaseException, doing: str) -> StoreError:
+        """A driver error as a StoreError naming the server (never its password) and the step."""
+        text = masked(" ".join(str(exc).split()))
+        if self._secret:
+            text = text.replace(self._secret, "***")
+        sqlstate = getattr(exc, "sqlstate", None)
+        hint = ""
+        if sqlstate == "55P03":
+            hint = " Another recallite process held the write lock for too long; retry shortly."
+        elif sqlstate in ("08006", "08001", "08003", "57P01"):
+            hint = " Check that the server is running and the URL is right."
+        return StoreError(f"PostgreSQL {self.where}: {doing} failed: {text}.{hint}")
+
+    def _connect(self, url: str) -> Any:
+        try:
+            # The URL goes to libpq as it is (sslmode, host=/socket/dir, service files...).
+            conn = self._psycopg.connect(url, autocommit=True, application_name="recallite")
+        except self._psycopg.Error as exc:
+            raise self._explain(exc, "connecting") from exc
+        if self.read_only:
+            conn.execute("SET default_transaction_read_only = on")
+        return conn
+
+    def _begin(self, statement: str) -> None:
+        """Start a unit of work; on a connection the server has dropped, reconnect once first."""
+        if self.conn.broken or self.conn.closed:
+            self._reconnect()
+        try:
+            self.conn.execute(statement)
+        except self._psycopg.OperationalError:
+            if not self.conn.broken:
+                raise
+            self._reconnect()  # nothing of this unit of work ran yet: starting again is safe
+            self.conn.execute(statement)
+
+    def _reconnect(self) -> None:
+        with contextlib.suppress(Exception):
+            self.conn.close()
+        self.conn = self._connect(self._url)
+        self._register_vector(self.conn)
+        self._session = PostgresSession(self.conn)
+
+    def _has_vector(self) -> bool:
+        return self.conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is not None
+
+    def _ensure_vector_extension(self) -> None:
+        if self._has_vector():
+            return
+        if self.read_only:
+            raise StoreError(f"PostgreSQL {self.where}: the database lacks the `vector` extension (pgvector); "
+                             "open it once writable, or run CREATE EXTENSION vector as its owner.")
+        try:
+            # Under the migration lock: two processes creating it at once would collide otherwise.
+            with self.conn.transaction():
+                self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+                self.conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except self._psycopg.Error as exc:
+            why = _EXTENSION_REFUSED.get(getattr(exc, "sqlstate", None) or "")
+            if why is None:
+                raise
+            raise StoreError(
+                f"PostgreSQL {self.where}: recallite needs the `vector` extension (pgvector) and {why}; "
+                "install pgvector on the server and run CREATE EXTENSION vector as a superuser or the database owner."
+            ) from exc
+
+    def _applied(self) -> list[str]:
+        if self.conn.execute("SELECT to_regclass('schema_migrations')").fetchone()[0] is None:
+            return []
+        return [r[0] for r in self.conn.execute("SELECT name FROM schema_migrations ORDER BY applied_order")]
+
+    def _check_version(self) -> list[str]:
+        applied = self._applied()
+        known = [name for name, _ in MIGRATIONS]
+        unknown = [n for n in applied if n not in known]
+        if unknown:
+            raise SchemaVersionError(
+                f"PostgreSQL {self.where} was written by a newer recallite (migrations {unknown}); this one knows "
+                f"schema {SCHEMA_VERSION}. Upgrade recallite-mcp (pip install -U recallite-mcp); nothing was changed."
+            )
+        if not applied and self.conn.execute("SELECT to_regclass('memories')").fetchone()[0] is not None:
+            raise StoreError(f"PostgreSQL {self.where} already has a `memories` table that recallite did not create. "
+                             "Use another database or schema (options=-csearch_path=...); nothing was changed.")
+        return applied
+
+    def _prepare(self) -> None:
+        try:
+            self._ensure_vector_extension()
+            applied = self._check_version()
+            if self.read_only and not applied:
+                raise StoreError(f"PostgreSQL {self.where} holds no recallite store yet; open it writable once "
+                                 "to create one (a read-only store never writes).")
+            if not self.read_only and len(applied) < len(MIGRATIONS):
+                self._migrate()
+            self._register_vector(self.conn)
+        except self._psycopg.Error as exc:
+            raise self._explain(exc, "opening the store") from exc
+
+    def _migrate(self) -> None:
+        conn = self.conn
+        conn.execute("BEGIN")
+        try:
+            # Another process creating the same new database waits here, then finds it migrated.
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+            applied = set(self._check_version())
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, "
+                         "applied_order integer NOT NULL, applied_at double precision NOT NULL)")
+            for order, (name, statements) in enumerate(MIGRATIONS, 1):
+                if name in applied:
+                    continue
+                for statement in statements:
+                    conn.execute(statement)
+                conn.execute("INSERT INTO schema_migrations (name, applied_order, applied_at) VALUES (%s, %s, %s)",
+                             (name, order, time.time()))
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def ensure_vector_index(self, dimensions: int) -> None:
+        """An HNSW index (cosine) over the vectors of this dimension. The column is untyped (the
+        dimension follows the embedder), so the index is on a cast, limited to rows of that
+        dimension; nearest() queries exactly that expression when it uses the index."""
+        n = int(dimensions)
+        with self.transaction():
+            self.conn.execute(
+                f"CREATE INDEX IF NOT EXISTS {index_name(n)} ON vectors USING hnsw ((embedding::vector({n})) "
+                f"vector_cosine_ops) WHERE vector_dims(embedding) = {n}")
+
+    # -- transactions ------------------------------------------------------------------------------
+    def _check_pid(self) -> None:
+        if os.getpid() != self._pid:
+            raise StoreError("This connection was opened in another process (fork). Open a new store in this process.")
+
+    def _end(self, statement: str) -> None:
+        try:
+            self.conn.execute(statement)
+        except self._psycopg.Error as exc:
+            if statement == "COMMIT":
+                with contextlib.suppress(self._psycopg.Error):
+                    self.conn.execute("ROLLBACK")
+                raise self._explain(exc, "committing") from exc
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[PostgresSession]:
+        """One write: everything done through the session commits together, or, if the block
+        raises, none of it does. Nested use joins the outer transaction."""
+        self._check_pid()
+        if self.read_only:
+            raise StoreError(f"PostgreSQL {self.where}: this store is read-only.")
+        with self._lock:
+            if self._mode == "write":
+                yield self._session
+                return
+            if self._mode == "read":
+                raise StoreError("A write cannot join a reading() snapshot (it is READ ONLY); "
+                                 "start the transaction() outside it.")
+            try:
+                self._begin("BEGIN ISOLATION LEVEL READ COMMITTED")
+                self.conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{int(self.busy_timeout_ms)}ms",))
+                self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                # The lock wait is bounded; statements after it are not (an index build may be long).
+                self.conn.execute("SELECT set_config('lock_timeout', '0', true)")
+            except self._psycopg.Error as exc:
+                with contextlib.suppress(self._psycopg.Error):
+                    self.conn.execute("ROLLBACK")
+                raise self._explain(exc, "starting a write") from exc
+            self._mode = "write"
+            try:
+                yield self._session
+            except BaseException as exc:
+                self._mode = None
+                self._end("ROLLBACK")
+                if isinstance(exc, self._psycopg.Error):
+                    raise self._explain(exc, "a write") from exc
+                raise
+            else:
+                self._mode = None
+                self._end("COMMIT")
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[PostgresSession]:
+        """One consistent snapshot (REPEATABLE READ READ ONLY) for several reads; inside a
+        transaction() or another reading() it joins that one."""
+        self._check_pid()
+        with self._lock:
+            if self._mode is not None:
+                yield self._session
+                return
+            try:
+                self._begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            except self._psycopg.Error as exc:
+                raise self._explain(exc, "starting a read") from exc
+            self._mode = "read"
+            try:
+                yield self._session
+            except self._psycopg.Error as exc:
+                raise self._explain(exc, "a read") from exc
+            finally:
+                self._mode = None
+                # A read-only transaction has nothing to keep: ROLLBACK also ends an aborted one.
+                self._end("ROLLBACK")
+
+    def keyword_mirror(self, weights: Sequence[float]) -> None:
+        """None: keyword search runs in the server (the GIN index), with no in-memory mirror."""
+        return None
+
+    @property
+    def lock(self) -> threading.RLock:
+        return self._lock
+
+    # -- meta --------------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        with self.reading():
+            row = self.conn.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, session: PostgresSession, key: str, value: str) -> None:
+        # The session runs on this store's one connection: the row joins its transaction.
+        self.conn.execute("INSERT INTO meta (key, value) VALUES (%s, %s) "
+                          "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
+
+    def change_counter(self) -> int:
+        with self.reading() as s:
+            return s.feed.counter()
+
+    def schema_version(self) -> int:
+        with self.reading():
+            return len(self._applied())
+
+    def close(self) -> None:
+        with self._lock:
+            with contextlib.suppress(Exception):
+                self.conn.close()
+
+
+__all__ = ["PostgresStore"]
