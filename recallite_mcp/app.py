@@ -16,7 +16,7 @@ from mcp_types import ListRootsResult
 from mcp_types.version import is_version_at_least
 
 from recallite_core import Recallite, RecalliteConfig
-from recallite_core.validation import Limits
+from recallite_core.text.validation import Limits
 
 from .scoping import ScopeDecision, level_for
 from .sessions import PROCESS_SESSION, AwaitingFeedback, connection_key

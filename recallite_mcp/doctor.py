@@ -33,7 +33,7 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
     except RecalliteError as exc:
         check("database", False, str(exc))
     if mem is not None:
-        from recallite_core.health import check_projections
+        from recallite_core.features.health import check_projections
 
         with mem.store.reading() as s:
             integrity = s.integrity.file_check()

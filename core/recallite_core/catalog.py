@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .errors import MemoryNotFoundError, RetrievalNotFoundError
-from .inspection import Inspection
-from .models import STATUSES, Memory
-from .plumbing import Plumbing
-from .validation import parse_id
+from recallite_core.errors import MemoryNotFoundError, RetrievalNotFoundError
+from recallite_core.features.inspection import Inspection
+from recallite_core.models import STATUSES, Memory
+from recallite_core.plumbing import Plumbing
+from recallite_core.text.validation import parse_id
 
 
 class Catalog:

@@ -10,11 +10,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Sequence, Union, get_args
 
-from .errors import InvalidInputError
-from .learning import LEARNING_MODES, LearningConfig
-from .models import MEMORY_TYPES, MemoryType
-from .policy import OUTCOME_GAIN, PROFILES
-from .validation import Limits
+from recallite_core.errors import InvalidInputError
+from recallite_core.learning.learner import LEARNING_MODES, LearningConfig
+from recallite_core.models import MEMORY_TYPES, MemoryType
+from recallite_core.policy.rules import OUTCOME_GAIN, PROFILES
+from recallite_core.text.validation import Limits
 
 Fusion = Literal["zscore", "rrf"]
 Channels = Literal["hybrid", "keyword", "vector"]

@@ -23,6 +23,18 @@ OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
 CONTEXT_FORMATS: tuple[str, ...] = ContextFormat.__args__  # type: ignore[attr-defined]
 
 
+
+# A stored memory's layer follows from its type (SLM-Lite layers; working memory is in process only).
+TYPE_LAYER: dict[str, str] = {
+    "episode": "episodic",
+    "observation": "semantic",
+    "fact": "semantic",
+    "preference": "semantic",
+    "procedure": "procedural",
+    "lesson": "procedural",
+    "constraint": "procedural",
+}
+
 class Source(BaseModel):
     """Who wrote a memory. The type decides how far it is trusted."""
 
@@ -82,8 +94,6 @@ class Memory(BaseModel):
     @model_validator(mode="after")
     def _default_layer(self) -> "Memory":
         if self.layer is None:
-            from .policy import TYPE_LAYER
-
             self.layer = TYPE_LAYER[self.type]  # type: ignore[assignment]
         return self
 

@@ -17,33 +17,21 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from . import corrections, policy
-from .catalog import Catalog
-from .storage.codec import encode_many, encode_vector, ts
-from .episodes import check_category
-from .errors import InvalidInputError
-from .injection import flags_for
-from .lifecycle import Lifecycle, effective_source
-from .models import MEMORY_TYPES, STATUSES, EpisodeInfo, Memory
-from .plumbing import Plumbing
-from .redaction import redact_text, redact_value
-from .storage.sqlite.rows import new_memory
-from .tokens import estimate_tokens
-from .turns import TurnStore
-from .validation import (
-    check_content,
-    check_metadata,
-    check_optional_name,
-    check_scope,
-    check_source,
-    check_tags,
-    check_title,
-    check_unit,
-    check_valid_until,
-    content_hash,
-    derive_title,
-    parse_id,
-)
+from recallite_core.policy import corrections
+from recallite_core.policy import rules as policy
+from recallite_core.catalog import Catalog
+from recallite_core.storage.codec import encode_many, encode_vector, ts
+from recallite_core.conversation.episodes import check_category
+from recallite_core.errors import InvalidInputError
+from recallite_core.text.injection import flags_for
+from recallite_core.policy.lifecycle import Lifecycle, effective_source
+from recallite_core.models import MEMORY_TYPES, STATUSES, EpisodeInfo, Memory
+from recallite_core.plumbing import Plumbing
+from recallite_core.text.redaction import redact_text, redact_value
+from recallite_core.storage.sqlite.rows import new_memory
+from recallite_core.text.tokens import estimate_tokens
+from recallite_core.conversation.turns import TurnStore
+from recallite_core.text.validation import check_content, check_metadata, check_optional_name, check_scope, check_source, check_tags, check_title, check_unit, check_valid_until, content_hash, derive_title, parse_id
 
 Progress = Callable[[int, int], None]
 

@@ -1,7 +1,7 @@
 """`recallite-mcp eval corrections`: does a memory that replaces an older one win, and do
 look-alikes stay apart?
 
-Our own set (data/corrections_*.jsonl, written by corrections_gen.py): update pairs (an old
+Our own set (data/corrections_*.jsonl, written by tests/benchmarks/make_corrections_set.py): update pairs (an old
 statement, then a newer one changing its value, with change words or without) and look-alike pairs
 (two statements about different subjects that share most words, both true). Each pair carries its
 questions and its split (dev or holdout, drawn from the pair id before any tuning). Pairs share

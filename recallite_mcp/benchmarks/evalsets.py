@@ -3,7 +3,7 @@
 - nearmiss (data/nearmiss.txt): 60 questions, each with one memory that answers it in other
   words and two near-miss distractors that share the question's words or topic (180 memories
   in one scope). Odd groups are dev, even groups holdout.
-- history (data/history.jsonl, written by history_data.py): six simulated users, about 430
+- history (data/history.jsonl, written by tests/benchmarks/make_history_set.py): six simulated users, about 430
   turns each stored with ``record_turns`` (one scope per user), 132 questions whose evidence
   is one turn or several turns in different sessions, some of them knowledge updates; every
   question comes in a wording that repeats the evidence's words and one that does not.

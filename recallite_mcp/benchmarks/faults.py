@@ -48,7 +48,7 @@ def checkout_env() -> dict[str, str]:
 
 def verify_file(db: str) -> dict[str, Any]:
     """integrity_check and projection agreement of a database file."""
-    from recallite_core.health import check_projections
+    from recallite_core.features.health import check_projections
     from recallite_core.storage.sqlite.store import Store
 
     # A store of its own on the file, read in one session (not a read-only one: FTS5's

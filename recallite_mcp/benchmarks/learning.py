@@ -282,7 +282,7 @@ def oracle(catalog: str, attempts: int = 3, rounds: int = 10, embedder: Any = "d
     follows the retrieval order (no learning). A bound on any learner that keeps evidence local
     to the task; with one attempt it cannot reach 1 while other tasks' memories fill the top 3."""
     from recallite_core import Recallite, RecalliteConfig
-    from recallite_core.learning import LearningConfig
+    from recallite_core.learning.learner import LearningConfig
 
     emb = make_embedder(embedder) if isinstance(embedder, str) else embedder
     fams = lt.generate_families(None, seed=seed, catalog=catalog)
@@ -359,7 +359,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = None
     if args.learner != "contextual":
         from recallite_core import RecalliteConfig
-        from recallite_core.learning import LearningConfig
+        from recallite_core.learning.learner import LearningConfig
 
         lc = {"no-explore": dict(explore_bonus=0.0, newcomer_bonus=0.0),
               "no-locality": dict(success_locality=0.0, explained_failures=False)}.get(args.learner, dict(mode=args.learner))

@@ -329,7 +329,7 @@ def run_benchmark(
     sizes = sorted({int(s) for s in (sizes or [s for s in DEFAULT_SIZES if s <= memories])} | {int(memories)})
     wopts = workers if isinstance(workers, dict) else ({} if workers in (True, "auto") else None)
     if wopts is not None:
-        from recallite_core.scan_workers import WorkerOptions
+        from recallite_core.index.scan_workers import WorkerOptions
 
         wopts = dict(wopts)
         wopts.setdefault("fallback", "error")  # a benchmark must not hide a failed pool

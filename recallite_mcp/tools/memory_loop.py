@@ -14,8 +14,8 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from recallite_core import policy
-from recallite_core.redaction import redact_text
+from recallite_core.policy import rules as policy
+from recallite_core.text.redaction import redact_text
 
 from ..app import RootsArg, state_of, working_session
 from ..schemas import ContextOut, FeedbackOut, HitOut, RecallOut, RememberOut, UsefulnessChangeOut

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from .base import Session, Storage
+from recallite_core.storage.base import Session, Storage
 
 #: Errors a backend's driver may raise inside a session (a cache reading through one catches
 #: them to fall back to asking the store).

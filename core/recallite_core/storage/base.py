@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Collection, Iterable, Iterator, Mapping, Protocol, Sequence
 
-from ..models import Memory
+from recallite_core.models import Memory
 
 #: One vector row with the columns the in-memory index filters on:
 #: (memory id, scope, status, type, session, little-endian float32 bytes).

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from recallite_core.errors import InvalidInputError
 
 _DTYPE = np.dtype("<f4")
 

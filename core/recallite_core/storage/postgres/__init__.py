@@ -16,6 +16,6 @@ them says to `pip install "recallite-mcp[postgres]"`.
 
 from __future__ import annotations
 
-from .store import PostgresStore  # loads no driver until a store is opened
+from recallite_core.storage.postgres.store import PostgresStore  # loads no driver until a store is opened
 
 __all__ = ["PostgresStore"]

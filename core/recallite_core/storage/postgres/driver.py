@@ -2,7 +2,7 @@
 
 The core imports without them: only opening a PostgreSQL store loads them, and their absence is
 one line naming the extra to install. They are loaded through importlib rather than an import
-statement because tests/test_storage_boundary.py allows storage only the standard library and
+statement because tests/storage/test_storage_boundary.py allows storage only the standard library and
 numpy; the backend's own driver is the one third-party exception, and it stays confined here.
 """
 
@@ -12,7 +12,7 @@ import importlib
 import re
 from types import ModuleType
 
-from ...errors import StoreError
+from recallite_core.errors import StoreError
 
 INSTALL_HINT = 'pip install "recallite-mcp[postgres]"'
 

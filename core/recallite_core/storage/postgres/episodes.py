@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..base import TurnRow
+from recallite_core.storage.base import TurnRow
 
 _TURN = "SELECT memory_id, scope, session, seq, role FROM episodes"
 

@@ -5,7 +5,7 @@ length is one bound value: no chunking for a parameter limit as SQLite needs."""
 
 from __future__ import annotations
 
-from ..base import MemoryFilter
+from recallite_core.storage.base import MemoryFilter
 
 
 def where_sql(flt: MemoryFilter, alias: str = "m") -> tuple[str, list]:

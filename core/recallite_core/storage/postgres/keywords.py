@@ -9,7 +9,7 @@ with f = sum over columns of (column weight * occurrences of t in that column), 
 document's tokens in all columns, avgdl the mean |D|, idf(t) = ln((N - n + 0.5) / (n + 0.5)) (or
 1e-6 when that is not positive), N the documents and n those holding t. The fusion of the recall
 z-scores raw keyword scores with thresholds tuned on bm25's scale, so the scale must match; on
-plain text both backends give the same scores (tests/test_storage_contract.py). They differ where
+plain text both backends give the same scores (tests/storage/test_storage_contract.py). They differ where
 the tokenizers do: PostgreSQL's parser keeps paths, URLs and e-mail addresses whole, splits
 hyphenated words into the whole and its parts, and stems with Snowball English (Porter 2).
 
@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..base import MemoryFilter
-from ..fts import query_terms
-from .filters import where_sql
-from .migrations import TEXT_CONFIG
+from recallite_core.storage.base import MemoryFilter
+from recallite_core.storage.fts import query_terms
+from recallite_core.storage.postgres.filters import where_sql
+from recallite_core.storage.postgres.migrations import TEXT_CONFIG
 
 K1 = 1.2
 B = 0.75

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Collection, Sequence
 
-from ...models import Memory
-from ..base import MemoryFilter, TrustRow
-from .filters import where_sql
-from .rows import SELECT_MEMORIES, load_memories, memory_from_select
+from recallite_core.models import Memory
+from recallite_core.storage.base import MemoryFilter, TrustRow
+from recallite_core.storage.postgres.filters import where_sql
+from recallite_core.storage.postgres.rows import SELECT_MEMORIES, load_memories, memory_from_select
 
 
 class PostgresMemories:

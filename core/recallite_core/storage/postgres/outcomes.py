@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..base import CreditRecord
+from recallite_core.storage.base import CreditRecord
 
 
 def _searched(scope: str | None) -> tuple[str, list]:
@@ -155,7 +155,7 @@ class PostgresRetrievals:
         rows = self._conn.execute(
             "SELECT v.embedding, ri.score FROM retrieval_items ri JOIN vectors v ON v.memory_id = ri.memory_id "
             "WHERE ri.retrieval_id = %s ORDER BY ri.rank LIMIT %s", (rid, depth)).fetchall()
-        from .vectors import vector_bytes
+        from recallite_core.storage.postgres.vectors import vector_bytes
 
         return [(vector_bytes(v), score) for v, score in rows]
 

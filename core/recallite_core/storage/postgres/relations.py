@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..base import LinkedPair
+from recallite_core.storage.base import LinkedPair
 
 
 class PostgresRelations:

@@ -3,8 +3,8 @@ tuple shape; jsonb columns are read back as JSON text, which that mapping parses
 
 from __future__ import annotations
 
-from ...models import Memory
-from ..sqlite.rows import MEMORY_COLUMNS, memory_from_select
+from recallite_core.models import Memory
+from recallite_core.storage.sqlite.rows import MEMORY_COLUMNS, memory_from_select
 
 _JSON = {"tags", "metadata"}
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from ..base import ProjectionCounts
-from .episodes import PostgresEpisodes
-from .keywords import PostgresKeywords
-from .memories import PostgresMemories
-from .outcomes import PostgresOutcomes, PostgresRetrievals, PostgresTuning
-from .relations import PostgresRelations
-from .vectors import PostgresVectors
+from recallite_core.storage.base import ProjectionCounts
+from recallite_core.storage.postgres.episodes import PostgresEpisodes
+from recallite_core.storage.postgres.keywords import PostgresKeywords
+from recallite_core.storage.postgres.memories import PostgresMemories
+from recallite_core.storage.postgres.outcomes import PostgresOutcomes, PostgresRetrievals, PostgresTuning
+from recallite_core.storage.postgres.relations import PostgresRelations
+from recallite_core.storage.postgres.vectors import PostgresVectors
 
 
 class PostgresChangeFeed:

@@ -23,12 +23,12 @@ import threading
 import time
 from typing import Any, Iterator, Sequence
 
-from ...errors import SchemaVersionError, StoreError
-from . import driver
-from .driver import masked
-from .migrations import MIGRATIONS, SCHEMA_VERSION
-from .session import PostgresSession
-from .vectors import index_name
+from recallite_core.errors import SchemaVersionError, StoreError
+from recallite_core.storage.postgres import driver
+from recallite_core.storage.postgres.driver import masked
+from recallite_core.storage.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
+from recallite_core.storage.postgres.session import PostgresSession
+from recallite_core.storage.postgres.vectors import index_name
 
 #: Advisory lock keys (pg_advisory_xact_lock takes a bigint): the writer lock and the migration
 #: lock. Fixed numbers, so every recallite process on the database agrees on them.

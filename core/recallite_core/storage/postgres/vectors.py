@@ -8,8 +8,8 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from ..base import MemoryFilter, Shard, VectorRow
-from .filters import where_sql
+from recallite_core.storage.base import MemoryFilter, Shard, VectorRow
+from recallite_core.storage.postgres.filters import where_sql
 
 _LE_F4 = np.dtype("<f4")
 _cursor_ids = itertools.count()

@@ -1,6 +1,6 @@
 """The SQLite backend: one file (or :memory:), WAL, BEGIN IMMEDIATE writes, FTS5 keyword search."""
 
-from .session import SqliteSession
-from .store import Store
+from recallite_core.storage.sqlite.session import SqliteSession
+from recallite_core.storage.sqlite.store import Store
 
 __all__ = ["SqliteSession", "Store"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Sequence
 
-from ..base import chunked
-from .filters import marks
+from recallite_core.storage.base import chunked
+from recallite_core.storage.sqlite.filters import marks
 
 
 class SqliteDrift:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Sequence
 
-from ..base import ChunkRow, MemoryFilter, TurnRow, chunked
-from .filters import marks, where_sql
+from recallite_core.storage.base import ChunkRow, MemoryFilter, TurnRow, chunked
+from recallite_core.storage.sqlite.filters import marks, where_sql
 
 
 _TURN = "SELECT memory_id, scope, session, seq, role FROM episodes"

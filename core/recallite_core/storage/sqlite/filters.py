@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..base import MemoryFilter
+from recallite_core.storage.base import MemoryFilter
 
 
 def marks(n: int) -> str:

@@ -31,9 +31,9 @@ from typing import Iterable, Sequence, Union
 
 import numpy as np
 
-from ..base import StaleIndex
-from ..id_arrays import IdArray
-from .session import SqliteSession, connection_of
+from recallite_core.storage.base import StaleIndex
+from recallite_core.storage.id_arrays import IdArray
+from recallite_core.storage.sqlite.session import SqliteSession, connection_of
 
 #: What the mirror reads through: a session of the store, or a plain connection (tests).
 SqlHandle = Union[sqlite3.Connection, SqliteSession]

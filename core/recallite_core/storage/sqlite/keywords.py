@@ -5,9 +5,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Sequence
 
-from ..base import MemoryFilter
-from ..fts import fts_query
-from .filters import marks, where_sql
+from recallite_core.storage.base import MemoryFilter
+from recallite_core.storage.fts import fts_query
+from recallite_core.storage.sqlite.filters import marks, where_sql
 
 
 class SqliteKeywords:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sqlite3
 from typing import Collection, Sequence
 
-from ...models import Memory
-from ..base import MemoryFilter, NewMemoryRow, TrustRow, chunked
-from .filters import marks, where_sql
-from .rows import SELECT_MEMORIES, load_memories, memory_from_select
+from recallite_core.models import Memory
+from recallite_core.storage.base import MemoryFilter, NewMemoryRow, TrustRow, chunked
+from recallite_core.storage.sqlite.filters import marks, where_sql
+from recallite_core.storage.sqlite.rows import SELECT_MEMORIES, load_memories, memory_from_select
 
 
 class SqliteMemories:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Sequence
 
-from ..base import CreditRecord, chunked
-from .filters import marks
+from recallite_core.storage.base import CreditRecord, chunked
+from recallite_core.storage.sqlite.filters import marks
 
 
 def _searched(scope: str | None) -> tuple[str, list]:

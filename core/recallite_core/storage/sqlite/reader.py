@@ -6,7 +6,7 @@ import contextlib
 import sqlite3
 from typing import Iterator
 
-from .session import SqliteSession
+from recallite_core.storage.sqlite.session import SqliteSession
 
 
 class SnapshotReader:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Sequence
 
-from ..base import LinkedPair, chunked
-from .filters import marks
+from recallite_core.storage.base import LinkedPair, chunked
+from recallite_core.storage.sqlite.filters import marks
 
 
 class SqliteRelations:

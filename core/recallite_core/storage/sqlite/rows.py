@@ -6,9 +6,9 @@ import json
 import sqlite3
 from datetime import datetime
 
-from ...models import EpisodeInfo, Memory, Source
-from ...policy import TYPE_LAYER
-from ..codec import ts
+from recallite_core.models import EpisodeInfo, Memory, Source
+from recallite_core.models import TYPE_LAYER
+from recallite_core.storage.codec import ts
 
 MEMORY_COLUMNS = (
     "id, type, title, content, status, source_type, source_id, scope, session, tags, metadata, confidence, "
@@ -55,7 +55,7 @@ def memory_from_row(row: sqlite3.Row | tuple) -> Memory:
 def _constructor(cls):
     """``cls.model_construct(**values)`` for values that name every field but those with a
     None default, without its per-field loop (a batch of remember_many builds hundreds).
-    Same __dict__, fields set, extra and private state: tests/test_write_path.py compares
+    Same __dict__, fields set, extra and private state: tests/core/test_write_path.py compares
     with model_construct, so a pydantic that changes the recipe fails there first."""
     fields = cls.model_fields
     defaults = {name: f.default for name, f in fields.items() if not f.is_required() and f.default is None

@@ -6,17 +6,17 @@ from __future__ import annotations
 import sqlite3
 from functools import cached_property
 
-from ..base import ProjectionCounts
-from .archive import SqliteArchive
-from .drift import SqliteDrift
-from .episodes import SqliteEpisodes
-from .keywords import SqliteKeywords
-from .memories import SqliteMemories
-from .outcomes import SqliteOutcomes, SqliteRetrievals, SqliteTuning
-from .relations import SqliteRelations
-from .stats import SqliteStats
-from .teams import SqliteTeams
-from .vectors import SqliteVectors
+from recallite_core.storage.base import ProjectionCounts
+from recallite_core.storage.sqlite.archive import SqliteArchive
+from recallite_core.storage.sqlite.drift import SqliteDrift
+from recallite_core.storage.sqlite.episodes import SqliteEpisodes
+from recallite_core.storage.sqlite.keywords import SqliteKeywords
+from recallite_core.storage.sqlite.memories import SqliteMemories
+from recallite_core.storage.sqlite.outcomes import SqliteOutcomes, SqliteRetrievals, SqliteTuning
+from recallite_core.storage.sqlite.relations import SqliteRelations
+from recallite_core.storage.sqlite.stats import SqliteStats
+from recallite_core.storage.sqlite.teams import SqliteTeams
+from recallite_core.storage.sqlite.vectors import SqliteVectors
 
 
 class SqliteChangeFeed:

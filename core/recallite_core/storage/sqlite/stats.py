@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Mapping
 
-from ..base import MemoryFilter
-from .filters import where_sql
+from recallite_core.storage.base import MemoryFilter
+from recallite_core.storage.sqlite.filters import where_sql
 
 
 class SqliteStats:

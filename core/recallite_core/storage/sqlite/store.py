@@ -12,10 +12,10 @@ import threading
 import time
 from typing import Iterator, Sequence
 
-from ...errors import SchemaVersionError, StoreError
-from .migrations import MIGRATIONS, SCHEMA_VERSION
-from .keyword_mirror import KeywordIndexes
-from .session import SqliteSession
+from recallite_core.errors import SchemaVersionError, StoreError
+from recallite_core.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
+from recallite_core.storage.sqlite.keyword_mirror import KeywordIndexes
+from recallite_core.storage.sqlite.session import SqliteSession
 
 log = logging.getLogger("recallite.store")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Sequence
 
-from .filters import marks
+from recallite_core.storage.sqlite.filters import marks
 
 
 class SqliteTeams:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Iterator, Sequence
 
-from ..base import Shard, VectorRow, chunked
-from .filters import marks
+from recallite_core.storage.base import Shard, VectorRow, chunked
+from recallite_core.storage.sqlite.filters import marks
 
 
 _VECTOR_SELECT = ("SELECT m.id, m.scope, m.status, m.type, m.session, v.vector FROM vectors v "

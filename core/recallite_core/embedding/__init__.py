@@ -1,0 +1,1 @@
+"""Embedders that turn text into unit vectors: the offline MiniLM default (int8 ONNX, weights from a package, never downloaded), the hash embedder, and wrapped callables. Imports numpy, onnxruntime, tokenizers and recallite_core's errors."""

@@ -1,0 +1,1 @@
+"""SLM-Lite features and the views on a store: memory layers and working memory, trust and versions, the belief graph, stats, maintenance (reindex, consolidate, reconcile), health checks and the inspection views behind the browser. Imports storage, retrieval, learning, policy, conversation."""

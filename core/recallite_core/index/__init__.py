@@ -1,0 +1,1 @@
+"""In-memory projections of the store that answer queries fast: the vector matrix with its filter columns, and the pool of worker processes that scan it. Imports storage, embedding and the foundation modules."""

@@ -1,0 +1,169 @@
+"""Feedback: a task's outcome moves the usefulness of the memories it used (or opened, or
+was shown), may validate candidates that earned it, and feeds the learner (the outcome model
+and the context tuner, in learning.py); ``reinforce`` nudges one memory by hand. Working-memory
+ids in the feedback credit those entries. One transaction per call; a repeated client key is
+applied once.
+
+May import the plumbing, the catalog, the working layer, policy, promotion, learning (through
+the plumbing), models and validation; never the facade or another service.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import Sequence
+
+from recallite_core.policy import rules as policy
+from recallite_core.catalog import Catalog
+from recallite_core.errors import InvalidInputError, MemoryNotFoundError, RetrievalNotFoundError
+from recallite_core.policy.lifecycle import check_optional_reason
+from recallite_core.models import OUTCOMES, FeedbackResult, Memory, UsefulnessChange
+from recallite_core.plumbing import Plumbing
+from recallite_core.policy.promotion import promote_earned
+from recallite_core.storage.base import MemoryFilter
+from recallite_core.text.validation import check_optional_name, check_unit, fmt_id, parse_id
+from recallite_core.features.working_layer import WorkingLayer
+
+
+class FeedbackRecorder:
+    """Outcomes of tasks, applied to the memories behind them."""
+
+    def __init__(self, core: Plumbing, catalog: Catalog, layers: WorkingLayer):
+        self.core = core
+        self.catalog = catalog
+        self.layers = layers
+
+    def feedback(
+        self,
+        retrieval_id: str,
+        outcome: str = "success",
+        score: float | None = None,
+        used_memory_ids: Sequence[str] | None = None,
+        reason: str | None = None,
+        *,
+        client_key: str | None = None,
+    ) -> FeedbackResult:
+        """Report how the task went. Used memories (or, if none are named, the ones the agent
+        opened, else every memory it was shown, with rank-decayed weight; hits a context left
+        out for its budget were not shown) move their usefulness toward the outcome.
+        A success may validate candidates that earned it (policy.earns_validation; listed in
+        ``promoted``); nothing else changes status.
+        A repeated ``client_key`` is applied once. Working-memory ids (``wm_…``) in
+        ``used_memory_ids`` credit those entries (and count toward their promotion)."""
+        used_memory_ids, working_used = self.layers.split_working_ids(used_memory_ids)
+        result = self.record(retrieval_id, outcome, score, used_memory_ids, reason, client_key=client_key)
+        if not result.duplicate:
+            self.layers.credit_working(result.retrieval_id, outcome, score, working_used)
+        return result
+
+    def record(
+        self,
+        retrieval_id: str,
+        outcome: str = "success",
+        score: float | None = None,
+        used_memory_ids: Sequence[str] | None = None,
+        reason: str | None = None,
+        *,
+        client_key: str | None = None,
+    ) -> FeedbackResult:
+        """Apply an outcome to the stored memories of a retrieval (``feedback`` without the
+        working-memory ids), in one transaction."""
+        self.core.live()
+        if outcome not in OUTCOMES:
+            raise InvalidInputError(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}.")
+        sc = None if score is None else check_unit("score", score, 0.0)
+        rid = parse_id(retrieval_id, "ret")
+        used = None if used_memory_ids is None else list(dict.fromkeys(parse_id(i) for i in used_memory_ids))
+        reason_text = None if reason is None else check_optional_reason(reason)
+        key = None if client_key is None else check_optional_name(client_key, "client_key", self.core.limits)
+        target = policy.outcome_target(outcome, sc)
+        recorded_score = target if sc is None else sc
+        qvec = self.core.learning.query_vector(rid)  # embedded outside the write lock
+        now = time.time()
+        with self.core.store.transaction() as conn:
+            if not conn.retrievals.exists(rid):
+                raise RetrievalNotFoundError(
+                    f"No retrieval ret_{rid}. Pass the retrieval_id returned by recall/context in this database."
+                )
+            if key is not None:
+                prev = conn.outcomes.feedback_with_key(key)
+                if prev is not None:
+                    return self._feedback_result(conn, prev, duplicate=True)
+            shown = conn.retrievals.shown(rid)
+            if used is not None:
+                if used:
+                    found = set(conn.memories.matching(used, MemoryFilter()))
+                    missing = [f"mem_{i}" for i in used if i not in found]
+                    if missing:
+                        raise MemoryNotFoundError(f"used_memory_ids names unknown memories: {', '.join(missing)}.")
+                credits = [(i, 1.0) for i in used]
+            elif any(e for _, _, e, _ in shown):
+                credits = [(mid, 1.0) for mid, _, e, _ in shown if e]  # the ones the agent opened
+            else:
+                # Only what the agent was shown, weighted by its place in what it saw.
+                credits = [(mid, policy.rank_weight(place))
+                           for place, mid in enumerate(mid for mid, _, _, s in shown if s)]
+            fid = conn.outcomes.add_feedback(rid, outcome, recorded_score,
+                                             json.dumps([f"mem_{i}" for i in (used or [])]), reason_text, key, now)
+            olds: dict[int, float] = {}
+            candidates: list[int] = []
+            for mid, usefulness, status in conn.memories.usefulness_of([mid for mid, _ in credits]):
+                olds[mid] = usefulness
+                if status == "candidate":
+                    candidates.append(mid)
+            succ = 1 if target >= 0.5 and outcome != "failure" else 0
+            fail = 1 if outcome == "failure" else 0
+            updates, outcomes = [], []
+            for mid, weight in credits:
+                old = olds[mid]
+                new = policy.updated_usefulness(old, target, weight, self.core.config.learning_rate)
+                updates.append((new, succ, fail, now, mid))
+                outcomes.append((fid, mid, weight, target, old, new, now))
+            conn.memories.apply_outcomes(updates)
+            conn.outcomes.add(outcomes)
+            if used and succ:
+                # Served but not named by a task that succeeded: not what this task needed.
+                # Rules (constraints, preferences) hold whether or not the agent names them: never marked.
+                named = set(used)
+                unused = [mid for mid, _, _, served in shown if served and mid not in named]
+                if unused:
+                    conn.outcomes.add_unused(fid, unused, policy.UNUSED_WEIGHT, now, policy.RULE_TYPES)
+            # Candidates that keep helping earn validation (policy.earns_validation).
+            promoted = promote_earned(conn, candidates, now) if outcome == "success" and candidates else []
+            self.core.learning.on_feedback(conn, rid, qvec, target, used, now)
+        # What was just written, without reading it back.
+        return FeedbackResult(
+            feedback_id=fmt_id("fb", fid), retrieval_id=fmt_id("ret", rid), outcome=outcome, score=recorded_score,
+            changes=[UsefulnessChange(id=f"mem_{m}", weight=w, old_usefulness=o, new_usefulness=n)
+                     for _f, m, w, _t, o, n, _c in outcomes],
+            promoted=[f"mem_{m}" for m in promoted],
+        )
+
+    def _feedback_result(self, conn, fid: int, duplicate: bool = False) -> FeedbackResult:
+        rid, outcome, score = conn.outcomes.feedback(fid)
+        changes = [UsefulnessChange(id=f"mem_{m}", weight=w, old_usefulness=o, new_usefulness=n)
+                   for m, w, o, n in conn.outcomes.credits_of(fid)]
+        return FeedbackResult(
+            feedback_id=fmt_id("fb", fid), retrieval_id=fmt_id("ret", rid) if rid else "", outcome=outcome,
+            score=score, changes=changes, duplicate=duplicate,
+        )
+
+    def reinforce(self, memory_id: str | int, delta: float) -> Memory:
+        """Nudge usefulness directly by ``delta`` (-1..1); the result stays in [0, 1]."""
+        self.core.live()
+        mid = parse_id(memory_id)
+        try:
+            d = float(delta)
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"delta must be a number between -1 and 1, got {delta!r}.") from None
+        if not math.isfinite(d):
+            raise InvalidInputError("delta must be a finite number between -1 and 1.")
+        d = max(-1.0, min(1.0, d))
+        with self.core.store.transaction() as conn:
+            row = conn.memories.usefulness_of([mid])
+            if not row:
+                raise MemoryNotFoundError(f"No memory mem_{mid}.")
+            conn.memories.set_usefulness(mid, policy.clamp01(row[0][1] + d), time.time())
+        return self.catalog.get(mid)

@@ -1,0 +1,710 @@
+"""Learning from outcomes: what feedback does to ranking, and to the size of a context.
+
+Three parts (docs/learning.md):
+
+* :class:`OutcomeModel` turns a memory's recorded outcomes into a Beta posterior for the
+  query at hand: each outcome counts by its credit weight, its recency (older outcomes and
+  outcomes followed by newer ones count less) and by how close its query was to this one
+  (context-aware credit: a memory that works for task A and fails for task B rises for A and
+  falls for B). Ranking multiplies the fused score by ``exp(gain * (u - 0.5))`` where ``u``
+  is the posterior mean, plus an optimism bonus when exploring (recallite_context), so a
+  memory nobody has tried yet gets its chance over ones that failed.
+* :class:`ContextTuner` is a per-scope bandit over a few (top-K, relative threshold)
+  settings for recallite_context, rewarded by feedback minus a token cost.
+* :class:`Learning` ties both to the store: the query vector of each feedback, the cache,
+  rebuilding after reindex or import.
+
+The rows of ``memory_outcomes`` (with the query text in ``retrievals``) are the truth; the
+query vectors in ``retrieval_vectors`` are a projection that :meth:`Learning.backfill`
+rebuilds. Pure functions first, the store side below.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from recallite_core.models import OutcomeEvidence
+from recallite_core.storage.base import Session
+from recallite_core.storage.codec import decode_many, encode_vector
+from recallite_core.storage.codec import ts
+
+LEARNING_MODES = ("contextual", "global", "ema")
+
+
+@dataclass
+class LearningConfig:
+    """Every number of the outcome learner, with its default (docs/learning.md)."""
+
+    # contextual: per-query posterior from outcomes placed by their query vectors (default);
+    # global: the same posterior with every outcome counting whatever its query (ablation);
+    # ema: the usefulness column only (what ranking did before this learner).
+    mode: str = "contextual"
+    gain: float | None = 7.0  # outcome factor exp(gain * (u - 0.5)); None = RecalliteConfig.outcome_gain
+    prior: float = 0.75  # Beta(prior, prior) before any outcome: one success is not forty
+    max_outcomes: int = 32  # most recent outcome rows used per memory
+    decay: float = 0.9  # weight of an outcome per newer outcome of the same memory
+    half_life_days: float = 30.0  # and per elapsed time
+    ridge: float = 0.1  # regularisation of the per-memory regression of outcome on query vector
+    direction_ridge: float | None = 0.5  # smoother, for the direction (one noisy label is not the truth); None: `ridge`
+    # Change detection: a run of `change_after`+ failures, each one a surprise for the outcomes
+    # before it (they predicted success there), multiplies the weight of everything older by
+    # change_discount ** run. Drift is seen within two failures; one noisy label is not drift.
+    change_after: int = 2
+    change_discount: float = 0.3
+    # ... counting only failures on the very task of the outcomes before them: where those reach
+    # at least change_reach (the fit's prediction of 1 there, about the cosine of the task vectors:
+    # `bench --learning --separation` prints how far apart tasks lie). A failure on a neighbouring
+    # task that happened to retrieve this memory says nothing about whether it still works for its own.
+    change_reach: float = 0.8
+    # A failure on a retrieval where another memory, there all along (not newer), succeeded is read
+    # as a different task (the agent needed that other memory), not as a change: it counts in the
+    # posterior like any failure, but not towards the run.
+    explained_failures: bool = True
+    # Coverage: how much of a memory's evidence applies to a query is ramp(reach, *coverage),
+    # reach = the regression's prediction of the constant 1 at the query (about 1 among the
+    # queries it has outcomes for, falling towards 0 away from them); `uncovered_weight` at least.
+    coverage: tuple[float, float] = (0.3, 0.7)
+    uncovered_weight: float = 0.0
+    # Success locality: a memory's success evidence counts exp((s - s*) / success_locality), where s
+    # is how close its closest success comes to the query (cosine + success_locality * ln(weight of
+    # that outcome)) and s* the same for the closest success among all the candidates. A memory that
+    # worked on a task a little like this one does not outrank one that worked on this very task.
+    # Failures are not discounted this way. 0 turns it off.
+    success_locality: float = 0.05
+    # Outcomes are placed by the TASK vector of their retrieval, not the bare query vector: the
+    # query plus task_weight times the centroid of its top task_depth fused candidates (see
+    # blend_task). Paraphrases of one task whose words share little still land together. On the
+    # dev catalog, telling a task's own phrasings from other tasks that retrieve the same memory:
+    # AUC .881 with query vectors, .960 at weight 2, .964 at weight 1 (`bench --learning
+    # --separation`); on the dev catalog's learning runs the two are within a family of each other,
+    # and with the hash embedder 1 lets a recovered drifted family slip.
+    task_weight: float = 2.0
+    task_depth: int = 5
+    explore_bonus: float = 0.35  # optimism when exploring: u = mean + explore_bonus * sd
+    # ... for a memory never tried although it was offered in retrievals that got feedback (the
+    # agent was shown it and needed something else): its chance came and went.
+    passed_over_bonus: float = 0.0
+    # A memory added after its rivals started being judged, and not offered in a retrieval that
+    # got feedback since, is likelier to be the fix for what changed than one the agent was
+    # shown and passed over: it gets this bonus (in sd) instead, until it is judged.
+    newcomer_bonus: float = 1.2
+    cache_size: int = 4096  # memories whose fitted outcome model is kept in memory
+    cache_seconds: float = 3600.0  # refit after this long (time decay moves)
+    # recallite_context auto-tuning: (limit, min score as a fraction of the best hit's score), the
+    # first arm the default. The arms differ in the relative floor, not the count: what sits far
+    # below the best hit is cut, and learning may cut only what it judged poor near this task
+    # (retriever: a memory nobody judged keeps its place while its match is within the floor).
+    tune_context: bool = True
+    arms: tuple[tuple[int, float], ...] = ((10, 0.05), (10, 0.15), (10, 0.3))
+    arm_token_cost: float = 0.2  # reward = outcome - cost * tokens / max_tokens
+    arm_decay: float = 0.98  # discount of older rewards (per update)
+    # No arm but the default before this many judged contexts in the scope. Each judged context
+    # scores every arm nested in the one served (what it would have served is in the log), and
+    # one context whose used memory a smaller arm would have cut costs that arm a whole outcome:
+    # with 20, a single miss (-1/20) outweighs the tokens a smaller context saves (at most
+    # arm_token_cost), so an arm is chosen only when the used memories sat inside it every time.
+    min_judged: int = 20
+
+
+# -- pure maths -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Assessment:
+    """What outcomes say about one memory for one query. ``factor`` multiplies the score."""
+
+    outcomes: int = 0  # outcome rows considered
+    successes: float = 0.0  # effective success evidence for this query
+    failures: float = 0.0
+    nearest: float | None = None  # cosine of the closest query with an outcome
+    mean: float = 0.5  # posterior mean
+    sd: float = 0.0
+    bonus: float = 0.0  # exploration bonus added to the mean
+    usefulness: float = 0.5  # what ranking used: mean + bonus
+    factor: float = 1.0
+    last_outcome_at: float | None = None
+    explored: bool = False
+    failure_run: int = 0  # most recent consecutive surprising failures (change detection)
+    newcomer: bool = False  # added after its rivals were judged, never offered in a judged retrieval since
+    passed_over: bool = False  # never tried, but offered in a retrieval that got feedback
+    locality: float = 1.0  # share of its success evidence that applies here (success locality)
+
+    def evidence(self) -> OutcomeEvidence:
+        """What a hit's breakdown shows of this assessment (rounded)."""
+        return OutcomeEvidence(
+            outcomes=self.outcomes, successes=round(self.successes, 4), failures=round(self.failures, 4),
+            nearest_similarity=None if self.nearest is None else round(self.nearest, 4),
+            posterior_mean=round(self.mean, 4), exploration_bonus=round(self.bonus, 4),
+            usefulness=round(self.usefulness, 4), last_outcome_at=ts(self.last_outcome_at),
+            failure_run=self.failure_run, newcomer=self.newcomer, success_locality=round(self.locality, 4),
+        )
+
+
+def coverage(reach: float, ramp: tuple[float, float], floor: float) -> float:
+    """How much of a memory's outcome evidence applies to a query whose reach is ``reach``."""
+    lo, hi = ramp
+    g = min(1.0, max(0.0, (reach - lo) / max(hi - lo, 1e-6)))
+    return floor + (1.0 - floor) * g
+
+
+def recency_weights(n: int, ages_s: np.ndarray, decay: float, half_life_days: float) -> np.ndarray:
+    """decay ** (newer outcomes of this memory) * 0.5 ** (age / half-life); newest first."""
+    w = np.power(decay, np.arange(n, dtype=np.float64))
+    if half_life_days > 0:
+        w = w * np.power(0.5, np.maximum(ages_s, 0.0) / (half_life_days * 86400.0))
+    return w
+
+
+def ridge_dual(vectors: np.ndarray, y: np.ndarray, weights: np.ndarray, lam: float) -> np.ndarray:
+    """Dual coefficients of weighted ridge regression with the cosine kernel:
+    a = (K + lam * diag(1 / w))^-1 y, so that the prediction for a query q is (V q) . a.
+    Old or little-credited outcomes (small w) are fitted loosely."""
+    if len(y) == 0:
+        return np.zeros(0)
+    K = vectors @ vectors.T
+    reg = lam / np.maximum(weights, 1e-6)
+    return np.linalg.solve(K + np.diag(reg), y)
+
+
+def failure_run(vectors: np.ndarray, targets: np.ndarray, weights: np.ndarray, has_vec: np.ndarray, lam: float,
+                limit: int = 4, min_reach: float = 0.5, confirmed: np.ndarray | None = None,
+                explained: np.ndarray | None = None) -> tuple[int, int]:
+    """Most recent consecutive failures that look like a change of the world (newest first).
+
+    A failure counts when the outcomes before it covered its query (the regression fitted on
+    them reaches at least ``min_reach`` there: the failure happened where the memory used to be
+    judged, not on another task) and predicted success there. A success, or any other failure,
+    ends the run. A failure confirmed by a newer memory's success on the same retrieval (the
+    agent moved on to something added since, and that worked: not a noisy label, and the sign
+    of a replacement) counts twice. A failure ``explained`` by the success of a memory that was
+    there all along (not newer) on the same retrieval is skipped: it neither counts nor ends the
+    run (another task that needed another memory, as when a task that reads like this memory's
+    needs a different one).
+    Returns (run length as counted, number of rows in the run)."""
+    run = rows = 0
+    for i in range(min(limit, len(targets))):
+        if targets[i] >= 0.5 or not has_vec[i]:
+            break
+        if explained is not None and explained[i] and not (confirmed is not None and confirmed[i]):
+            rows += 1
+            continue
+        older = np.arange(i + 1, len(targets))
+        older = older[has_vec[older]]
+        if older.size == 0:
+            break
+        sims = vectors[older] @ vectors[i]
+        reach = float(sims @ ridge_dual(vectors[older], np.ones(older.size), weights[older], lam))
+        predicted = float(sims @ ridge_dual(vectors[older], targets[older] - 0.5, weights[older], lam))
+        if reach < min_reach or predicted <= 0:
+            break
+        run += 2 if confirmed is not None and confirmed[i] else 1
+        rows += 1
+    return run, rows
+
+
+def blend_task(qvec: np.ndarray, vectors: np.ndarray, scores: np.ndarray, weight: float) -> np.ndarray:
+    """A query's task vector: ``qvec + weight * c``, normalised, where ``c`` is the unit centroid of
+    the vectors of the memories it retrieved, weighted by their scores. Two phrasings of one task
+    share their memories, so their task vectors are close even when their words are not."""
+    w = np.maximum(np.asarray(scores, dtype=np.float64), 0.0)
+    w = w / w.sum() if w.sum() > 0 else np.full(len(w), 1.0 / max(1, len(w)))
+    centre = w @ np.asarray(vectors, dtype=np.float64)
+    norm = float(np.linalg.norm(centre))
+    if weight <= 0 or norm <= 1e-9:
+        return np.asarray(qvec, dtype=np.float32)
+    t = np.asarray(qvec, dtype=np.float64) + weight * centre / norm
+    return (t / max(float(np.linalg.norm(t)), 1e-12)).astype(np.float32)
+
+
+def beta_mean_sd(alpha: float, beta: float) -> tuple[float, float]:
+    n = alpha + beta
+    if n <= 0:
+        return 0.5, math.sqrt(1 / 12)
+    mean = alpha / n
+    return mean, math.sqrt(max(0.0, mean * (1 - mean)) / (n + 1))
+
+
+def learned_factor(usefulness: float, gain: float) -> float:
+    """exp(gain * (u - 0.5)): the policy's outcome factor applied to the learned usefulness."""
+    return math.exp(gain * (min(1.0, max(0.0, usefulness)) - 0.5))
+
+
+# -- outcome rows, fitted and cached per memory ------------------------------------------------------
+
+
+@dataclass
+class _Model:
+    """A memory's recent outcomes, newest first, with what can be computed before the query."""
+
+    targets: np.ndarray
+    weights: np.ndarray  # credit x recency x change discount
+    times: np.ndarray
+    vectors: np.ndarray  # (m, d): the rows that have a query vector
+    dual: np.ndarray  # ridge coefficients of those rows (targets - 0.5)
+    support: np.ndarray  # ridge coefficients for constant 1: how much the rows say about a query
+    dir_support: np.ndarray  # the same with the direction's regularisation
+    vec_weights: np.ndarray
+    vec_targets: np.ndarray
+    novec_weight: float  # total weight of rows without a query vector (counted for every query)
+    novec_target: float  # their weighted mean target
+    run: int
+    built_at: float
+
+    @property
+    def n(self) -> int:
+        return int(self.targets.shape[0])
+
+
+class OutcomeModel:
+    """Posterior per (memory, query) from the memory's most recent outcome rows.
+
+    Fitted models are cached per memory and refreshed from ``max(rowid)`` of ``memory_outcomes``
+    (new rows name the memories to drop) and the ``learning_epoch`` counter (deletions,
+    re-embedded query vectors: drop everything). One store query per recall at most.
+    """
+
+    def __init__(self, dimensions: int, cfg: LearningConfig, gain: float):
+        self.dimensions = dimensions
+        self.cfg = cfg
+        self.gain = cfg.gain if cfg.gain is not None else gain
+        self._cache: OrderedDict[int, _Model] = OrderedDict()
+        self._offered: set[int] = set()  # memories known to have been offered in a judged retrieval
+        self._seen_rowid = -1
+        self._epoch: int | None = None
+        self._empty = self._fit([], 0.0)
+        # Task vectors of recent retrievals (ret id -> vector), kept until their feedback arrives.
+        self._tasks: OrderedDict[int, np.ndarray] = OrderedDict()
+
+    @property
+    def enabled(self) -> bool:
+        return self.cfg.mode in ("contextual", "global")
+
+    TASKS_KEPT = 1024
+
+    def note_task(self, retrieval_id: int, vector: np.ndarray) -> None:
+        """Remember the task vector a retrieval was ranked with (its feedback stores it)."""
+        self._tasks[retrieval_id] = vector
+        while len(self._tasks) > self.TASKS_KEPT:
+            self._tasks.popitem(last=False)
+
+    def task_of(self, retrieval_id: int) -> np.ndarray | None:
+        return self._tasks.get(retrieval_id)
+
+    def invalidate(self) -> None:
+        self._cache.clear()
+        self._offered.clear()
+        self._seen_rowid = -1
+        self._epoch = None
+
+    def _sync(self, session: Session) -> None:
+        top, epoch = session.outcomes.outcome_mark()
+        if epoch != self._epoch or top < self._seen_rowid:
+            self._cache.clear()
+            self._offered.clear()
+        elif top > self._seen_rowid:
+            for mid in session.outcomes.judged_since(self._seen_rowid):
+                self._cache.pop(mid, None)
+        self._seen_rowid, self._epoch = top, epoch
+
+    def models(self, session: Session, ids: Sequence[int], now: float) -> dict[int, _Model]:
+        self._sync(session)
+        if self._seen_rowid == 0:  # no outcome recorded yet: nothing to read or fit
+            return {i: self._empty for i in ids}
+        out: dict[int, _Model] = {}
+        missing = []
+        for i in ids:
+            m = self._cache.get(i)
+            if m is None or now - m.built_at > self.cfg.cache_seconds:
+                missing.append(i)
+            else:
+                self._cache.move_to_end(i)
+                out[i] = m
+        if missing:
+            fetched: dict[int, list] = {i: [] for i in missing}
+            for row in session.outcomes.history(missing, self.cfg.max_outcomes):
+                fetched[row[0]].append(row[1:])
+            for mid, rs in fetched.items():
+                m = self._fit(rs, now) if rs else self._empty
+                self._cache[mid] = m
+                out[mid] = m
+            while len(self._cache) > self.cfg.cache_size:
+                self._cache.popitem(last=False)
+        return out
+
+    def _fit(self, rs: list, now: float) -> _Model:
+        """Rows newest first: (target, credit, time, newer rival succeeded, older rival succeeded, vector)."""
+        cfg, d = self.cfg, self.dimensions
+        n = len(rs)
+        targets = np.array([r[0] for r in rs], dtype=np.float64)
+        credit = np.array([r[1] for r in rs], dtype=np.float64)
+        times = np.array([r[2] for r in rs], dtype=np.float64)
+        rival = np.array([bool(r[3]) for r in rs], dtype=bool)
+        explained = np.array([bool(r[4]) for r in rs], dtype=bool) if cfg.explained_failures else None
+        has = np.array([v is not None and len(v) == 4 * d for *_, v in rs], dtype=bool)
+        if cfg.mode != "contextual":
+            has[:] = False
+        vecs = decode_many([v for (*_, v), h in zip(rs, has) if h], d).astype(np.float64) if has.any() \
+            else np.empty((0, d))
+        allvecs = np.zeros((n, d))
+        if has.any():
+            allvecs[has] = vecs
+        weights = credit * recency_weights(n, now - times, cfg.decay, cfg.half_life_days)
+        run, rows = failure_run(allvecs, targets, weights, has, cfg.ridge, min_reach=cfg.change_reach, confirmed=rival,
+                                explained=explained) if n else (0, 0)
+        if run >= cfg.change_after:
+            weights = weights.copy()
+            weights[rows:] *= cfg.change_discount ** run
+        vw = weights[has]
+        lam_dir = cfg.ridge if cfg.direction_ridge is None else cfg.direction_ridge
+        dual = ridge_dual(vecs, targets[has] - 0.5, vw, lam_dir) if has.any() else np.zeros(0)
+        support = ridge_dual(vecs, np.ones(int(has.sum())), vw, cfg.ridge) if has.any() else np.zeros(0)
+        dir_support = support if lam_dir == cfg.ridge else (
+            ridge_dual(vecs, np.ones(int(has.sum())), vw, lam_dir) if has.any() else np.zeros(0))
+        nw = float(weights[~has].sum())
+        nt = float(np.dot(weights[~has], targets[~has]) / nw) if nw > 0 else 0.5
+        return _Model(targets=targets, weights=weights, times=times, vectors=vecs.astype(np.float32), dual=dual,
+                      support=support, dir_support=dir_support,
+                      vec_weights=vw, vec_targets=targets[has], novec_weight=nw, novec_target=nt, run=run, built_at=now)
+
+    def success_closeness(self, m: _Model, sims: np.ndarray) -> float | None:
+        """How close the memory's closest success comes to the query: max over its successes of
+        cosine + success_locality * ln(weight) (a faded or discounted success counts as farther)."""
+        ok = m.vec_targets >= 0.5
+        if not ok.any():
+            return None
+        w = np.maximum(m.vec_weights[ok], 1e-12)
+        return float(np.max(sims[ok] + self.cfg.success_locality * np.log(w)))
+
+    def closest_success(self, models: Iterable[_Model], q: np.ndarray | None) -> float | None:
+        """The best success closeness among the candidates of a recall (None: no success anywhere,
+        or locality off). Memories flagged as stopped working are left out: their old successes
+        are no evidence any more, and must not discount the memory that replaced them."""
+        if q is None or self.cfg.success_locality <= 0:
+            return None
+        near = [c for m in models if m.vectors.shape[0] and m.run < self.cfg.change_after
+                and (c := self.success_closeness(m, (m.vectors @ q).astype(np.float64))) is not None]
+        return max(near) if near else None
+
+    def assess_model(self, m: _Model, qvec: np.ndarray | None, prior_mean: float, explore: bool,
+                     untried: str | None = None, closest: float | None = None) -> Assessment:
+        """The posterior of one memory for one query (pure given the fitted model).
+
+        With the query's cosines s to the outcome queries: reach = s . support, raw = s . dual.
+        Direction p = 0.5 + raw / reach (the outcomes' success rate as seen from this query),
+        mass = total weight x coverage(reach); outcomes without a query vector count for every
+        query with their plain mean. alpha = prior + locality mass p, beta = prior + mass (1 - p),
+        where locality = exp((closeness - closest) / success_locality) and ``closest`` is the
+        best success closeness among the candidates of this recall (None: no discount)."""
+        cfg = self.cfg
+        nearest = None
+        locality = 1.0
+        if m.n == 0:
+            alpha, beta = 2 * cfg.prior * prior_mean, 2 * cfg.prior * (1 - prior_mean)
+            succ = fail = 0.0
+        else:
+            mass_v = 0.0
+            p_v = 0.5
+            if m.vectors.shape[0] and qvec is not None:
+                sims = (m.vectors @ qvec).astype(np.float64)
+                nearest = float(sims.max())
+                if closest is not None and cfg.success_locality > 0:
+                    mine = self.success_closeness(m, sims)
+                    if mine is not None:
+                        locality = math.exp(min(0.0, mine - closest) / cfg.success_locality)
+                raw = float(sims @ m.dual)
+                reach = float(sims @ m.support)
+                mass_v = float(m.vec_weights.sum()) * coverage(reach, cfg.coverage, cfg.uncovered_weight)
+                dreach = float(sims @ m.dir_support)
+                p_v = min(0.98, max(0.02, 0.5 + (raw / dreach if dreach > 0.02 else raw)))
+            elif m.vectors.shape[0]:  # no query vector: count them like the rest
+                mass_v = float(m.vec_weights.sum())
+                p_v = float(np.dot(m.vec_weights, m.vec_targets) / mass_v) if mass_v > 0 else 0.5
+            succ = mass_v * p_v * locality + m.novec_weight * m.novec_target
+            fail = mass_v * (1 - p_v) + m.novec_weight * (1 - m.novec_target)
+            alpha, beta = cfg.prior + succ, cfg.prior + fail
+        mean, sd = beta_mean_sd(alpha, beta)
+        scale = {"newcomer": cfg.newcomer_bonus, "passed-over": cfg.passed_over_bonus}.get(untried or "", cfg.explore_bonus)
+        bonus = scale * sd if explore else 0.0
+        u = min(1.0, mean + bonus)
+        return Assessment(
+            outcomes=m.n, successes=succ, failures=fail, nearest=nearest, mean=mean, sd=sd, bonus=bonus, usefulness=u,
+            factor=learned_factor(u, self.gain), last_outcome_at=float(m.times.max()) if m.n else None,
+            explored=explore and m.n == 0 and bonus > 0, failure_run=m.run, newcomer=untried == "newcomer",
+            passed_over=untried == "passed-over", locality=locality,
+        )
+
+    def assess(
+        self, session: Session, qvec: np.ndarray | None, candidates: dict[int, float],
+        explore: bool, now: float | None = None,
+    ) -> dict[int, Assessment]:
+        """Assessment of each candidate: id -> its usefulness column (the prior of a memory
+        without outcome rows)."""
+        if not self.enabled or not candidates:
+            return {}
+        now = time.time() if now is None else now
+        models = self.models(session, list(candidates), now)
+        q = None if qvec is None else np.asarray(qvec, dtype=np.float32)
+        # Never tried: a newcomer (created after its rivals started being judged, never offered in
+        # a judged retrieval since), passed over (offered before, not needed), or just untried.
+        judged = [float(m.times.min()) for m in models.values() if m.n]
+        since = min(judged) if judged else None
+        untried = [mid for mid in candidates if models.get(mid, self._empty).n == 0]
+        # (no outcome row in the store: no feedback credited anything, nothing was passed over)
+        offered = self.offered(session, untried) if explore and untried and self._seen_rowid > 0 else set()
+        created = created_at(session, [i for i in untried if i not in offered]) if explore and since is not None else {}
+        closest = self.closest_success(models.values(), q)
+        out = {}
+        # Without outcome rows an assessment depends on the prior and the status alone, and most
+        # candidates share them: build each once per recall (assessments are never mutated).
+        unjudged: dict[tuple[float, str | None], Assessment] = {}
+        for mid, u in candidates.items():
+            m = models.get(mid, self._empty)
+            status = None
+            if m.n == 0:
+                if explore:
+                    if mid in offered:
+                        status = "passed-over"
+                    elif since is not None and created.get(mid, since) > since:
+                        status = "newcomer"
+                a = unjudged.get((u, status))
+                if a is None:
+                    a = unjudged[(u, status)] = self.assess_model(m, q, u, explore, status, closest)
+                out[mid] = a
+            else:
+                out[mid] = self.assess_model(m, q, 0.5, explore, status, closest)
+        return out
+
+    def offered(self, session: Session, ids: Sequence[int]) -> set[int]:
+        """Which of ``ids`` were shown in some retrieval that got feedback (monotonic: cached once true).
+        Reads alone never change it: only feedback marks what was offered."""
+        unknown = [i for i in ids if i not in self._offered]
+        self._offered.update(session.outcomes.offered(unknown))
+        return {i for i in ids if i in self._offered}
+
+
+def created_at(session: Session, ids: Sequence[int]) -> dict[int, float]:
+    """Creation time of each of ``ids`` (epoch seconds)."""
+    return session.memories.created_at(ids)
+
+
+def outcome_reasons(a: Assessment, change_after: int = 2) -> list[str]:
+    """Reason tags saying what feedback did to a hit."""
+    if a.outcomes == 0:
+        if a.newcomer:
+            return ["new:explored-first"]
+        if a.passed_over:
+            return ["untried:passed-over"]
+        return ["untried:exploration-bonus"] if a.explored else []
+    out = []
+    if a.successes + a.failures < 0.3:
+        out.append("no-outcomes-on-similar-tasks")
+    elif a.mean >= 0.6:
+        out.append("helped-on-similar-tasks")
+    elif a.mean <= 0.4:
+        out.append("misled-on-similar-tasks")
+    else:
+        out.append("mixed-outcomes-on-similar-tasks")
+    if a.failure_run >= change_after:
+        out.append("stopped-working-recently")
+    return out
+
+
+# -- recallite_context auto-tuning -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Arm:
+    limit: int
+    min_score_ratio: float
+
+    @property
+    def key(self) -> str:
+        return f"{self.limit}:{self.min_score_ratio:g}"
+
+    def serves(self, items: Sequence[tuple[int, int, float, int]]) -> list[tuple[int, int, float, int]]:
+        """The logged items (id, rank, score, tokens) this arm would have served."""
+        if not items:
+            return []
+        top = max(s for _, _, s, _ in items)
+        return [it for it in items if it[1] <= self.limit and it[2] >= self.min_score_ratio * top]
+
+    def within(self, other: "Arm") -> bool:
+        """True if every item this arm serves is also served by ``other`` (so its reward can be computed)."""
+        return self.limit <= other.limit and self.min_score_ratio >= other.min_score_ratio
+
+
+@dataclass
+class ArmStats:
+    arm: Arm
+    pulls: float = 0.0
+    reward: float = 0.0
+
+    @property
+    def mean(self) -> float:
+        return self.reward / self.pulls if self.pulls > 0 else 0.0
+
+
+class ContextTuner:
+    """Per-scope bandit over (limit, min score ratio) settings of recallite_context.
+
+    Reads never change it. Feedback on a tuned context rewards the arm that served it with
+    ``outcome - cost * tokens / max_tokens`` and, because the logged ranks and scores say what a
+    stricter setting would have served, also every arm nested in it (a success whose used memory
+    a stricter setting would have cut counts 0 for that setting). The next context keeps the
+    default arm until ``min_judged`` judged contexts, then takes the best mean reward (see decide).
+    """
+
+    def __init__(self, cfg: LearningConfig):
+        self.cfg = cfg
+        self.arm_list = [Arm(int(k), float(r)) for k, r in cfg.arms] or [Arm(10, 0.0)]
+
+    def stats(self, session: Session, scope: str) -> list[ArmStats]:
+        got = session.tuning.arms(scope)
+        return [ArmStats(a, *got.get(a.key, (0.0, 0.0))) for a in self.arm_list]
+
+    def choose(self, session: Session, scope: str) -> Arm:
+        return self.decide(self.stats(session, scope))[0]
+
+    def decide(self, st: list[ArmStats]) -> tuple[Arm, str]:
+        """The arm to serve and why: the default arm until ``min_judged`` judged contexts, then the
+        one with the best mean reward (the default on a tie). Deterministic."""
+        default = st[0]
+        judged = default.pulls
+        d = self.cfg.arm_decay  # pulls are discounted: n judged contexts count (1 - d^n) / (1 - d)
+        enough = self.cfg.min_judged if d >= 1 else (1 - d ** self.cfg.min_judged) / (1 - d)
+        if judged < enough - 1e-9:
+            return default.arm, f"default until {self.cfg.min_judged} judged contexts"
+        best = max((s for s in st if s.pulls >= enough - 1e-9), key=lambda s: s.mean - 1e-9 * (s is not default))
+        if best is default:
+            return default.arm, "default: no stricter setting did better on the judged contexts"
+        return best.arm, (f"{best.arm.key} (limit:relative floor): mean reward {best.mean:.3f} vs {default.mean:.3f} "
+                          f"for the default {default.arm.key} on the judged contexts")
+
+    def log(self, session: Session, retrieval_id: int, scope: str, arm: Arm, max_tokens: int) -> None:
+        session.tuning.log_arm(retrieval_id, scope, arm.key, int(max_tokens))
+
+    def on_feedback(self, session: Session, retrieval_id: int, target: float, used: Sequence[int] | None,
+                    now: float) -> None:
+        row = session.tuning.arm_of(retrieval_id)
+        if row is None:
+            return
+        scope, arm_key, max_tokens = row
+        pulled = next((a for a in self.arm_list if a.key == arm_key), None)
+        if pulled is None:  # the arms were reconfigured since
+            return
+        items = session.retrievals.served_items(retrieval_id)
+        for arm in self.arm_list:
+            if arm != pulled and not arm.within(pulled):
+                continue
+            served = arm.serves(items)
+            ids = {i for i, *_ in served}
+            included = True if not used else all(u in ids for u in used)
+            tokens = sum(t for *_, t in served)
+            reward = (target if included else 0.0) - self.cfg.arm_token_cost * min(1.0, tokens / max(1, max_tokens))
+            session.tuning.reward(scope, arm.key, reward, now, self.cfg.arm_decay)
+
+    def summary(self, session: Session, scopes: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        if scopes is None:
+            scopes = session.tuning.scopes()
+        out = {}
+        for sc in scopes:
+            st = self.stats(session, sc)
+            if not any(s.pulls for s in st):
+                continue
+            cur, why = self.decide(st)
+            out[sc] = {
+                "limit": cur.limit,
+                "min_score_ratio": cur.min_score_ratio,
+                "why": why,
+                "arms": [{"limit": s.arm.limit, "min_score_ratio": s.arm.min_score_ratio, "pulls": round(s.pulls, 3),
+                          "mean_reward": round(s.mean, 4)} for s in st],
+            }
+        return out
+
+
+# -- the store side ------------------------------------------------------------------------------------
+
+
+class Learning:
+    """Outcome model + context tuner, wired to the store and the query-vector cache."""
+
+    def __init__(self, store, embedder, cfg: LearningConfig, gain: float):
+        self.store = store
+        self.embedder = embedder
+        self.cfg = cfg
+        self.outcomes = OutcomeModel(embedder.dimensions, cfg, gain)
+        self.tuner = ContextTuner(cfg)
+
+    # What retrieval_vectors hold (meta "retrieval_vectors"); stores from before task vectors hold
+    # bare query vectors, which ensure_task_vectors rebuilds once.
+    VECTORS = "task-v1"
+
+    def ensure_task_vectors(self) -> None:
+        """Rebuild the stored vectors of judged retrievals once if they predate task vectors (a
+        bare query vector lies elsewhere than a task vector, so old and new evidence would not meet)."""
+        if not self.outcomes.enabled or self.store.get_meta("retrieval_vectors") == self.VECTORS:
+            return
+        with self.store.reading() as session:
+            old = session.retrievals.has_task_vectors()
+        if old:
+            self.backfill(rebuild=True)
+        with self.store.transaction() as session:
+            self.store.set_meta(session, "retrieval_vectors", self.VECTORS)
+
+    def query_vector(self, retrieval_id: int) -> np.ndarray | None:
+        """The task vector of a retrieval (the one it was ranked with, when this process served it;
+        else rebuilt from its query and logged items). Call outside a transaction."""
+        if not self.outcomes.enabled:
+            return None
+        with self.store.reading() as session:
+            row = session.retrievals.query_of(retrieval_id)
+        if row is None or row[1]:
+            return None
+        task = self.outcomes.task_of(retrieval_id)
+        return task if task is not None else self.rebuild_tasks([(retrieval_id, row[0])])[0]
+
+    def rebuild_tasks(self, rows: Sequence[tuple[int, str]]) -> list[np.ndarray]:
+        """Task vectors of logged retrievals (id, query), from their query and top logged items: close
+        to what ranking used (the log holds the served order, after learning). Embeds outside the lock."""
+        depth, d = self.cfg.task_depth, self.embedder.dimensions
+        with self.store.reading() as session:
+            items = [session.retrievals.served_vectors(rid, depth) for rid, _ in rows]
+        out: list[np.ndarray] = []
+        for start in range(0, len(rows), 256):
+            chunk = rows[start : start + 256]
+            out.extend(np.asarray(self.embedder.embed([q for _, q in chunk]), dtype=np.float32))
+        return [blend_task(q, decode_many([b for b, _ in got], d), np.array([sc for _, sc in got]), self.cfg.task_weight)
+                if got else q for q, got in zip(out, items)]
+
+    def on_feedback(self, session: Session, retrieval_id: int, qvec: np.ndarray | None, target: float,
+                    used: Sequence[int] | None, now: float) -> None:
+        if qvec is not None:
+            session.retrievals.add_task_vector(retrieval_id, encode_vector(qvec, self.embedder.dimensions))
+        self.tuner.on_feedback(session, retrieval_id, target, used, now)
+
+    def backfill(self, rebuild: bool = False) -> int:
+        """Embed the queries of retrievals that have feedback but no stored vector (all of them
+        with ``rebuild``, e.g. after the embedder changed). Returns how many were embedded."""
+        with self.store.reading() as session:
+            rows = session.retrievals.judged(without_vector=not rebuild)
+        if not rows and not rebuild:
+            return 0
+        vecs = self.rebuild_tasks(rows)
+        with self.store.transaction() as session:
+            session.retrievals.replace_task_vectors(
+                [(rid, encode_vector(v, self.embedder.dimensions)) for (rid, _), v in zip(rows, vecs)], clear=rebuild)
+        with self.store.lock:
+            self.outcomes.invalidate()
+        return len(rows)
+
+
+__all__ = [
+    "LEARNING_MODES", "LearningConfig", "Assessment", "OutcomeModel", "ContextTuner", "Arm", "Learning",
+    "coverage", "recency_weights", "ridge_dual", "failure_run", "beta_mean_sd", "learned_factor", "outcome_reasons",
+]

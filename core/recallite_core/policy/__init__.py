@@ -1,0 +1,1 @@
+"""Lifecycle rules and what follows from them: statuses, source trust and score arithmetic, trust scores, earned validation, corrections (a memory that changes an older one's value), and the Lifecycle service (status changes, supersede, relations, forget). Imports storage and text."""

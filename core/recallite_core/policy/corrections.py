@@ -1,0 +1,769 @@
+"""Corrections: notice, when a memory is written, that it changes a value an older memory of the
+same scope states ("the staging server moved to port 9090" after "... runs on port 8080").
+
+Two steps, both offline:
+1. candidates: the live memories of the scope nearest to the new memory's vector, from the
+   in-memory matrix recall already scans (``nearest``), and earlier items of the same batch;
+2. ``compare(old, new)``: both texts are cut into content words; the words they share are the
+   subject, the words only one of them has are the values. A change is a difference in the value
+   slot only: a typed value (number, version, name, identifier) replaced by another of its kind, a
+   word after a relation verb ("prefers tabs" -> "prefers spaces"), a negation of the same
+   statement, or any difference a change cue announces ("no longer", "replaced X with Y",
+   "from X to Y"). A difference in the subject slot (staging vs production, web vs mobile, a
+   permission error vs a connection reset) is a look-alike: nothing happens.
+
+What the engine does with a finding (supersede or link as a contradiction) is decided by
+``policy.correction_action`` from the finding's certainty and both sources' trust.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from recallite_core.policy import rules as policy
+from recallite_core.storage.base import Session
+
+# -- words ------------------------------------------------------------------------------------------------------
+_TOKEN = re.compile(r"\$?\d[\w.,:/%+-]*\w%?|\$?\d|[^\W\d][\w'’.+#/-]*[\w+#]|[^\W\d]", re.UNICODE)
+
+STOP = frozenset("""
+a an the of to in on at for with by as from into onto about over under per via and or but so than then
+is are was were be been being am it its it's this that these those there here which who whom whose what
+we our ours us i my me mine you your yours he his him she her hers they their theirs them ones
+has have had having do does did doing will would shall should can could may might must also just still
+all any some each every both either neither other another such same own very too quite really
+if when while where because since until after before during up down out off
+""".split())
+
+# Words that announce a change: they carry no value of their own.
+CUES = frozenset("""
+now nowadays currently anymore longer instead replaced replace replacing switched switch
+switching moved move moves moving upgraded upgrade upgrading downgraded downgrade deprecated deprecate
+changed changing migrated migrate migrating renamed rename retired retire dropped
+stopped stop left leave leaving quit took taken take takes became become becomes transferred
+relocated updated correction corrected actually newer newest latest revised replacement
+successor superseded supersedes rather raised lowered increased decreased bumped reduced swapped swap
+handed went
+""".split())
+
+# Whole phrases that announce a change (checked on the lower-cased words of the text).
+CUE_PHRASES = ("no longer", "not anymore", "any more", "anymore", "instead of", "rather than", "switched",
+               "moved", "changed", "replaced", "from now on", "as of", "took over", "taken over", "left",
+               "is now", "are now", "now", "upgraded", "downgraded", "deprecated", "migrated", "renamed",
+               "no more", "stopped", "instead", "updated", "correction", "actually", "went from", "went up",
+               "went down", "bumped", "swapped", "scaled", "relocated", "handed", "not any")
+_FROM_TO = re.compile(r"\bfrom\s+(.{1,40}?)\s+to\s+(.{1,40}?)(?:[.;,!]|\s+(?:and|but|because|since|for|on|in)\b|$)", re.I)
+
+# Moments that say when, not what (weekdays and months are values: "no deploys on Fridays").
+TIME = frozenset("""
+today yesterday tomorrow week weeks last next ago recently lately earlier later soon since morning evening
+tonight
+""".split())
+
+NEGATIONS = frozenset("not no never n't cannot can't don't doesn't isn't aren't won't shouldn't mustn't "
+                      "didn't wasn't weren't".split())
+
+# Verbs of a statement: compared texts may say "runs on" or "listens on", "owns" or "maintains" for
+# the same relation, so they are left out of the comparison; a value right after one of them is the
+# statement's value ("prefers tabs").
+RELATION_VERBS = frozenset("""
+is are was were be uses use using used runs run running prefers prefer preferred likes like liked loves love
+lives live living works work working owns own manages manage handles handle set sets default
+defaults points point located based hosted host hosts stored store keeps keep kept holds hold held costs cost
+needs need wants want requires require required calls call speaks speak drives drive reads read writes write
+targets target listens listen listening goes go serves serve favourite favorite maintained
+maintain maintains happens happen takes depends depend pinned pin built talks talk comes come
+publish publishes published monitor monitors monitored follow follows followed retained retain sits sit
+reachable charge charges pay pays gives give allow allows block blocks blocked get gets find picks pick
+has have had
+send sends sent runs times timed limited throttled scaled sign signs cut
+backs carries watches sits
+""".split())
+
+# Words that belong to the number before them ("30 seconds", "20 requests per minute").
+UNITS = frozenset("""
+second seconds minute minutes hour hours day days week weeks month months year years ms s m h gb mb kb tb
+instance instances request requests replica replicas node nodes worker workers core cores percent approvals
+approval
+""".split())
+
+
+@functools.lru_cache(maxsize=8192)
+def _shape(token: str) -> str:
+    """The kind of a typed value: a change from one kind to another is not a substitution."""
+    if re.fullmatch(r"v?\d+(\.\d+)+\w*", token, re.I):
+        return "version"
+    if any(c.isdigit() for c in token) or token.lower() in NUMBER_WORDS:
+        return "number"
+    if token[:1].isupper():
+        return "name"
+    return "code"
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str  # as written
+    key: str  # lower-cased, light stem: what is compared
+    value: bool  # a typed value: number, version, name, identifier (or the unit of a number)
+    lead: bool = False  # no relation verb before it in its sentence: it names the subject
+    unit: bool = False  # the unit of the number before it
+    head: str = ""  # the key of the content word right after it, nothing between: the noun it qualifies
+    digits: bool = False  # a number (digits or a number word) or the unit of one
+
+    @property
+    def shape(self) -> str:
+        return "number" if self.unit else _shape(self.text)
+
+
+def _word(text: str, key: str, value: bool, lead: bool, unit: bool, head: str = "") -> Word:
+    return Word(text, key, value, lead, unit, head, unit or bool(_DIGIT.search(text)) or key in NUMBER_WORDS)
+
+
+_DIGIT = re.compile(r"\d")
+
+
+@functools.lru_cache(maxsize=16384)
+def _key(token: str) -> str:
+    t = token.lower().strip(".'’").replace("’", "'")
+    if t.endswith("'s"):
+        t = t[:-2]
+    if any(c.isdigit() for c in t):
+        return t.rstrip(".,")
+    if len(t) > 4 and t.endswith("ies"):
+        return t[:-3] + "y"
+    if len(t) > 3 and t.endswith("s") and not t.endswith(("ss", "us", "is")):
+        return t[:-1]
+    return t
+
+
+_VERB_KEYS = frozenset(_key(v) for v in RELATION_VERBS)
+
+
+_MARKED = re.compile(r"[._/#+]")
+
+
+def _is_value(token: str, first: bool, following: str) -> bool:
+    if _DIGIT.search(token) or token.lower() in NUMBER_WORDS:
+        return True
+    if _MARKED.search(token.strip(".")) or (token[1:] != token[1:].lower()):
+        return True  # an identifier, a path, CamelCase, an acronym
+    if token[:1].isupper():
+        # A capital opening a sentence is grammar, unless a capitalised word follows ("Travis CI").
+        return not first or following[:1].isupper()
+    return False
+
+
+@functools.lru_cache(maxsize=4096)
+def words(text: str) -> tuple[Word, ...]:
+    """The content words of a text, in order: stop words, change cues, moments and relation verbs
+    left out; a unit after a number is part of the value. Cached: the same stored memories come
+    back as candidates of many writes."""
+    out: list[Word] = []
+    first = True
+    after_number = False
+    verb_seen = False
+    text = _ON_CALL.sub("on-call", text)  # a duty, not the verb "call"
+    if _WORDING_HINT.search(text):
+        for pattern, repl in _SAME_WORDING:
+            text = pattern.sub(repl, text)
+    tokens = list(_TOKEN.finditer(text))
+    n = len(text)
+    prev_end = -1  # where the last content word ended (-1: a word left out came after it)
+    for k, m in enumerate(tokens):
+        tok = m.group()
+        following = tokens[k + 1].group() if k + 1 < len(tokens) else ""
+        low = tok.lower().replace("’", "'")
+        acronym = len(tok) > 1 and tok.isupper()  # "US" is a place, not "us"
+        skip = not acronym and (low in STOP or low in CUES or low in TIME or low in NEGATIONS or low in _SAID)
+        if (low in CUES and low not in _ADVERBS) or low in RELATION_VERBS:
+            verb_seen = True  # "is", "moved", "replaced", "left": what follows is the value
+        emitted = False
+        if not skip:
+            key = _key(tok)
+            unit = after_number and low in UNITS
+            if key not in _VERB_KEYS or unit:
+                value = unit or _is_value(tok, first, following) or (first and _named(tok, following))
+                if out and prev_end >= 0 and text[prev_end:m.start()].strip() in ("", "-") and not out[-1].digits:
+                    out[-1] = _word(out[-1].text, out[-1].key, out[-1].value, out[-1].lead, out[-1].unit, key)
+                out.append(_word(tok, key, value, not verb_seen, unit))
+                emitted = True
+            else:
+                verb_seen = True
+            after_number = bool(_DIGIT.search(tok)) or low in NUMBER_WORDS or (unit and low in ("request", "requests"))
+        elif low != "per":
+            after_number = False
+        prev_end = m.end() if emitted else -1
+        # A capital after . ; : ! ? is grammar, not a name.
+        e = m.end()
+        while e < n and text[e] == " ":
+            e += 1
+        nxt = text[e] if e < n else ""
+        first = nxt in ";:!?" and nxt != "" or (nxt == "." and (e + 1 >= n or text[e + 1].isspace())) \
+            or (tok.endswith(".") and not _DIGIT.search(tok))
+        if first:
+            verb_seen = False
+            prev_end = -1
+    return tuple(out)
+
+
+def _named(token: str, following: str) -> bool:
+    """A capitalised word opening a sentence is a name when a verb of one subject follows it
+    ("Maria owns", "Redis backs", "Lucas left"): a plural noun takes "are", a name "is"."""
+    if not token[:1].isupper() or token.lower() in STOP:
+        return False
+    nxt = following.lower()
+    return nxt in ("is", "was") or (nxt not in _BE and (nxt in RELATION_VERBS or nxt in _SINGULAR_VERBS
+                                                         or (nxt in CUES and nxt not in _ADVERBS)))
+
+
+_BE = frozenset("is are was were be am".split())
+# Verbs of one subject that say who holds or carries something ("Redis backs the analytics stack").
+_SINGULAR_VERBS = frozenset("""
+backs carries watches leads owns runs handles hosts picks indents reads answers sits left took
+""".split())
+# Words that say how a statement is put, not what it states.
+_SAID = frozenset("most least always".split())
+# One relation worded two ways: "times out after" and "the timeout is", "rate limited" and "the
+# rate limit", "are retained for" and "the retention is", "costs" and "the price is".
+# Only texts with one of these go through the rewordings below (most writes have none).
+_WORDING_HINT = re.compile(r"tim(?:e|es|ed|ing)[ -]out|rate[ -]limit|price|cost|retention|lead|owns|manages|heads|"
+                           r"(?:changed?|updated?|correction)\b[^:;.]{0,20}:", re.I)
+_SAME_WORDING = [(re.compile(p, re.I), r) for p, r in (
+    (r"\btim(?:es|ed|ing)[ -]out\b", "has timeout"),
+    (r"\btime[ -]out\b", "timeout"),
+    (r"\brate[ -](limit(?:ed|s)?)\b", r"\1"),
+    (r"\bthe\s+(?:price|cost)\s+of\b", "the"),
+    (r"\bthe\s+retention\s+(?:period\s+)?of\b", "the"),
+    (r"\bteam\s+lead\b", "lead"),
+    (r"\b(?:leads|owns|manages|heads)\b", "is lead of"),
+    (r"^[^:;.]{0,40}\b(?:changed?|updated?|correction)\b[^:;.]{0,20}:\s*", ""),
+)]
+
+
+_ADVERBS = frozenset("now nowadays currently anymore longer instead actually rather new newer newest latest".split())
+_ON_CALL = re.compile(r"\bon\s+call\b", re.I)
+
+
+@functools.lru_cache(maxsize=8192)
+def has_cue(text: str) -> bool:
+    low = " " + " ".join(re.findall(r"[\w'’]+", text.lower())) + " "
+    return any(f" {p} " in low for p in CUE_PHRASES) or bool(_FROM_TO.search(text))
+
+
+_NEGATION = re.compile(r"(?<![\w'])(?:" + "|".join(re.escape(w) for w in sorted(NEGATIONS, key=len, reverse=True))
+                       + r")(?![\w'])|n't")
+
+
+@functools.lru_cache(maxsize=8192)
+def negated(text: str) -> bool:
+    return bool(_NEGATION.search(text.lower().replace("’", "'")))
+
+
+# -- the comparison -------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Verdict:
+    """What ``compare`` found: a changed value (``sure`` or not) and, in a few words, which."""
+
+    sure: bool
+    why: str
+
+
+def _brief(ws: list[Word]) -> str:
+    return " ".join(w.text.strip(".,;:") for w in ws[:4]) or "-"
+
+
+def _run(positions: list[int]) -> bool:
+    """The positions follow each other: one place of the text."""
+    return positions == list(range(positions[0], positions[0] + len(positions)))
+
+
+def _tail(positions: list[int], n: int) -> bool:
+    """The positions are the last ones of a sequence of ``n``."""
+    return bool(positions) and sorted(positions) == list(range(n - len(positions), n))
+
+
+def compare(old: str, new: str) -> Verdict | None:
+    """Whether ``new`` states another value for what ``old`` states (None: it does not, or cannot tell)."""
+    ow, nw = words(old), words(new)
+    if not ow or not nw:
+        return None
+    oset, nset = {w.key for w in ow}, {w.key for w in nw}
+    shared = oset & nset
+    if not shared:
+        return None
+    cue = has_cue(new) and not has_cue(old)
+    flip = negated(new) != negated(old)
+    diff_o = [i for i, w in enumerate(ow) if w.key not in nset]
+    diff_n = [j for j, w in enumerate(nw) if w.key not in oset]
+    cover = len(shared) / len(oset)  # how much of the old statement the new one repeats
+    why = _why(ow, nw)
+    if not diff_o and not diff_n:
+        # The same words: a restatement, unless one of them denies the other.
+        return Verdict(True, "negates it") if flip else None
+    # A word of its own where a text names its subject (before its verb): another subject
+    # (staging vs production, Zara vs Omar). Both texts opening that way rule a change out even
+    # when one is announced; without an announcement, one of them is enough.
+    head_o = bool(diff_o) and diff_o[0] == 0 and ow[0].lead
+    head_n = bool(diff_n) and diff_n[0] == 0 and nw[0].lead
+    # Short statements share little besides their subject: the same opening word (before the
+    # verb) in both counts as the same subject whatever the share.
+    same_subject = ow[0].key == nw[0].key and ow[0].lead and nw[0].lead
+    if head_o and head_n and not cue and not flip:
+        return _holder_swap(ow, nw, diff_o, diff_n, why)
+    # With a cue, two plain openers that qualify nothing both share are wording ("requests to the
+    # ledger API are cut off" -> "the timeout for the ledger API was raised").
+    worded = cue and not ow[0].value and not nw[0].value and ow[0].head not in oset & nset \
+        and nw[0].head not in oset & nset
+    if (head_o and head_n and not worded) or (cover < policy.CORRECTION_MIN_COVER and not same_subject):
+        return None
+
+    if cue:
+        # "replaced Jenkins with GitHub Actions", "no longer PostgreSQL; it is now SQLite",
+        # "from 3.9 to 3.12": the change is announced; the new text may quote the old value. It
+        # must still be about the old one's subject: most of its subject words (those before its
+        # verb, and plain words; not numbers) are repeated, and no plain word of the old subject
+        # gives way to a plain word of another (the growth team vs the payments team).
+        if not _same_subject(ow, nw, oset, nset) or _name_clash(ow, nw, oset, nset):
+            return None
+        if _plain_clash(ow, nw, diff_o, diff_n) and (not _quoted(ow, nset) or _qualifies(ow, diff_o, shared)
+                                                     or _qualifies(nw, diff_n, shared)):
+            return None
+        return Verdict(True, why) if diff_n or flip else None
+
+    if flip:
+        # The same statement with one side denying it, maybe with a word of its own.
+        ok = cover >= policy.CORRECTION_NEGATION_COVER and len(diff_o) + len(diff_n) <= 1
+        return Verdict(True, "negates it") if ok else None
+
+    if not diff_o or not diff_n:
+        return None  # words added or left out: more or less detail, not another value
+    return _plain_change(old, new, ow, nw, diff_o, diff_n, head_o, head_n, why) \
+        or _reworded(ow, nw, diff_o, diff_n, head_o, head_n, why)
+
+
+def _plain_change(old: str, new: str, ow, nw, diff_o: list[int], diff_n: list[int], head_o: bool, head_n: bool,
+                  why: str) -> Verdict | None:
+    """No change announced: one value for another in one place, the rest said again."""
+    if len(diff_o) > policy.CORRECTION_MAX_SLOT or len(diff_n) > policy.CORRECTION_MAX_SLOT:
+        return None
+    vo = [ow[i] for i in diff_o if ow[i].value]
+    vn = [nw[j] for j in diff_n if nw[j].value]
+    po = [ow[i] for i in diff_o if not ow[i].value]
+    pn = [nw[j] for j in diff_n if not nw[j].value]
+    # Two places differ: the subject as well as the value (a number and its unit are one place:
+    # "20 requests per second" -> "100 requests per minute").
+    def one_place(ws: list[Word], positions: list[int]) -> bool:
+        return _run(positions) or all(w.digits for w in ws[positions[0]: positions[-1] + 1])
+    if not (one_place(ow, diff_o) and one_place(nw, diff_n)):
+        return None
+    tails = _tail(diff_o, len(ow)) and _tail(diff_n, len(nw))
+    if any(w.digits and w.lead for w in vo + vn):
+        return None  # a number before the verb names the thing ("note number 7", "build 1234 failed")
+    if head_o or head_n:
+        # One text opens with the value the other states after its verb ("Travis CI handles
+        # deploys" after "we use Buildkite for deploys"): only typed values of one kind differ.
+        typed = not po and not pn and {w.shape for w in vo} == {w.shape for w in vn} == {"name"}
+        # Or one opens with a word of its own ("the timeout for the job is 60 seconds" after "the
+        # job times out after 10 seconds") and only numbers differ besides: likely, not certain.
+        worded = len(po) + len(pn) == 1 and vo and vn and all(w.digits for w in vo + vn)
+        return Verdict(False, why) if typed or worded else None
+    shapes_o, shapes_n = {w.shape for w in vo}, {w.shape for w in vn}
+    if vo and vn and not (po and pn) and len(po) + len(pn) <= 1:
+        # One typed value for another of its kind, the rest said again. Two kinds changing at
+        # once ("Node 18 ... the SDK" vs "Node 20 ... the CLI") are a value and a subject. A
+        # number changes wherever it stands; a name only in the value's place, after the verb
+        # or at the end (elsewhere it names the subject: "the Pro plan" vs "the Basic plan").
+        if shapes_o != shapes_n or len(shapes_o) != 1:
+            return None
+        digits = any(w.digits for w in vo + vn)
+        if digits or tails or _relation_before(old, vo[0]):
+            return Verdict(True, why)
+        return None
+    verb = _relation_before(old, ow[diff_o[0]])
+    if tails and verb and verb == _relation_before(new, nw[diff_n[0]]):
+        # Words at the end, right after the same relation in both ("prefers tabs" -> "prefers
+        # spaces"): likely a new value, but words in that place also tell things apart.
+        return Verdict(False, why)
+    return None
+
+
+
+NUMBER_WORDS = frozenset("""
+one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty fifty hundred
+""".split())
+
+
+def _reworded(ow, nw, diff_o: list[int], diff_n: list[int], head_o: bool, head_n: bool, why: str) -> Verdict | None:
+    """No change announced, the statement worded its own way ("Redis backs the analytics stack"
+    after "the analytics stack stores its data in PostgreSQL", "we allow the sync job 45 seconds
+    before timing out" after "requests to the sync job are cut off after 90 seconds"): a typed
+    value gave way to another of its kind, the subject is said again, and the other words of
+    their own are wording, not another subject (they qualify nothing both share and do not stand
+    in the same part of both texts). Likely, not certain: a link, not a supersede."""
+    vo = [ow[i] for i in diff_o if ow[i].value and not ow[i].unit]
+    vn = [nw[j] for j in diff_n if nw[j].value and not nw[j].unit]
+    if not vo or not vn:
+        return None
+    digits_o, digits_n = [w for w in vo if w.digits], [w for w in vn if w.digits]
+    if bool(digits_o) != bool(digits_n):
+        return None  # a number gave way to a name: another kind of thing
+    if digits_o and {w.shape for w in digits_o} != {w.shape for w in digits_n} \
+            and not (_versioned(vo) and _versioned(vn)):
+        return None  # versions vs numbers (a product and its release number are one kind: "React 18",
+        # "Spring Boot 2.7")
+    if any(w.lead for w in vo) and any(w.lead for w in vn):
+        return None  # values of their own before the verb in both name things: "the client from
+        # Acme" vs "the client from Globex", "rule 3" vs "rule 4"
+    if not digits_o and (len(vo) > 2 or len(vn) > 2 or any(w.shape != "name" for w in vo + vn)):
+        return None
+    if head_o and head_n:
+        return None
+    shared = {w.key for w in ow} & {w.key for w in nw}
+    core = [w for w in ow if w.key in shared and not w.unit and not w.digits]
+    if not any(not w.value for w in core) and len(core) < 2:
+        return None  # only units, numbers or a name in common: nothing says it is the same subject
+    po = [i for i in diff_o if not ow[i].value]
+    pn = [j for j in diff_n if not nw[j].value]
+    if len(po) > 2 or len(pn) > 2:
+        return None
+    if _plain_clash(ow, nw, diff_o, diff_n) or _qualifies(ow, diff_o, shared) or _qualifies(nw, diff_n, shared):
+        return None
+    if _qualified(ow, nw, shared) or _qualified(nw, ow, shared):
+        return None
+    return Verdict(False, why)
+
+
+# Who holds a thing: one person at a time, so another name in that place is a change.
+HOLDERS = frozenset("lead owner own on-call maintainer manager head responsible charge".split())
+
+
+def _versioned(ws) -> bool:
+    """A named product with its release number: "React 18", "Spring Boot 2.7", "Python 3.12"."""
+    return any(not w.digits for w in ws) and all(w.shape in ("number", "version") for w in ws if w.digits)
+
+
+def _holder_swap(ow, nw, diff_o: list[int], diff_n: list[int], why: str) -> Verdict | None:
+    """Two texts opening with different names that say the rest alike: two people's facts ("Zara is
+    based in Berlin", "Omar is based in Berlin"), unless what they say is who holds one thing
+    ("Maria owns the sales dashboard", "Tom owns the sales dashboard"): then likely a change."""
+    if not (ow[0].value and nw[0].value and not ow[0].digits and not nw[0].digits):
+        return None
+    rest_o, rest_n = [i for i in diff_o if i != 0], [j for j in diff_n if j != 0]
+    if any(ow[i].lead or ow[i].value for i in rest_o) or any(nw[j].lead and nw[j].value for j in rest_n) \
+            or len(rest_o) > 1 or len(rest_n) > 1:
+        return None
+    keys_o, keys_n = {w.key for w in ow[1:]}, {w.key for w in nw[1:]}
+    thing = (keys_o & keys_n) - HOLDERS
+    holds = HOLDERS & keys_o & keys_n
+    if not holds or len(thing) < 2:
+        return None
+    return Verdict(False, why)
+
+
+def _quoted(ow, nset: set[str]) -> bool:
+    """The new text repeats the old value it replaces: the old statement's typed values after its
+    verb, or else its last word ("instead of three approvals", "no longer wants short emails")."""
+    typed = [w for w in ow if not w.lead and w.value and not w.unit]
+    if typed:
+        return all(w.key in nset for w in typed)
+    return not ow[-1].lead and ow[-1].key in nset
+
+
+def _qualified(ws, other, shared: set[str]) -> bool:
+    """A shared word qualifies a plain word of its own in one text and not that word in the other:
+    "the public API gateway" is not "the public API", "the worker pool" not "the worker"."""
+    heads = {w.key: w.head for w in other}
+    return any(w.key in shared and w.head and w.head not in shared and not nxt.value and heads.get(w.key) != w.head
+               for w, nxt in zip(ws, ws[1:]))
+
+
+def _qualifies(ws, positions: list[int], shared: set[str]) -> bool:
+    """A word of its own right before a word both share: it names which one (the staging server)."""
+    return any(ws[i].head in shared and not ws[i].digits for i in positions)
+
+
+def _same_subject(ow: list[Word], nw: list[Word], oset: set[str], nset: set[str]) -> bool:
+    """An announced change is about the old statement when each text repeats most of the other's
+    subject (its words before the verb, numbers aside) and the new one mentions something of the
+    old one's predicate (the attribute, or the old value it replaces)."""
+    lead = {w.key for w in ow if w.lead and not w.digits}
+    if not lead:  # no subject before the verb ("we use X for release tagging"): its plain words are
+        lead = {w.key for w in ow if not w.value}
+    if lead and len(lead & nset) / len(lead) < policy.CORRECTION_SUBJECT_COVER:
+        return False
+    # The new text's own subject: someone or something the old one does not name at all is
+    # another subject ("Aisha ... is on call for the inventory service" after "Chen is on call
+    # for the database cluster").
+    # Unless it repeats all the rest: then the one it names is the new value ("Aisha swapped with
+    # Chen: Aisha is on call for the inventory service now").
+    predicate = [w for w in ow if not w.lead]
+    # What it holds, not only that someone holds something: "the lead of the data team is no
+    # longer Maria" is not about "Maria is the lead of the mobile squad".
+    held = {w.key for w in predicate if w.key not in HOLDERS}
+    if held and not held & nset \
+            and {w.key for w in predicate} & HOLDERS & nset and not any(w.digits for w in predicate):
+        return False
+    new_lead = {w.key for w in nw if w.lead and not w.digits}
+    if new_lead and not new_lead & oset and not {w.key for w in predicate} - HOLDERS <= nset:
+        return False
+    if not predicate or {w.key for w in predicate} & nset:
+        return True
+    # The old number gave way to another ("region eu-central-1" -> "moved to us-east-1"); a name
+    # does not count (a person's other facts name other things).
+    gone = {w.shape for w in predicate if w.digits}
+    return bool(gone & {w.shape for w in nw if w.digits and w.key not in oset})
+
+
+def _name_clash(ow: list[Word], nw: list[Word], oset: set[str], nset: set[str]) -> bool:
+    """A name of its own right before a shared plain word in both texts: "the CDN cache" vs "the
+    Redis cache" name two things."""
+    def qualifiers(ws: list[Word], other: set[str]) -> bool:
+        return any(w.value and not w.digits and w.key not in other and not nxt.value and nxt.key in other
+                   for w, nxt in zip(ws, ws[1:]))
+    return qualifiers(ow, nset) and qualifiers(nw, oset)
+
+
+def _plain_clash(ow: list[Word], nw: list[Word], diff_o: list[int], diff_n: list[int]) -> bool:
+    """Each text has plain words of its own in the same part (both in the subject, or both after
+    the verb and not the final value words), or one qualifies a word both share (the growth team
+    vs the payments team): two subjects, whatever else changed. Plain words of their own in
+    different parts are wording ("requests to the checkout API are cut off" vs "the checkout API
+    times out")."""
+    po = [i for i in diff_o if not ow[i].value]
+    pn = [j for j in diff_n if not nw[j].value]
+    if not po or not pn:
+        return False
+    shared = {w.key for w in ow} & {w.key for w in nw}
+
+    def value_slot(ws: list[Word], positions: list[int]) -> bool:  # the end, after a verb
+        return _tail(positions, len(ws)) and not any(ws[i].lead for i in positions)
+    if any(ow[i].head in shared for i in po) or any(nw[j].head in shared for j in pn):
+        return True
+    if any(ow[i].lead for i in po) and any(nw[j].lead for j in pn):
+        return True
+    return any(not ow[i].lead for i in po) and any(not nw[j].lead for j in pn) \
+        and not (value_slot(ow, po) and value_slot(nw, pn))
+
+
+_LINKS = "the|a|an|on|in|at|to|for|with|as|by|of|from|into|its|their|our|his|her"
+
+
+def _relation_before(text: str, word: Word) -> str | None:
+    """The relation verb right before ``word`` (an article or preposition or two between), as
+    compared (stemmed); None when there is none."""
+    for m in _RELATION.finditer(_ON_CALL.sub("on-call", text)):
+        if m.group(2).lower() == word.text.lower():
+            return _key(m.group(1))
+    return None
+
+
+_RELATION = re.compile(
+    rf"\b({'|'.join(sorted(RELATION_VERBS, key=len, reverse=True))})\s+(?:(?:{_LINKS})\s+){{0,2}}([^\s,.;:!?]+)", re.I)
+
+
+def _why(ow: list[Word], nw: list[Word]) -> str:
+    """"old value -> new value" in a few words, for the note and the superseded reason."""
+    nkeys, okeys = {x.key for x in nw}, {x.key for x in ow}
+    gone = [w for w in ow if w.key not in nkeys]
+    came = [w for w in nw if w.key not in okeys]
+    if not gone:  # the new text quotes the old value ("replaced Jenkins with ...")
+        gone = [w for w in ow if w.value][-1:] or ow[-1:]
+    return f"{_brief([w for w in gone if w.value] or gone)} -> {_brief([w for w in came if w.value] or came)}"
+
+
+# -- candidates and findings ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Finding:
+    """A new memory changes what ``old_id`` states: ``action`` is "supersede" or "contradict"."""
+
+    old_id: int
+    action: str
+    sure: bool
+    why: str
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What a candidate needs for the comparison and the trust check."""
+
+    id: int
+    content: str
+    source: str  # effective source type (a flagged memory counts as llm)
+    type: str
+
+
+LIVE = ("candidate", "validated", "active")
+# Conversation turns are records of what was said, kept as said: neither compared nor retired.
+COMPARED_TYPES = tuple(t for t in policy.TYPE_LAYER if t != "episode")
+
+
+def nearest(retriever, session: Session, vec, scope: str, k: int, min_similarity: float) -> list[int]:
+    """Ids of the live memories of ``scope`` nearest to a new memory's vector (top ``k`` at or above
+    ``min_similarity``), from the in-memory matrix recall scans. A change restates most of the
+    old memory, so it sits among its nearest vectors; the keyword channel would add little and
+    cost a write more than the rest of detection (measured: eval corrections --speed). One float32
+    pass over the matrix and a partial sort: no exact re-scoring or score statistics, which recall
+    needs and candidates do not (a similarity off in the sixth digit picks the same candidates)."""
+    import numpy as np
+
+    from recallite_core.index.vector_index import ScanFilter, dot_rows
+
+    retriever.refresh_inline(session)
+    index = retriever.index
+    n = index.n
+    if n == 0 or k <= 0:
+        return []
+    mask = index.mask(ScanFilter(scopes=(scope,), statuses=LIVE, types=COMPARED_TYPES))  # cached per filter
+    scores = dot_rows(index.matrix[:n], np.ascontiguousarray(vec, dtype=np.float32))
+    scores[~mask] = -np.inf
+    top = np.argpartition(scores, n - k)[n - k:] if k < n else np.arange(n)
+    top = top[np.argsort(-scores[top], kind="stable")]
+    return [int(index.ids[r]) for r in top.tolist() if scores[r] >= min_similarity]
+
+
+def findings(new_text: str, new_source: str, new_type: str, candidates: list[Stored]) -> list[Finding]:
+    """The candidates whose statement ``new_text`` changes, with what to do about each."""
+    out = []
+    for c in candidates:
+        v = compare(c.content, new_text)
+        if v is not None:
+            action = policy.correction_action(v.sure, new_source, c.source, c.type == new_type)
+            out.append(Finding(c.id, action, v.sure, v.why))
+    return out
+
+
+def note(new_id: str, found: list[Finding]) -> str | None:
+    """The one line a write returns about what it changed (None: nothing)."""
+    parts = []
+    sup = [f for f in found if f.action == "supersede"]
+    con = [f for f in found if f.action == "contradict"]
+    if sup:
+        parts.append("supersedes " + ", ".join(f"mem_{f.old_id} ({f.why})" for f in sup))
+    if con:
+        ids = ", ".join(f"mem_{f.old_id} ({f.why})" for f in con)
+        first = f"mem_{con[0].old_id}"
+        parts.append(f"conflicts with {ids}: if this replaces it, supersede {first} by {new_id}; "
+                     f"if both hold, keep_both {new_id} with {first}")
+    return "; ".join(parts) or None
+
+
+# -- contexts -------------------------------------------------------------------------------------------------------
+WAS_CHARS = 80  # the superseded text in a "was: ..." note is cut to about this many characters
+
+
+def was_notes(session: Session, ids: list[str]) -> dict[str, str]:
+    """For the memories among ``ids`` that superseded another one not itself among ``ids``, one
+    short line naming what it replaced ("was: The staging server runs on port 8080. (mem_12)"):
+    the most recent replaced memory for each."""
+    nums = [int(i[4:]) for i in ids if isinstance(i, str) and i.startswith("mem_") and i[4:].isdigit()]
+    if not nums:
+        return {}
+    shown = set(nums)
+    replaced = {b: a for a, b, _ in session.relations.edges(nums, ("supersedes",)) if a in shown and b not in shown}
+    olds = session.memories.load(list(replaced))
+    out: dict[str, str] = {}
+    # the most recently replaced first (a supersede stamps updated_at)
+    for old_id, m in sorted(olds.items(), key=lambda kv: (kv[1].updated_at, kv[0]), reverse=True):
+        key = f"mem_{replaced[old_id]}"
+        if m.status != "superseded" or m.superseded_by != key or key in out:
+            continue
+        text = " ".join(m.content.split())
+        if len(text) > WAS_CHARS:
+            text = text[:WAS_CHARS].rsplit(" ", 1)[0] + " …"
+        out[key] = f"was: {text} (mem_{old_id})"
+    return out
+
+
+# -- ranking --------------------------------------------------------------------------------------------------------
+def newer_first(session: Session, scored: list[tuple], query: str | None = None, links: bool = True) -> list[tuple]:
+    """A replacement ranks above what it superseded, and of two memories linked as contradicting
+    each other the newer ranks first, whatever their scores (feedback included): the older one's
+    final score is capped just under the newer one's. With the ``query``, also two unlinked
+    memories near the top that may state one thing two ways (``maybe_changed``) when the question
+    asks about what both share and about nothing only the older one says: detection left them
+    apart, the question cannot tell them apart, so the newer goes first. ``scored``: (final, key,
+    id, ...) tuples, best first; returns them re-sorted. ``links``: False when the store holds no
+    relations at all (nothing to read for the linked pairs)."""
+    if len(scored) < 2 or not (links or query):
+        return scored
+    ids = [t[2] for t in scored]
+    pairs = session.relations.pairs_among(ids, ("supersedes", "contradicts")) if links else []
+    above: list[tuple[int, int]] = []  # (newer, older)
+    for link in pairs:
+        a, b, kind, ta, tb = link.from_id, link.to_id, link.type, link.from_created_at, link.to_created_at
+        a_failed, b_failed = link.from_failing, link.to_failing
+        if kind == "supersedes":
+            above.append((a, b))  # final: only undo_supersede brings the old one back
+            continue
+        newer, older, failed = (a, b, a_failed) if (ta, a) > (tb, b) else (b, a, b_failed)
+        if not failed:  # an unsure conflict: recency decides until outcomes fail the newer one
+            above.append((newer, older))
+    if query:
+        linked = {frozenset((p.from_id, p.to_id)) for p in pairs}
+        above += _unsure_pairs(session, ids[:QUERY_WINDOW], query, linked)
+    if not above:
+        return scored
+    final = {t[2]: t[0] for t in scored}
+    for _ in range(len(above)):  # chains (a replaced b replaced c) settle in as many passes
+        moved = False
+        for newer, older in above:
+            if final[older] >= final[newer]:
+                final[older] = final[newer] * policy.CORRECTION_YIELD
+                moved = True
+        if not moved:
+            break
+    out = [(final[t[2]], *t[1:]) for t in scored]
+    out.sort(key=lambda t: (-t[0], t[1]))
+    return out
+
+
+# How many of the best hits the question-aware step looks at (pairs among them: at most 28).
+QUERY_WINDOW = 8
+
+
+def _unsure_pairs(session: Session, ids: list[int], query: str, linked: set[frozenset]) -> list[tuple[int, int]]:
+    """(newer, older) among ``ids``: unlinked memories of one scope that may state one thing two
+    ways, for a question that asks nothing only the older one says."""
+    if len(ids) < 2:
+        return []
+    rows = [(mid, m.content, m.created_at, m.scope, m.failure_count > m.success_count)
+            for mid, m in session.memories.load(ids).items() if m.type in COMPARED_TYPES and m.status in LIVE]
+    if len(rows) < 2:
+        return []
+    asked = {w.key for w in words(query)}
+    out = []
+    rows.sort(key=lambda r: (r[2], r[0]))  # oldest first
+    for n, (old_id, old_text, _, scope, _) in enumerate(rows):
+        for new_id, new_text, _, new_scope, new_failed in rows[n + 1:]:
+            if new_scope != scope or new_failed or frozenset((old_id, new_id)) in linked:
+                continue
+            if maybe_changed(old_text, new_text, asked):
+                out.append((new_id, old_id))
+    return out
+
+
+def maybe_changed(old: str, new: str, asked: set[str]) -> bool:
+    """Whether ``new`` may state another value for what ``old`` states, as far as a question with
+    the content words ``asked`` can tell: the question names words both share and none that only
+    the older one has, both say something of their own, and nothing of their own names another
+    subject (a word qualifying a shared one, another opening name or number)."""
+    ow, nw = words(old), words(new)
+    if not ow or not nw:
+        return False
+    oset, nset = {w.key for w in ow}, {w.key for w in nw}
+    shared = oset & nset
+    own_o, own_n = oset - nset, nset - oset
+    if not own_o or not own_n or not (asked & shared) or asked & own_o:
+        return False
+    if not any(w.key in shared and not w.unit and not w.digits for w in ow):
+        return False  # only numbers or units in common
+    diff_o = [i for i, w in enumerate(ow) if w.key in own_o]
+    diff_n = [j for j, w in enumerate(nw) if w.key in own_n]
+    if _qualifies(ow, diff_o, shared) or _qualifies(nw, diff_n, shared) \
+            or _qualified(ow, nw, shared) or _qualified(nw, ow, shared):
+        return False
+    lead_o = [ow[i] for i in diff_o if ow[i].lead and (ow[i].value or ow[i].digits)]
+    lead_n = [nw[j] for j in diff_n if nw[j].lead and (nw[j].value or nw[j].digits)]
+    return not (lead_o and lead_n)

@@ -1,0 +1,1 @@
+"""Hybrid recall: the keyword and vector channels fused, weighted by policy and learning, cut by the relevance floor, optionally reranked, and rendered as a token-budgeted context (the Searcher service). Imports storage, index, embedding, policy, learning, conversation, text."""

@@ -1,0 +1,1 @@
+"""Text in and out: token estimates, secret redaction, prompt-injection flags, caller input checks and local concept extraction. Pure functions: imports only the standard library, numpy and recallite_core's errors, models and config."""

@@ -1,0 +1,43 @@
+"""The long-history set (issue 14): what it claims to be, and its harness end to end."""
+
+import json
+from collections import Counter
+
+import make_history_set as history_data
+from recallite_mcp.benchmarks import evalsets
+
+
+def test_the_committed_file_is_what_the_generator_writes():
+    committed = evalsets.load_history()
+    assert committed == json.loads(json.dumps(history_data.generate()))
+
+
+def test_hundreds_of_turns_per_user_and_evidence_spread_over_sessions():
+    users = evalsets.load_history()
+    assert [u["part"] for u in users] == ["dev"] * 3 + ["holdout"] * 3
+    for u in users:
+        ids = {t["id"] for t in u["turns"]}
+        assert len(u["turns"]) >= 300
+        assert len({t["session"] for t in u["turns"]}) >= 10
+        for q in u["questions"]:
+            assert set(q["gold"]) <= ids
+            if q["kind"] in ("multi", "update"):
+                sessions = {g.split(":")[1] for g in q["gold"]}
+                assert len(sessions) == len(q["gold"]) >= 2, q
+    kinds = Counter(q["kind"] for u in users for q in u["questions"])
+    assert kinds["update"] >= 20 and kinds["multi"] >= 20
+    # a knowledge update comes after what it replaces
+    for u in users:
+        when = {t["id"]: t["timestamp"] for t in u["turns"]}
+        for q in u["questions"]:
+            if q["kind"] == "update":
+                assert when[q["gold"][0]] < when[q["gold"][1]]
+
+
+def test_harness_reports_each_channel_on_both_parts():
+    res = evalsets.evaluate("history", "hash")
+    assert set(res["modes"]) == {"hybrid", "keyword-only", "vector-only"}
+    for body in res["modes"].values():
+        assert body["dev"]["n"] == body["holdout"]["n"] == 66
+        assert 0.0 < body["all"]["recall@10"] <= 1.0
+    assert "holdout" in evalsets.format_report(res)

@@ -1,0 +1,175 @@
+"""Issue #13: feedback lands only on what the agent saw, and only on the retrieval it acted on.
+
+- A context rendered within its token budget logs every ranked hit but shows only some; feedback
+  that names no memory credits the shown ones (retrieval_items.served, migration 0012).
+- recallite_feedback without retrieval_id uses the one retrieval awaiting feedback in the caller's
+  own client session (never another session's), and asks which one when there are several."""
+
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from recallite_core import Recallite
+from recallite_mcp.server import build_server
+from recallite_mcp.settings import Settings
+from tests.mcp_helpers import call, error_text, http_server
+
+ROOT = Path(__file__).resolve().parents[2]
+
+STEPS = [
+    f"Deploy step {i}: run the deploy script with flag --stage{i}, then read the logs of stage {i} for errors "
+    f"before moving on; stage {i} needs the {['blue', 'green', 'red', 'amber', 'cyan', 'plum'][i]} cluster."
+    for i in range(6)
+]
+
+
+@pytest.fixture
+def mem():
+    m = Recallite.open(None, embedder="hash")
+    yield m
+    m.close()
+
+
+def logged(mem, retrieval_id):
+    rid = int(retrieval_id[4:])
+    with mem.store.reading() as conn:
+        return mem.store.conn.execute("SELECT memory_id, served FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank",
+                            (rid,)).fetchall()
+
+
+def usefulness(mem, ids):
+    return {m.id: m.usefulness for m in mem.get_many(ids)}
+
+
+# -- defect 1: feedback credits memories the agent never saw -------------------------------------------------
+def test_feedback_credits_memories_the_agent_never_saw(mem):
+    ids = [m.id for m in mem.remember_many([{"content": s, "type": "procedure"} for s in STEPS])]
+    ctx = mem.build_context("run the deploy script", max_tokens=150, limit=6)
+    assert 0 < len(ctx.memory_ids) < 6 and ctx.omitted > 0  # the budget showed only some
+    unseen = [i for i in ids if i not in ctx.memory_ids]
+    fb = mem.feedback(ctx.retrieval_id, "failure")
+    assert [c.id for c in fb.changes] == ctx.memory_ids  # only what was shown, in the order shown
+    assert [round(c.weight, 4) for c in fb.changes] == [round(1 / (1 + k), 4) for k in range(len(ctx.memory_ids))]
+    assert all(u == 0.5 for u in usefulness(mem, unseen).values())  # the unseen ones are untouched
+    assert all(u < 0.5 for u in usefulness(mem, ctx.memory_ids).values())
+
+
+def test_retrieval_log_marks_what_was_served(mem):
+    mem.remember_many([{"content": s, "type": "procedure"} for s in STEPS])
+    ctx = mem.build_context("run the deploy script", max_tokens=150, limit=6)
+    items = logged(mem, ctx.retrieval_id)
+    assert len(items) == 6  # all six ranked hits are on record ...
+    assert {f"mem_{m}" for m, served in items if served} == set(ctx.memory_ids)  # ... marked as shown or not
+
+
+def test_named_memories_are_credited_even_when_not_shown(mem):
+    ids = [m.id for m in mem.remember_many([{"content": s, "type": "procedure"} for s in STEPS])]
+    other = mem.remember("The staging database is reset every Monday night.", type="fact")
+    ctx = mem.build_context("run the deploy script", max_tokens=150, limit=6)
+    unseen = [i for i in ids if i not in ctx.memory_ids]
+    # The agent names what it used: an unshown hit (it may have fetched it) and a memory that
+    # was not in this retrieval at all are both credited, as before.
+    fb = mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[unseen[0], other.id])
+    assert [(c.id, c.weight) for c in fb.changes] == [(unseen[0], 1.0), (other.id, 1.0)]
+
+
+def test_plain_recall_serves_every_hit(mem):
+    mem.remember_many([{"content": s, "type": "procedure"} for s in STEPS])
+    r = mem.recall("run the deploy script", limit=6)
+    assert len(r.memories) == 6 and all(served for _, served in logged(mem, r.retrieval_id))
+    fb = mem.feedback(r.retrieval_id, "failure")
+    assert [c.id for c in fb.changes] == [h.memory.id for h in r.memories]
+
+
+def test_context_that_fits_serves_everything_and_opened_ones_still_win(mem):
+    mem.remember_many([{"content": s, "type": "procedure"} for s in STEPS])
+    full = mem.build_context("run the deploy script", max_tokens=4000, limit=6)
+    assert len(full.memory_ids) == 6 and all(served for _, served in logged(mem, full.retrieval_id))
+    compact = mem.build_context("run the deploy script", max_tokens=4000, limit=6, format="compact")
+    mem.expand(compact.retrieval_id, [compact.memory_ids[2]])
+    fb = mem.feedback(compact.retrieval_id, "success")
+    assert [(c.id, c.weight) for c in fb.changes] == [(compact.memory_ids[2], 1.0)]
+
+
+def test_stats_still_work_after_budgeted_contexts(mem):
+    mem.remember_many([{"content": s, "type": "procedure"} for s in STEPS])
+    ctx = mem.build_context("run the deploy script", max_tokens=150, limit=6)
+    mem.feedback(ctx.retrieval_id, "failure")
+    s = mem.stats()
+    assert s.context_calls == 1 and s.feedback["failure"] == 1 and s.tokens_served == ctx.tokens
+
+
+# -- defect 2: feedback without retrieval_id lands on another session's retrieval ----------------------------
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+async def _seed(client):
+    a = await call(client, "recallite_remember", type="constraint", content="Use pnpm, not npm, in this repository.")
+    b = await call(client, "recallite_remember", type="procedure", content="Restart the worker pool after a config change.")
+    return a, b
+
+
+@pytest.mark.anyio
+async def test_feedback_without_retrieval_id_lands_on_another_sessions_retrieval_in_process():
+    shared = Recallite.open(None, embedder="hash")
+    server = build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False), memory=shared)
+    try:
+        async with Client(server) as one, Client(server) as two:
+            a, b = await _seed(one)
+            r1 = await call(one, "recallite_context", query="install node packages")
+            r2 = await call(two, "recallite_context", query="restart after config change")
+            fb2 = await call(two, "recallite_feedback", outcome="failure")
+            assert fb2["retrieval_id"] == r2["retrieval_id"]
+            fb1 = await call(one, "recallite_feedback", outcome="success", used_memory_ids=[a["id"]])
+            assert fb1["retrieval_id"] == r1["retrieval_id"]
+            # nothing awaits any more: say so, and how to name one
+            assert "pass retrieval_id" in await error_text(one, "recallite_feedback", outcome="success")
+            # several awaiting: the agent is asked which, newest first, with the query
+            q1 = await call(one, "recallite_recall", query="which package manager")
+            q2 = await call(one, "recallite_context", query="worker pool restart")
+            msg = await error_text(one, "recallite_feedback", outcome="success")
+            assert "\n" not in msg and "pass retrieval_id" in msg
+            assert msg.index(f'{q2["retrieval_id"]} "worker pool restart"') < msg.index(
+                f'{q1["retrieval_id"]} "which package manager"')
+            # an explicit id settles that one; the other is then the default
+            await call(one, "recallite_feedback", outcome="success", retrieval_id=q2["retrieval_id"])
+            fb = await call(one, "recallite_feedback", outcome="partial")
+            assert fb["retrieval_id"] == q1["retrieval_id"]
+    finally:
+        shared.close()
+
+
+@pytest.mark.anyio
+async def test_awaiting_list_is_bounded_and_lists_at_most_five():
+    async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False))) as c:
+        await _seed(c)
+        rids = [(await call(c, "recallite_recall", query=f"pnpm question {i}"))["retrieval_id"] for i in range(25)]
+        msg = await error_text(c, "recallite_feedback", outcome="success")
+        assert "20 retrievals" in msg and msg.count("ret_") == 5 and rids[-1] in msg and rids[-6] not in msg
+
+
+@pytest.mark.anyio
+async def test_feedback_without_retrieval_id_lands_on_another_sessions_retrieval_over_http(tmp_path):
+    with http_server(tmp_path) as url:
+        # Two client sessions (initialize handshake, Mcp-Session-Id), used concurrently.
+        async with Client(url, mode="legacy") as one, Client(url, mode="legacy") as two:
+            a, b = await _seed(one)
+            r1 = await call(one, "recallite_context", query="install node packages")
+            r2 = await call(two, "recallite_context", query="restart after config change")  # served last
+            fb1 = await call(one, "recallite_feedback", outcome="failure")
+            assert fb1["retrieval_id"] == r1["retrieval_id"]  # not session 2's, though it was served last
+            fb2 = await call(two, "recallite_feedback", outcome="success", used_memory_ids=[b["id"]])
+            assert fb2["retrieval_id"] == r2["retrieval_id"]
+            assert "pass retrieval_id" in await error_text(one, "recallite_feedback", outcome="success")
+        # Sessionless clients (protocol 2026-07-28 over HTTP): the server cannot tell them apart,
+        # so a feedback without retrieval_id is refused rather than landing on another's retrieval.
+        async with Client(url) as one, Client(url) as two:
+            r1 = await call(one, "recallite_context", query="install node packages")
+            await call(two, "recallite_context", query="restart after config change")
+            msg = await error_text(one, "recallite_feedback", outcome="failure")
+            assert "pass retrieval_id" in msg and "restart after" not in msg
+            fb1 = await call(one, "recallite_feedback", outcome="failure", retrieval_id=r1["retrieval_id"])
+            assert fb1["retrieval_id"] == r1["retrieval_id"]

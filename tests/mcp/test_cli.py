@@ -1,0 +1,188 @@
+"""The CLI in process (click's runner) and the repository's configs and examples."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from recallite_mcp.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def run(tmp_path):
+    runner = CliRunner()
+    db = str(tmp_path / "cli.db")
+
+    def invoke(*args, ok=True):
+        res = runner.invoke(main, [*args[:1], "--db", db, "--embedder", "hash", *args[1:]] if args else [], catch_exceptions=False)
+        if ok:
+            assert res.exit_code == 0, res.output
+        return res
+
+    invoke.db = db
+    return invoke
+
+
+def test_add_recall_context_stats_export_import_reindex(run, tmp_path):
+    out = run("add", "Run pytest with -x to stop at the first failure.", "--type", "lesson", "--tags", "tests,pytest")
+    assert "stored as lesson" in out.output
+    assert "already holds" in run("add", "Run pytest with -x to stop at the first failure.", "--type", "lesson").output
+    rec = json.loads(run("recall", "pytest first failure", "--json").output)
+    assert rec["memories"][0]["memory"]["content"].startswith("Run pytest")
+    assert "rank" in run("recall", "pytest first failure").output
+    ctx = run("context", "how to run tests", "--max-tokens", "100")
+    assert "[LESSON]" in ctx.output
+    st = json.loads(run("stats", "--json").output)
+    assert st["memories"] == 1 and st["context_calls"] == 1
+    assert "memories" in run("stats").output
+    dump = str(tmp_path / "dump.jsonl")
+    assert "wrote" in run("export", dump).output
+    other = CliRunner().invoke(main, ["import", dump, "--db", str(tmp_path / "other.db"), "--embedder", "hash", "--trust", "restore"])
+    assert other.exit_code == 0 and "memories 1" in other.output
+    assert "reindexed 1" in run("reindex").output
+
+
+def test_errors_are_one_line_messages(run):
+    res = run("add", "   ", ok=False)
+    assert res.exit_code != 0 and "empty" in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(main, ["stats", "--db", "/nonexistent-dir/x.db", "--embedder", "hash"])
+    assert res.exit_code != 0 and "does not exist" in res.output
+
+
+def test_doctor_reports_and_prints_config(run):
+    run("add", "something to check")
+    res = run("doctor", "--json")
+    report = json.loads(res.output)
+    names = {c["check"]: c["ok"] for c in report["checks"]}
+    assert names["database"] and names["integrity"] and names["vectors"] and names["keyword index"] and names["permissions"]
+    server = report["mcp_config"]["mcpServers"]["recallite"]  # tests/mcp/test_doctor.py checks it launches
+    assert os.path.isabs(server["command"]) and server["args"][server["args"].index("--db") + 1] == run.db
+
+
+def test_doctor_finds_projection_drift(run):
+    run("add", "drift me")
+    import sqlite3
+
+    c = sqlite3.connect(run.db)
+    c.execute("DELETE FROM vectors")
+    c.commit()
+    c.close()
+    res = run("doctor", "--json", ok=False)
+    assert res.exit_code == 1
+    vec = next(c for c in json.loads(res.output)["checks"] if c["check"] == "vectors")
+    assert not vec["ok"] and "reindex" in vec["detail"]
+    run("reindex")
+    assert run("doctor", "--json").exit_code == 0
+
+
+def test_demo_shows_the_ranking_change(run):
+    res = run("demo")
+    assert "now ranks first" in res.output
+    again = run("demo")  # rerunnable: clears only its own memories
+    assert "cleared 5 memories" in again.output and "now ranks first" in again.output
+
+
+def test_settings_precedence(monkeypatch, tmp_path):
+    from recallite_mcp.settings import Settings
+
+    monkeypatch.setenv("RECALLITE_DB", str(tmp_path / "env.db"))
+    monkeypatch.setenv("RECALLITE_SCOPE", "env-scope")
+    monkeypatch.setenv("RECALLITE_TRUST_CLIENT_SOURCES", "true")
+    s = Settings.load(scope="flag-scope")
+    assert s.db == str(tmp_path / "env.db") and s.scope == "flag-scope" and s.trust_client_sources is True
+    monkeypatch.delenv("RECALLITE_DB")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    path = Settings.load().db_path
+    assert path.startswith(str(tmp_path / "xdg")) and os.path.isdir(os.path.dirname(path))
+
+
+@pytest.mark.parametrize("cfg", ["claude_desktop_config.json", "cursor/mcp.json", "windsurf/mcp_config.json"])
+def test_example_configs_parse_with_our_cli(cfg):
+    data = json.loads((ROOT / "examples" / cfg).read_text())
+    server = data["mcpServers"]["recallite"]
+    args = server["args"]
+    assert server["command"] == "uvx" and "recallite-mcp" in args and "--scope" not in args  # tests/test_examples.py
+    main.make_context("recallite-mcp", list(args[args.index("recallite-mcp") + 1:]))
+
+
+@pytest.mark.parametrize("script", ["lite_chatbot.py", "outcome_aware_support_bot.py", "policy_and_safety.py"])
+def test_examples_run(script, tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "core"), str(ROOT)]))
+    res = subprocess.run([sys.executable, str(ROOT / "examples" / script)], capture_output=True, text=True, env=env,
+                         timeout=300, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip()
+
+
+def test_reconcile_reports_and_repairs(run):
+    run("add", "reconcile me")
+    assert "no drift" in run("reconcile").output
+    import sqlite3
+
+    c = sqlite3.connect(run.db)
+    c.execute("DELETE FROM vectors")
+    c.commit()
+    c.close()
+    res = run("reconcile", ok=False)
+    assert res.exit_code == 1 and "missing_vectors" in res.output and "--repair" in res.output
+    doc = json.loads(run("doctor", "--json", ok=False).output)
+    assert not next(c for c in doc["checks"] if c["check"] == "projections")["ok"]
+    fixed = json.loads(run("reconcile", "--repair", "--json").output)
+    assert fixed["ok"] and fixed["drift"][0]["repaired"] == 1
+    assert json.loads(run("reconcile", "--json").output)["drift"] == []
+
+
+def test_conversation_memory_example_runs(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "core"), str(ROOT)]))
+    res = subprocess.run([sys.executable, str(ROOT / "examples" / "conversation_memory.py"), "--embedder", "hash"],
+                         capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "Biscuit" in out and "source turns" in out and "session 1, turn" in out
+
+
+def test_list_show_forget_validate(run):
+    run("add", "Use ruff for lint.", "--source", "llm")
+    run("add", "Deploy with make ship.", "--type", "procedure")
+    run("add", "Pin numpy below 2 for the old wheels.", "--type", "constraint", "--source", "imported", "--tags", "deps")
+    out = run("list").output
+    assert out.index("mem_3") < out.index("mem_2") < out.index("mem_1")  # newest first
+    page = json.loads(run("list", "--source", "llm", "--source", "imported", "--json").output)
+    assert [m["id"] for m in page["memories"]] == ["mem_3", "mem_1"] and page["next_offset"] is None
+    assert json.loads(run("list", "--limit", "1", "--json").output)["next_offset"] == 1
+    assert "Pin numpy below 2" in run("show", "mem_3").output
+    # bulk validate by filter asks first; --yes skips the question
+    res = run("validate", "--source", "imported", ok=False)
+    assert res.exit_code != 0 and "Validate these 1 memories?" in res.output
+    assert "validated 1 memory" in run("validate", "--source", "imported", "--yes").output
+    assert json.loads(run("show", "mem_3", "--json").output)[0]["status"] == "validated"
+    assert "validated 1 memory" in run("validate", "mem_1").output
+    nothing = run("forget", ok=False)
+    assert nothing.exit_code != 0 and "Name the memories to forget" in nothing.output
+    assert "forgot 1 memory" in run("forget", "--type", "procedure", "--yes").output
+    assert [m["id"] for m in json.loads(run("list", "--json").output)["memories"]] == ["mem_3", "mem_1"]
+    assert "forgot 1 memory" in run("forget", "mem_1").output
+
+
+def test_eval_help_lists_the_benchmarks():
+    res = CliRunner().invoke(main, ["eval", "--help"])
+    assert res.exit_code == 0 and "locomo" in res.output and "paraphrase" in res.output
+    bad = CliRunner().invoke(main, ["eval", "bogus"])
+    assert bad.exit_code != 0 and "not one of" in bad.output
+
+
+def test_help_states_the_scope_rule_and_the_tool_sets():
+    out = CliRunner().invoke(main, ["--help"], terminal_width=200).output
+    assert "roots win" in out and "git repository" in out and "--tools" in out and "RECALLITE_TOOLS" in out
+
+
+def test_bad_tool_set_in_the_environment_is_one_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("RECALLITE_TOOLS", "bogus")
+    res = CliRunner().invoke(main, ["stats", "--db", str(tmp_path / "x.db"), "--embedder", "hash"])
+    assert res.exit_code == 2 and "tools must be one of core, all" in res.output and "Traceback" not in res.output

@@ -1,0 +1,80 @@
+"""Conversation memory through the MCP tools (in process), and the streamable HTTP transport
+(a real `recallite-mcp --transport http` subprocess on 127.0.0.1)."""
+
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from recallite_mcp.server import build_server
+from recallite_mcp.settings import Settings
+from tests.mcp_helpers import call, http_server
+
+pytestmark = pytest.mark.anyio
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+
+async def conversation(client):
+    first = await call(client, "recallite_record", session="monday", turns=[
+        {"role": "user", "content": "My passport expires on 3 March 2026, I must renew it.", "timestamp": "2025-01-06T09:00:00Z"},
+        {"role": "assistant", "content": "Noted. Renewal takes about six weeks."},
+        {"role": "user", "content": "Also, I only fly with window seats."},
+    ])
+    second = await call(client, "recallite_record", session="friday", turns=[
+        {"role": "user", "content": "Book me a flight to Oslo next month."},
+        {"role": "assistant", "content": "Which dates work for you?"},
+    ])
+    return first, second
+
+
+async def test_record_context_recall_why_forget_over_mcp():
+    async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False, tools="all"))) as c:
+        first, second = await conversation(c)
+        t = first["turns"]
+        assert [x["seq"] for x in t] == [1, 2, 3] and t[0]["role"] == "user" and t[0]["session"] == "monday"
+        assert t[0]["timestamp"].startswith("2025-01-06T09:00:00")
+        # context in the friday session: its last turns first, then what matters from monday
+        ctx = await call(c, "recallite_context", query="book a flight: passport and seat preferences", session="friday",
+                         max_tokens=400)
+        assert "Recent conversation" in ctx["context"] and "Oslo" in ctx["context"]
+        assert "window seats" in ctx["context"] and ctx["tokens"] <= 400
+        # recall with the neighbouring turns, filtered by role
+        r = await call(c, "recallite_recall", query="passport expires renew", roles=["user"], window=1, limit=3)
+        top = r["memories"][0]
+        assert top["id"] == t[0]["id"] and top["turn"]["seq"] == 1
+        assert [w["id"] for w in top["window"]] == [t[0]["id"], t[1]["id"]]
+        assert all(h["turn"]["role"] == "user" for h in r["memories"])
+        # a fact with its source; why returns the turn
+        fact = await call(c, "recallite_remember", type="fact", content="The user's passport expires on 3 March 2026.",
+                          cites=[t[0]["id"]], category="travel")
+        why = await call(c, "recallite_why", id=fact["id"])
+        assert [s["id"] for s in why["sources"]] == [t[0]["id"]] and "3 March 2026" in why["sources"][0]["content"]
+        only = await call(c, "recallite_recall", query="passport", categories=["travel"])
+        assert [h["id"] for h in only["memories"]] == [fact["id"]]
+        bad = await c.call_tool("recallite_remember", {"content": "x", "cites": [second["turns"][0]["id"], "mem_999"]})
+        assert bad.is_error and "mem_999" in bad.content[0].text
+        gone = await call(c, "recallite_forget", id=t[0]["id"])
+        assert gone["deleted"] and gone["orphans"] == [fact["id"]] and "removed" not in gone  # empty lists are left out
+        assert (await call(c, "recallite_why", id=fact["id"]))["sources"] == []
+        bad = await c.call_tool("recallite_record", {"session": "x", "turns": [{"role": "user", "content": "  "}]})
+        assert bad.is_error and "empty" in bad.content[0].text
+
+
+async def test_streamable_http_transport(tmp_path):
+    with http_server(tmp_path, "--tools", "all") as url:
+        async with Client(url) as c:
+            names = {t.name for t in (await c.list_tools()).tools}
+            assert {"recallite_record", "recallite_why", "recallite_context"} <= names
+            first, _ = await conversation(c)
+            r = await call(c, "recallite_recall", query="window seats", window=1)
+            assert r["memories"][0]["id"] == first["turns"][2]["id"]
+        # the lifespan is shared by HTTP sessions: a second client sees the same store
+        async with Client(url) as c2:
+            stats = await call(c2, "recallite_stats")
+            assert stats["by_type"] == {"episode": 5}

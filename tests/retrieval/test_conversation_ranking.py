@@ -1,0 +1,78 @@
+"""Ranking signals of conversation turns: neighbouring turns, named speakers, window index."""
+
+import numpy as np
+import pytest
+
+from recallite_core import Recallite
+from recallite_core.retrieval.conversation_ranking import expand, named_speakers
+
+
+@pytest.fixture
+def chat():
+    m = Recallite.open(None, embedder="hash")
+    m.record_turns([
+        {"session": "s1", "role": "Caroline", "content": "Did you finally go to the pottery workshop?", "scope": "c"},
+        {"session": "s1", "role": "Melanie", "content": "Yes! Last Friday, it was wonderful.", "scope": "c"},
+        {"session": "s1", "role": "Caroline", "content": "I adopted a puppy called Oscar.", "scope": "c"},
+        {"session": "s2", "role": "Melanie", "content": "My puppy chewed my shoes again.", "scope": "c"},
+    ])
+    yield m
+    m.close()
+
+
+def test_named_speakers_ignores_generic_roles():
+    assert named_speakers("What did Caroline adopt?", ["Caroline", "Melanie", "user"]) == {"Caroline"}
+    assert named_speakers("what did the user say", ["user", "assistant"]) == set()
+
+
+def test_expand_adds_a_share_of_the_best_neighbour():
+    # turns 1-2-3 in a row; 4 sits after 3 but only came in as a neighbour (not core)
+    ids = np.array([1, 2, 3, 4])
+    score = np.array([1.0, 3.0, 0.0, 9.0])
+    prev, nxt = np.array([-1, 1, 2, 3]), np.array([2, 3, 4, -1])
+    core = np.array([True, True, True, False])
+    out = expand(ids, score, prev, nxt, core, 0.5)
+    assert out.tolist() == [2.5, 3.5, 0.0 + 0.5 * 9.0, 9.0 + 0.5 * 0.0]
+    # a pair of two non-core turns lends nothing; order of ids does not matter
+    core2 = np.array([True, False, False, False])
+    assert expand(ids, score, prev, nxt, core2, 0.5).tolist() == [2.5, 3.5, 0.0, 9.0]
+    perm = np.array([2, 0, 3, 1])
+    assert expand(ids[perm], score[perm], prev[perm], nxt[perm], core[perm], 0.5).tolist() == out[perm].tolist()
+    assert expand(ids, score, prev, nxt, core, 0.0) is score
+
+
+def test_answer_in_the_next_turn_is_lifted_by_its_question(chat):
+    r = chat.recall("When did Melanie go to the pottery workshop?", scope="c", limit=4)
+    answer = next(h for h in r.memories if h.memory.content.startswith("Yes! Last Friday"))
+    assert answer.rank <= 2
+    assert answer.breakdown.neighbour_share and answer.breakdown.neighbour_share > 0
+
+
+def test_turns_of_the_named_speaker_rise(chat):
+    r = chat.recall("What did Caroline adopt? a puppy that chewed shoes?", scope="c", limit=4)
+    top = r.memories[0]
+    assert top.memory.content.startswith("I adopted a puppy") and top.breakdown.speaker_boost == 2.0
+    other = next(h for h in r.memories if h.memory.content.startswith("My puppy"))
+    assert other.breakdown.speaker_boost is None
+
+
+def test_window_index_follows_turns(chat):
+    conn = chat.store.conn
+    rows = dict(conn.execute("SELECT rowid, text FROM episode_windows").fetchall())
+    assert len(rows) == 4
+    first = chat.list(scope="c", limit=10)[-1]  # oldest turn
+    assert "Caroline: Did you finally" in rows[int(first.id[4:])] and "Melanie: Yes!" in rows[int(first.id[4:])]
+    chat.forget(first.id)
+    assert conn.execute("SELECT count(*) FROM episode_windows WHERE rowid = ?", (int(first.id[4:]),)).fetchone()[0] == 0
+    conn.execute("DELETE FROM episode_windows")
+    chat.reindex()
+    assert conn.execute("SELECT count(*) FROM episode_windows").fetchone()[0] == 3
+
+
+def test_plain_memories_are_untouched_by_conversation_signals():
+    m = Recallite.open(None, embedder="hash")
+    m.remember("Caroline reviews the billing module.", type="fact")
+    r = m.recall("who reviews billing? Caroline", limit=3)
+    b = r.memories[0].breakdown
+    assert b.neighbour_share is None and b.speaker_boost is None
+    m.close()
