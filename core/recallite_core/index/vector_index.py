@@ -53,7 +53,7 @@ class ScanFilter:
     scopes: tuple[str, ...] | None = None
     statuses: tuple[str, ...] | None = None
     types: tuple[str, ...] | None = None
-    sessions: tuple[str, ...] | None = None
+    sessions: tuple[str | None, ...] | None = None  # None: a session name that was blank (check_optional_name)
     allowed_ids: np.ndarray | None = None  # e.g. the ids that carry a tag; None = all
 
     def key(self) -> tuple | None:

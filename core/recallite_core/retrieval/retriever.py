@@ -18,7 +18,7 @@ from recallite_core.config import RecalliteConfig
 from recallite_core.embedding.embedder import Embedder
 from recallite_core.policy.corrections import newer_first as corrections_first
 from recallite_core.retrieval.conversation_ranking import NO_TURN, EpisodeMap, SqlTurnLinks, expand, named_speakers
-from recallite_core.conversation.episodes import chunk_channel, needs_id_list
+from recallite_core.conversation.episodes import ChunkIndex, chunk_channel, needs_id_list
 from recallite_core.errors import ScanError, WorkerTimeoutError
 from recallite_core.retrieval.fusion import keyword_moments, keyword_weight, margin_ramp, reciprocal_rank_fusion, vector_margin, zscore_arrays
 from recallite_core.learning.learner import Assessment, OutcomeModel, blend_task, outcome_reasons
@@ -68,6 +68,8 @@ class Retriever:
         # The outcome learner (set by the engine); None ranks by the usefulness column alone.
         self.learning: OutcomeModel | None = None
         self._task_pending: tuple[str, np.ndarray] | None = None  # (query, task vector) of the last rank
+        # The chunk channel's index (episodes.chunk_channel): the facade's plumbing sets it, else the first recall.
+        self.chunk_index: ChunkIndex | None = None
 
     # -- channels -------------------------------------------------------------------------------
     def _keyword_cache(self, session: Session) -> KeywordIndexes | None:
