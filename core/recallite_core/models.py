@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -15,12 +15,20 @@ Outcome = Literal["success", "failure", "partial"]
 ContextFormat = Literal["markdown", "xml", "plain", "compact"]
 Layer = Literal["working", "episodic", "semantic", "procedural"]
 
-MEMORY_TYPES: tuple[str, ...] = MemoryType.__args__  # type: ignore[attr-defined]
-STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
-SOURCE_TYPES: tuple[str, ...] = SourceType.__args__  # type: ignore[attr-defined]
-RELATION_TYPES: tuple[str, ...] = RelationType.__args__  # type: ignore[attr-defined]
-OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
-CONTEXT_FORMATS: tuple[str, ...] = ContextFormat.__args__  # type: ignore[attr-defined]
+MEMORY_TYPES: tuple[str, ...] = get_args(MemoryType)
+STATUSES: tuple[str, ...] = get_args(Status)
+SOURCE_TYPES: tuple[str, ...] = get_args(SourceType)
+RELATION_TYPES: tuple[str, ...] = get_args(RelationType)
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
+CONTEXT_FORMATS: tuple[str, ...] = get_args(ContextFormat)
+
+
+def is_outcome(value: object) -> TypeGuard[Outcome]:
+    return value in OUTCOMES
+
+
+def is_context_format(value: object) -> TypeGuard[ContextFormat]:
+    return value in CONTEXT_FORMATS
 
 
 

@@ -404,19 +404,23 @@ class Writer:
                 if i in new_ids:
                     ids.append((new_ids[i], False))
                 elif i in vec_of:
-                    ids.append((late[i], True))
+                    late_id = late[i]
+                    assert late_id is not None, "embedded but not inserted: not fresh, so found late"
+                    ids.append((late_id, True))
                 else:
                     dup = existing[i] if existing[i] is not None else new_ids.get(first_of[(p.hash, p.scope)])
                     if dup is None:
                         dup = self.find_duplicate(conn, p)
+                    # Its first occurrence in the batch was found late, in this same transaction.
+                    assert dup is not None, "a repeat whose first occurrence is stored"
                     ids.append((dup, True))
                 if progress:
                     progress(i + 1, len(prepared))
             # New memories are built from what was written; only duplicates, and new ones a later
             # item of the batch superseded, are read back.
-            retired = {new_ids.get(-f.old_id - 1) for fs in found_of.values() for f in fs
-                       if f.old_id < 0 and f.action == "supersede"}
-            loaded = conn.memories.load(sorted({mid for mid, is_dup in ids if is_dup} | (retired - {None})))
+            retired = {new_ids[-f.old_id - 1] for fs in found_of.values() for f in fs
+                       if f.old_id < 0 and f.action == "supersede" and -f.old_id - 1 in new_ids}
+            loaded = conn.memories.load(sorted({mid for mid, is_dup in ids if is_dup} | retired))
         at = ts(now)
         for i, mid in new_ids.items():
             m = loaded[mid] if mid in retired else new_memory(mid, prepared[i], at, episodes.get(mid), extras[i][0])

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Collection, Iterable
+from typing import Collection, Iterable, Literal
 
 from recallite_core.storage.base import Session
 
 
 def write_windows(session: Session, scope: str, session_name: str, seqs: Iterable[int],
-                  absent: Collection[int] | bool = ()) -> None:
+                  absent: Collection[int] | Literal[True] = ()) -> None:
     """(Re)write the window rows of the turns at these positions of one session.
 
     A window is the turn with its neighbours (seq - 1, seq, seq + 1) as "role: content" joined

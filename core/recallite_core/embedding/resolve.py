@@ -44,7 +44,7 @@ def resolve_embedder(spec: "str | Embedder | Callable | None" = "default", dims:
     if hasattr(spec, "embed") and hasattr(spec, "dimensions"):
         if not getattr(spec, "name", None):
             try:
-                spec.name = f"custom-{int(spec.dimensions)}"
+                setattr(spec, "name", f"custom-{int(spec.dimensions)}")  # a duck-typed embedder without a name
             except Exception:
                 pass
         return spec  # type: ignore[return-value]

@@ -174,6 +174,7 @@ def _worker_main(conn, path: str, dimensions: int, shard: tuple[int, int] | None
         if msg[0] != "scan":
             continue
         _, tid, query, k, flt = msg
+        reply: tuple[Any, ...]  # ("result", tid, ids, sims, count, seq, stats) or ("error", tid, message)
         try:
             with db.snapshot() as session:
                 index.refresh(session)
@@ -216,7 +217,8 @@ class _Scan:
     flt: Any
     submitted: float
     deadline: float
-    future: ScanFuture | None = None
+    # Set by submit right after construction (the future holds its scan): never None once queued.
+    future: ScanFuture = field(init=False)
     dispatched: float = 0.0
     waiting_on: set = field(default_factory=set)  # worker slots still holding a part
     parts: list = field(default_factory=list)
@@ -468,7 +470,7 @@ class ScanPool:
             scan.waiting_on.add(w.slot)
 
     def _fail(self, scan: _Scan, exc: ScanError) -> None:
-        if scan.future is not None and not scan.future.done():
+        if not scan.future.done():
             scan.future.set_exception(exc)
         if scan in self._queue:
             self._queue.remove(scan)

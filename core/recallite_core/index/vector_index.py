@@ -53,7 +53,7 @@ class ScanFilter:
     scopes: tuple[str, ...] | None = None
     statuses: tuple[str, ...] | None = None
     types: tuple[str, ...] | None = None
-    sessions: tuple[str, ...] | None = None
+    sessions: tuple[str | None, ...] | None = None  # None: a session name that was blank (check_optional_name)
     allowed_ids: np.ndarray | None = None  # e.g. the ids that carry a tag; None = all
 
     def key(self) -> tuple | None:
@@ -96,7 +96,7 @@ class VectorIndex:
         self.max_norm = 0.0  # largest row norm seen: bounds the float32 scan error
         self._scope_codes: dict[str, int] = {}
         self._session_codes: dict[str | None, int] = {None: 0}
-        self._masks: dict[tuple, tuple[np.ndarray, int]] = {}
+        self._masks: dict[tuple, tuple[np.ndarray, int, np.ndarray | None]] = {}  # key -> (mask, n, rows)
 
     # -- maintenance ----------------------------------------------------------------------
     def __len__(self) -> int:
@@ -196,7 +196,8 @@ class VectorIndex:
             self._rows.set(self.ids[:n], np.arange(n))
 
     def reset(self) -> None:
-        self.__init__(self.dimensions, self.shard)
+        """Empty the index: the class's own __init__ runs again, so a subclass's state is emptied too."""
+        type(self).__init__(self, self.dimensions, self.shard)
 
     def refresh(self, session: Session, counter: int | None = None) -> bool:
         """Bring the matrix up to date with the database. Returns True if anything changed.
@@ -241,7 +242,7 @@ class VectorIndex:
                 return hit[0], hit[2]
         mask = self.alive[:n].copy()
         if flt is not None:
-            def keep(column: np.ndarray, codes: list[int], size: int) -> None:
+            def keep(column: np.ndarray, codes: list[int | None], size: int) -> None:  # None: value unknown here
                 lut = np.zeros(max(size, 1), dtype=bool)
                 lut[[c for c in codes if c is not None]] = True
                 np.logical_and(mask, lut[column[:n]], out=mask)

@@ -19,7 +19,7 @@ from recallite_core.policy import rules as policy
 from recallite_core.catalog import Catalog
 from recallite_core.errors import InvalidInputError, MemoryNotFoundError, RetrievalNotFoundError
 from recallite_core.policy.lifecycle import check_optional_reason
-from recallite_core.models import OUTCOMES, FeedbackResult, Memory, UsefulnessChange
+from recallite_core.models import OUTCOMES, FeedbackResult, Memory, UsefulnessChange, is_outcome
 from recallite_core.plumbing import Plumbing
 from recallite_core.policy.promotion import promote_earned
 from recallite_core.storage.base import MemoryFilter
@@ -71,7 +71,7 @@ class FeedbackRecorder:
         """Apply an outcome to the stored memories of a retrieval (``feedback`` without the
         working-memory ids), in one transaction."""
         self.core.live()
-        if outcome not in OUTCOMES:
+        if not is_outcome(outcome):
             raise InvalidInputError(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}.")
         sc = None if score is None else check_unit("score", score, 0.0)
         rid = parse_id(retrieval_id, "ret")

@@ -675,7 +675,7 @@ class Learning:
         depth, d = self.cfg.task_depth, self.embedder.dimensions
         with self.store.reading() as session:
             items = [session.retrievals.served_vectors(rid, depth) for rid, _ in rows]
-        out = []
+        out: list[np.ndarray] = []
         for start in range(0, len(rows), 256):
             chunk = rows[start : start + 256]
             out.extend(np.asarray(self.embedder.embed([q for _, q in chunk]), dtype=np.float32))

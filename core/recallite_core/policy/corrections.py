@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from recallite_core.policy import rules as policy
@@ -270,7 +271,7 @@ class Verdict:
     why: str
 
 
-def _brief(ws: list[Word]) -> str:
+def _brief(ws: Sequence[Word]) -> str:
     return " ".join(w.text.strip(".,;:") for w in ws[:4]) or "-"
 
 
@@ -354,7 +355,7 @@ def _plain_change(old: str, new: str, ow, nw, diff_o: list[int], diff_n: list[in
     pn = [nw[j] for j in diff_n if not nw[j].value]
     # Two places differ: the subject as well as the value (a number and its unit are one place:
     # "20 requests per second" -> "100 requests per minute").
-    def one_place(ws: list[Word], positions: list[int]) -> bool:
+    def one_place(ws: Sequence[Word], positions: list[int]) -> bool:
         return _run(positions) or all(w.digits for w in ws[positions[0]: positions[-1] + 1])
     if not (one_place(ow, diff_o) and one_place(nw, diff_n)):
         return None
@@ -484,7 +485,7 @@ def _qualifies(ws, positions: list[int], shared: set[str]) -> bool:
     return any(ws[i].head in shared and not ws[i].digits for i in positions)
 
 
-def _same_subject(ow: list[Word], nw: list[Word], oset: set[str], nset: set[str]) -> bool:
+def _same_subject(ow: Sequence[Word], nw: Sequence[Word], oset: set[str], nset: set[str]) -> bool:
     """An announced change is about the old statement when each text repeats most of the other's
     subject (its words before the verb, numbers aside) and the new one mentions something of the
     old one's predicate (the attribute, or the old value it replaces)."""
@@ -516,16 +517,16 @@ def _same_subject(ow: list[Word], nw: list[Word], oset: set[str], nset: set[str]
     return bool(gone & {w.shape for w in nw if w.digits and w.key not in oset})
 
 
-def _name_clash(ow: list[Word], nw: list[Word], oset: set[str], nset: set[str]) -> bool:
+def _name_clash(ow: Sequence[Word], nw: Sequence[Word], oset: set[str], nset: set[str]) -> bool:
     """A name of its own right before a shared plain word in both texts: "the CDN cache" vs "the
     Redis cache" name two things."""
-    def qualifiers(ws: list[Word], other: set[str]) -> bool:
+    def qualifiers(ws: Sequence[Word], other: set[str]) -> bool:
         return any(w.value and not w.digits and w.key not in other and not nxt.value and nxt.key in other
                    for w, nxt in zip(ws, ws[1:]))
     return qualifiers(ow, nset) and qualifiers(nw, oset)
 
 
-def _plain_clash(ow: list[Word], nw: list[Word], diff_o: list[int], diff_n: list[int]) -> bool:
+def _plain_clash(ow: Sequence[Word], nw: Sequence[Word], diff_o: list[int], diff_n: list[int]) -> bool:
     """Each text has plain words of its own in the same part (both in the subject, or both after
     the verb and not the final value words), or one qualifies a word both share (the growth team
     vs the payments team): two subjects, whatever else changed. Plain words of their own in
@@ -537,7 +538,7 @@ def _plain_clash(ow: list[Word], nw: list[Word], diff_o: list[int], diff_n: list
         return False
     shared = {w.key for w in ow} & {w.key for w in nw}
 
-    def value_slot(ws: list[Word], positions: list[int]) -> bool:  # the end, after a verb
+    def value_slot(ws: Sequence[Word], positions: list[int]) -> bool:  # the end, after a verb
         return _tail(positions, len(ws)) and not any(ws[i].lead for i in positions)
     if any(ow[i].head in shared for i in po) or any(nw[j].head in shared for j in pn):
         return True
@@ -563,13 +564,13 @@ _RELATION = re.compile(
     rf"\b({'|'.join(sorted(RELATION_VERBS, key=len, reverse=True))})\s+(?:(?:{_LINKS})\s+){{0,2}}([^\s,.;:!?]+)", re.I)
 
 
-def _why(ow: list[Word], nw: list[Word]) -> str:
+def _why(ow: Sequence[Word], nw: Sequence[Word]) -> str:
     """"old value -> new value" in a few words, for the note and the superseded reason."""
     nkeys, okeys = {x.key for x in nw}, {x.key for x in ow}
     gone = [w for w in ow if w.key not in nkeys]
     came = [w for w in nw if w.key not in okeys]
     if not gone:  # the new text quotes the old value ("replaced Jenkins with ...")
-        gone = [w for w in ow if w.value][-1:] or ow[-1:]
+        gone = [w for w in ow if w.value][-1:] or list(ow[-1:])
     return f"{_brief([w for w in gone if w.value] or gone)} -> {_brief([w for w in came if w.value] or came)}"
 
 

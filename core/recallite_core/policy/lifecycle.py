@@ -144,7 +144,9 @@ class Lifecycle:
                 return self._relation(conn, existing)
             if relation == "supersedes":
                 self.supersede_within(conn, b, a, None, allow_unsafe)
-                return self._relation(conn, conn.relations.find(a, b, "supersedes"))
+                rid = conn.relations.find(a, b, "supersedes")
+                assert rid is not None, "supersede_within just linked a supersedes b"
+                return self._relation(conn, rid)
             _, a_src, a_sid, a_conf, a_meta = rows[a]
             _, b_src, b_sid, b_conf, _ = rows[b]
             # A flagged (instruction-like) memory is as untrusted as an llm one.

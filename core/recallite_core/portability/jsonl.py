@@ -214,7 +214,7 @@ class Portability:
                     idmap[old_id] = dup
                     counts["duplicates"] += 1
                     continue
-                extra = {}
+                extra: dict[str, Any] = {}  # the restored columns, none of them None
                 if restore:
                     extra = {k2: r.get(k2) for k2 in ("usefulness", "success_count", "failure_count", "access_count",
                                                        "last_accessed_at", "created_at", "updated_at") if r.get(k2) is not None}
@@ -271,9 +271,9 @@ class Portability:
                         retmap[parse_id(r.get("id"), "ret")] = new_rid
                         item_rows = []
                         for it in r.get("items", []):
-                            mid = idmap.get(parse_id(it["memory_id"]))
-                            if mid:
-                                item_rows.append((mid, int(it["rank"]), float(it["score"]), int(bool(it.get("expanded")))))
+                            item_mid = idmap.get(parse_id(it["memory_id"]))
+                            if item_mid:
+                                item_rows.append((item_mid, int(it["rank"]), float(it["score"]), int(bool(it.get("expanded")))))
                         conn.archive.add_items(new_rid, item_rows)
                         counts["retrievals"] += 1
                     elif kind == "feedback" and restore:
@@ -288,9 +288,9 @@ class Portability:
                                                          json.dumps(used), r.get("reason"), key, r.get("created_at") or now)
                         effect_rows = []
                         for e in r.get("effects", []):
-                            mid = idmap.get(parse_id(e["memory_id"]))
-                            if mid:
-                                effect_rows.append((mid, float(e["weight"]), float(e["target"]), float(e["old_usefulness"]),
+                            effect_mid = idmap.get(parse_id(e["memory_id"]))
+                            if effect_mid:
+                                effect_rows.append((effect_mid, float(e["weight"]), float(e["target"]), float(e["old_usefulness"]),
                                                     float(e["new_usefulness"]), r.get("created_at") or now,
                                                     "unused" if e.get("kind") == "unused" else "credit"))
                         conn.archive.add_effects(fid, effect_rows)

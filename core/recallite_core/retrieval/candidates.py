@@ -22,7 +22,7 @@ class RecallFilter:
     statuses: tuple[str, ...]
     types: tuple[str, ...] | None
     tags: tuple[str, ...] | None
-    sessions: tuple[str, ...] | None
+    sessions: tuple[str | None, ...] | None  # None: a session name that was blank (check_optional_name)
     roles: tuple[str, ...] | None = None  # speakers of conversation turns (episodes.py)
     categories: tuple[str, ...] | None = None
     valid_at: float | None = None  # leave out memories whose valid_until is not after this moment

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Protocol
 from xml.sax.saxutils import escape, quoteattr
 
 from recallite_core.errors import InvalidInputError
@@ -76,6 +77,18 @@ def _md_inline(text: str) -> str:
     # One logical line: memory text cannot open headings, fences or new list items; hidden
     # characters (zero-width, bidi overrides, tag characters) are shown as [U+XXXX].
     return escape_hidden(_NEWLINES.sub(" ⏎ ", text).replace("```", "ʼʼʼ").strip())
+
+
+class _Renderer(Protocol):
+    """One context format: a header and an empty-result text, one block per memory, a footer
+    counting what the budget left out (_Xml also has ``closing``, read with getattr)."""
+
+    header: str
+    empty: str
+
+    def item(self, hit: RecallHit, content: str) -> str: ...
+
+    def footer(self, omitted: int) -> str: ...
 
 
 class _Markdown:
@@ -187,7 +200,7 @@ class _WithWas:
     """A renderer whose items carry, under a memory that superseded another, the one-line
     "was: ..." note naming the value it replaced (not for quarantined text)."""
 
-    def __init__(self, inner, was: dict[str, str]):
+    def __init__(self, inner: _Renderer, was: dict[str, str]):
         self.inner, self.was = inner, was
         self.header, self.empty = inner.header, inner.empty
         self.footer = inner.footer
@@ -200,7 +213,7 @@ class _WithWas:
         return block
 
 
-_RENDERERS = {"markdown": _Markdown(), "xml": _Xml(), "plain": _Plain(), "compact": _Compact()}
+_RENDERERS: dict[str, _Renderer] = {"markdown": _Markdown(), "xml": _Xml(), "plain": _Plain(), "compact": _Compact()}
 
 
 def render(hits: list[RecallHit], max_tokens: int, fmt: str = "markdown", was: dict[str, str] | None = None) -> Rendered:

@@ -41,7 +41,7 @@ class CrossEncoderReranker:
         if not os.path.isdir(path):
             raise RerankerUnavailableError(f"rerank_model {path} is not a directory holding a cross-encoder model.")
         try:
-            from sentence_transformers import CrossEncoder  # type: ignore[import-not-found]
+            from sentence_transformers import CrossEncoder
         except ImportError:
             raise RerankerUnavailableError(
                 "rerank='cross-encoder' needs the sentence-transformers package: pip install sentence-transformers "

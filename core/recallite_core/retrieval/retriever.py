@@ -8,6 +8,7 @@ import json
 import logging
 import math
 import time
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -17,7 +18,7 @@ from recallite_core.config import RecalliteConfig
 from recallite_core.embedding.embedder import Embedder
 from recallite_core.policy.corrections import newer_first as corrections_first
 from recallite_core.retrieval.conversation_ranking import NO_TURN, EpisodeMap, SqlTurnLinks, expand, named_speakers
-from recallite_core.conversation.episodes import chunk_channel, needs_id_list
+from recallite_core.conversation.episodes import ChunkIndex, chunk_channel, needs_id_list
 from recallite_core.errors import ScanError, WorkerTimeoutError
 from recallite_core.retrieval.fusion import keyword_moments, keyword_weight, margin_ramp, reciprocal_rank_fusion, vector_margin, zscore_arrays
 from recallite_core.learning.learner import Assessment, OutcomeModel, blend_task, outcome_reasons
@@ -42,6 +43,9 @@ log = logging.getLogger("recallite.retriever")
 #: helps a little, tags a bit more (they are chosen words).
 KEYWORD_WEIGHTS = (0.3, 1.0, 0.5)
 
+#: What drops the keyword mirror for one recall (FTS5 answers it instead).
+_KEYWORD_CACHE_ERRORS: tuple[type[Exception], ...] = (StaleIndex, *DRIVER_ERRORS)
+
 
 class Retriever:
     def __init__(
@@ -64,6 +68,8 @@ class Retriever:
         # The outcome learner (set by the engine); None ranks by the usefulness column alone.
         self.learning: OutcomeModel | None = None
         self._task_pending: tuple[str, np.ndarray] | None = None  # (query, task vector) of the last rank
+        # The chunk channel's index (episodes.chunk_channel): the facade's plumbing sets it, else the first recall.
+        self.chunk_index: ChunkIndex | None = None
 
     # -- channels -------------------------------------------------------------------------------
     def _keyword_cache(self, session: Session) -> KeywordIndexes | None:
@@ -73,7 +79,7 @@ class Retriever:
             return None
         try:  # one cheap read of the change counter when nothing changed
             kx.sync(session, self._counter(session))
-        except (StaleIndex, *DRIVER_ERRORS) as exc:
+        except _KEYWORD_CACHE_ERRORS as exc:
             log.warning("keyword cache dropped, FTS5 answers this recall: %s", exc)
             kx.reset()
             return None
@@ -277,6 +283,7 @@ class Retriever:
         self, future, session: Session, qvec: np.ndarray, flt: RecallFilter, depth: int
     ) -> tuple[list[tuple[int, float]], tuple[int, int, int]]:
         pool = self.pool
+        assert pool is not None, "a future comes only from _submit_scan, which needs the pool"
         try:
             try:
                 res = future.result(timeout=pool.options.task_timeout + 5.0)  # the pool's watchdog fails it first
@@ -386,7 +393,7 @@ class Retriever:
         return out
 
     def relevant(self, session: Session, query: str, ids: list[int], cos: dict[int, float],
-                 keyword_hits: set[int], vouched: set[int] = frozenset()) -> set[int]:
+                 keyword_hits: AbstractSet[int], vouched: AbstractSet[int] = frozenset()) -> set[int]:
         """The candidates with evidence for the query: cosine at the semantic floor, or words that
         hold ``keyword_relevance`` of the IDF mass of the query words the store knows (asked only of
         keyword hits below the floor), or ``vouched`` for by another signal (a neighbouring turn, a
@@ -443,7 +450,7 @@ class Retriever:
         for oid, title, status, scope, src, meta in session.memories.summaries(list(others)):
             quarantined = policy.SOURCE_TRUST.get(src) == policy.UNTRUSTED or '"flagged"' in meta
             info[oid] = ("" if quarantined else title, status, scope)
-        out: dict[int, list[tuple[int, str, str]]] = {}
+        out: dict[int, list[tuple[int, str, str, bool]]] = {}
         for a, b in rows:
             for me, other in ((a, b), (b, a)):
                 if me not in idset or other not in info:
@@ -489,6 +496,7 @@ class Retriever:
         outside = np.array(sorted(near.difference(fz.ids.tolist())), dtype=np.int64)
         n = len(fz.ids)
         ids, score, kz, vz = fz.ids, fz.score, fz.kz, fz.vz
+        assert kz is not None and vz is not None, "only the z-score fusion calls this, with both channels' z"
         keep = np.ones(n, dtype=bool)
         if len(outside):
             if use_vec:
@@ -539,7 +547,8 @@ class Retriever:
             vec = chunk_channel(self, session, qvec, flt, depth, vec)  # sentence chunks of long episodes (inline)
             if not use_vec:
                 vec = []
-            alpha = alpha0 = None
+            alpha: float | None = None
+            alpha0: float | None = None  # the keyword weight before the margin fade (both channels only)
             cut_base: dict[int, float] | None = None  # fused scores the relative cut reads, when not `base`
             if cfg.fusion == "rrf":
                 rrf = reciprocal_rank_fusion(
@@ -575,7 +584,7 @@ class Retriever:
                                                Fused(ids, fused, kz, vz), use_vec)
                 # exp keeps the score positive, so policy factors scale it the same way whatever its sign.
                 base = np.array([math.exp(min(50.0, s)) for s in fz.score.tolist()])
-                if use_kw and use_vec and alpha0 != alpha and fz.kz is not None and fz.vz is not None:
+                if alpha0 is not None and alpha0 != alpha and fz.kz is not None and fz.vz is not None:
                     # The fade orders the list; a context's relative cut reads the fusion before it.
                     # Without the keyword channel the scores are flatter, so the same ratio kept more
                     # off-task memories (agent day, docs/ranking.md).
@@ -638,7 +647,7 @@ class Retriever:
                                      present=self._side_tables(session))
         kw_rank = {i: (r, s) for r, (i, s) in enumerate(kw, start=1)}
         vec_rank = {i: (r, s) for r, (i, s) in enumerate(vec, start=1)}
-        kz, vz, nshare, sboost = fz.about([t[2] for t in scored])
+        kz_of, vz_of, nshare, sboost = fz.about([t[2] for t in scored])
         hits: list[RecallHit] = []
         for final, _, mid, fusion_score, factors in scored:
             mem = memories.get(mid)
@@ -653,8 +662,8 @@ class Retriever:
                 keyword_score=round(kr[1], 6) if kr else None,
                 vector_rank=vr[0] if vr else None,
                 vector_similarity=round(vr[1], 6) if vr else None,
-                keyword_z=round(kz[mid], 4) if mid in kz else None,
-                vector_z=round(vz[mid], 4) if mid in vz else None,
+                keyword_z=round(kz_of[mid], 4) if mid in kz_of else None,
+                vector_z=round(vz_of[mid], 4) if mid in vz_of else None,
                 keyword_alpha=None if alpha is None else round(alpha, 4),
                 neighbour_share=round(nshare[mid], 4) if nshare.get(mid) else None,
                 speaker_boost=sboost.get(mid),

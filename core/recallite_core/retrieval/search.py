@@ -22,7 +22,7 @@ from recallite_core.retrieval.context import render
 from recallite_core.conversation.conversations import Conversations
 from recallite_core.conversation.episodes import check_window, render_session, stored_id
 from recallite_core.errors import InvalidInputError
-from recallite_core.models import CONTEXT_FORMATS, STATUSES, AutoContextResult, BeliefEdge, BeliefGraph, BeliefNode, ContextResult, RecallHit, RecallResult
+from recallite_core.models import CONTEXT_FORMATS, STATUSES, AutoContextResult, BeliefEdge, BeliefGraph, BeliefNode, ContextFormat, ContextResult, RecallHit, RecallResult, is_context_format
 from recallite_core.plumbing import Plumbing
 from recallite_core.policy.rules import DEFAULT_RECALL_STATUSES
 from recallite_core.features.beliefs import walk
@@ -179,7 +179,7 @@ class Searcher:
         bandit (10 hits, 20 in compact format, until feedback says otherwise)."""
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise InvalidInputError(f"max_tokens must be a positive whole number, got {max_tokens!r}.")
-        if format not in CONTEXT_FORMATS:
+        if not is_context_format(format):
             raise InvalidInputError(f"Unknown context format {format!r}. Use one of: {', '.join(CONTEXT_FORMATS)}.")
         recall_kwargs.setdefault("explore", True)
         if limit is None:
@@ -204,7 +204,7 @@ class Searcher:
         first = scope if isinstance(scope, str) else next(iter(scope), None)
         return "*" if first is None else check_scope(first, self.core.limits, self.core.config.default_scope)
 
-    def _conversation_context(self, query: str, max_tokens: int, format: str, limit: int,
+    def _conversation_context(self, query: str, max_tokens: int, format: ContextFormat, limit: int,
                               conversation: str, recent_turns: int, recall_kwargs: dict):
         """build_context(conversation=...): the session block, then recalled memories, one budget."""
         sc = self.conversations.session_context(conversation, last_n=recent_turns, scope=recall_kwargs.get("scope"))
@@ -281,9 +281,10 @@ class Searcher:
                     break
             found = conn.memories.load(sorted({i for ids in windows.values() for i in ids}))
         for h in out:
-            ids = windows.get(stored_id(h))
+            mid = stored_id(h)
+            ids = None if mid is None else windows.get(mid)  # None: not a stored memory, no window
             if ids:
-                h.window = [found[i] if i != stored_id(h) else h.memory for i in ids if i in found]
+                h.window = [found[i] if i != mid else h.memory for i in ids if i in found]
                 if len(h.window) > 1:
                     h.reasons.append(f"episode-window:{len(h.window)}")
         return out

@@ -51,7 +51,7 @@ class MemoryFilter:
     scopes: tuple[str, ...] | None = None
     statuses: tuple[str, ...] | None = None
     types: tuple[str, ...] | None = None
-    sessions: tuple[str, ...] | None = None
+    sessions: tuple[str | None, ...] | None = None  # None: a session name that was blank (check_optional_name)
     sources: tuple[str, ...] | None = None  # source types
     tags: tuple[str, ...] | None = None  # any of them
     roles: tuple[str, ...] | None = None  # conversation turns spoken by any of them

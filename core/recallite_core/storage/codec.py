@@ -4,6 +4,7 @@ epoch seconds (UTC)."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import overload
 
 import numpy as np
 
@@ -52,6 +53,14 @@ def decode_many(blobs: list[bytes], dimensions: int) -> np.ndarray:
     return np.frombuffer(joined, dtype=_DTYPE).reshape(len(blobs), dimensions).astype(np.float32, copy=False)
 
 
+@overload
+def ts(value: float) -> datetime: ...
+@overload
+def ts(value: None) -> None: ...
+@overload
+def ts(value: float | None) -> datetime | None: ...
+
+
 def ts(value: float | None) -> datetime | None:
-    """A stored time (epoch seconds) as an aware UTC datetime."""
+    """A stored time (epoch seconds) as an aware UTC datetime (None stays None: a time never set)."""
     return None if value is None else datetime.fromtimestamp(value, tz=timezone.utc)

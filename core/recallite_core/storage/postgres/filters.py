@@ -13,7 +13,7 @@ def where_sql(flt: MemoryFilter, alias: str = "m") -> tuple[str, list]:
     where: list[str] = []
     params: list = []
 
-    def among(column: str, values: tuple[str, ...]) -> None:
+    def among(column: str, values: tuple[str | None, ...]) -> None:  # a None (blank session) matches no row
         where.append(f"{alias}.{column} = ANY(%s)")
         params.append(list(values))
 

@@ -27,6 +27,7 @@ from recallite_core.errors import SchemaVersionError, StoreError
 from recallite_core.storage.postgres import driver
 from recallite_core.storage.postgres.driver import masked
 from recallite_core.storage.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
+from recallite_core.storage.base import Session
 from recallite_core.storage.postgres.session import PostgresSession
 from recallite_core.storage.postgres.vectors import index_name
 
@@ -284,7 +285,7 @@ class PostgresStore:
             row = self.conn.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
         return row[0] if row else None
 
-    def set_meta(self, session: PostgresSession, key: str, value: str) -> None:
+    def set_meta(self, session: Session, key: str, value: str) -> None:
         # The session runs on this store's one connection: the row joins its transaction.
         self.conn.execute("INSERT INTO meta (key, value) VALUES (%s, %s) "
                           "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))

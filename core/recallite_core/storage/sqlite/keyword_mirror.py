@@ -436,8 +436,9 @@ class KeywordIndex:
     def bm25(self, conn: SqlHandle, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
         """(ids, scores) of every live row matching any word; score = -bm25(), higher is better.
         None when a word is not a single FTS5 token (the caller asks FTS5 instead)."""
-        terms = self.terms_of(words)
-        if not terms or any(t is None for t in terms) or self.rows <= 0:
+        found = self.terms_of(words)
+        terms = [t for t in found if t is not None]
+        if not found or len(terms) < len(found) or self.rows <= 0:  # a word that is not one token
             return None
         n_rows = float(self.rows)
         avgdl = float(self.tokens_total) / n_rows

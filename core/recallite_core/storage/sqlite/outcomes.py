@@ -157,6 +157,7 @@ class SqliteRetrievals:
         rid = self._conn.execute(
             "INSERT INTO retrievals (query, profile, scope, kind, created_at) VALUES (?, ?, ?, ?, ?)",
             (query, profile, scopes, kind, now)).lastrowid
+        assert rid is not None, "an INSERT sets lastrowid"
         if items:
             self._conn.executemany(
                 "INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score) VALUES (?, ?, ?, ?)",

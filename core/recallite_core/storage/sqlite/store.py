@@ -15,6 +15,7 @@ from typing import Iterator, Sequence
 from recallite_core.errors import SchemaVersionError, StoreError
 from recallite_core.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 from recallite_core.storage.sqlite.keyword_mirror import KeywordIndexes
+from recallite_core.storage.base import Session
 from recallite_core.storage.sqlite.session import SqliteSession
 
 log = logging.getLogger("recallite.store")
@@ -312,7 +313,7 @@ class Store:
             row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
-    def set_meta(self, session: SqliteSession, key: str, value: str) -> None:
+    def set_meta(self, session: Session, key: str, value: str) -> None:
         # The session is one of this store's, on this connection: the write joins its transaction.
         self.conn.execute(
             "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
