@@ -150,17 +150,7 @@ def _pending(backend: str, noun: str) -> set[str]:
 #: method named here exists, so whoever implements one removes it.
 PENDING_ON_POSTGRES: dict[str, set[str]] = {
     "feed": {"prune_tombstones"},
-    "memories": {"all_ids", "apply_outcomes", "classified", "comparable", "confidence_of", "contents", "count", "delete",
-                 "duplicate_of", "expired_among", "insert_many", "link_ends", "live_duplicate_of", "mark_deprecated",
-                 "mark_superseded", "merged_metadata", "newest", "newest_ids", "purge", "record_behaviour",
-                 "restore_status", "retype", "set_confidence", "set_status", "set_usefulness", "source_of", "state",
-                 "states_of", "supersede_state", "texts", "texts_of", "type_of", "types_of", "usefulness_of",
-                 "versions", "with_hashes"},
-    "vectors": {"add", "delete", "missing_texts", "put", "replace_all"},
     "keywords": {"match_counts", "optimize", "rebuild"},
-    "relations": {"add", "create", "evidence_counts", "find", "get", "of_memory", "remove"},
-    "outcomes": {"add", "add_feedback", "add_unused", "credits_of", "feedback", "feedback_with_key"},
-    "retrievals": {"exists", "mark_context", "mark_expanded", "mark_unserved", "shown"},
     "episodes": {"add_chunks", "add_turns", "all_chunks", "category_of", "chunk_count", "chunk_ids", "chunk_sources",
                  "chunk_tombstone_floor", "chunk_tombstones_since", "chunks_changed_since", "citations", "cite",
                  "cites_any", "clear_summaries", "delete_chunks", "drop_summary", "last_seq", "links_of", "place_of",
