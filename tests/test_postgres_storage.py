@@ -62,17 +62,19 @@ def test_a_connection_error_never_shows_the_password(postgres_url):
 def test_migrations_are_recorded_and_a_second_open_changes_nothing(postgres_db_url):
     import psycopg
 
+    from recallite_core.storage.postgres.migrations import MIGRATIONS
+
     store = _store(postgres_db_url)
     version = store.schema_version()
     store.close()
-    assert version == 1
+    assert version == len(MIGRATIONS) >= 2
     again = _store(postgres_db_url)
     try:
         assert again.schema_version() == version
     finally:
         again.close()
     with psycopg.connect(postgres_db_url) as conn:
-        assert [r[0] for r in conn.execute("SELECT name FROM schema_migrations")] == ["0001_initial"]
+        assert [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY 1")] == [n for n, _ in MIGRATIONS]
 
 
 def test_two_processes_creating_one_database_do_not_collide(postgres_db_url):

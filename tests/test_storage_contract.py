@@ -149,15 +149,7 @@ def _pending(backend: str, noun: str) -> set[str]:
 #: the engine's services moved behind the interface. This list may only shrink: a test fails when a
 #: method named here exists, so whoever implements one removes it.
 PENDING_ON_POSTGRES: dict[str, set[str]] = {
-    "feed": {"prune_tombstones"},
     "keywords": {"match_counts", "optimize", "rebuild"},
-    "episodes": {"add_chunks", "add_turns", "all_chunks", "category_of", "chunk_count", "chunk_ids", "chunk_sources",
-                 "chunk_tombstone_floor", "chunk_tombstones_since", "chunks_changed_since", "citations", "cite",
-                 "cites_any", "clear_summaries", "delete_chunks", "drop_summary", "last_seq", "links_of", "place_of",
-                 "prune_chunk_tombstones", "put_summary", "session_latest", "session_texts", "session_turns",
-                 "sessions", "set_categories", "sources_of", "summary", "summary_pools", "window"},
-    "integrity": {"file_check"},
-    "stats": {"*"}, "teams": {"*"}, "drift": {"*"}, "archive": {"*"},  # whole nouns
     "store": {"file_sizes", "vacuum", "write_mark"},
 }
 

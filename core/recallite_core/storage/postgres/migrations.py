@@ -351,6 +351,11 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             """,
         ],
     ),
+    (
+        # Export lists citations in the order they were written (SQLite: rowid order).
+        "0002_citation_order",
+        ["ALTER TABLE citations ADD COLUMN row_id bigint GENERATED ALWAYS AS IDENTITY"],
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

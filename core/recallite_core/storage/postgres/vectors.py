@@ -118,7 +118,7 @@ class PostgresVectors:
         if rows:
             with self._conn.cursor() as cur:
                 cur.executemany("INSERT INTO vectors (memory_id, embedding) VALUES (%s, %s)",
-                                [(mid, _array(blob)) for mid, blob in rows])
+                                [(mid, vector_array(blob)) for mid, blob in rows])
 
     def put(self, rows: Sequence[tuple[int, bytes]]) -> None:
         """Store (memory id, vector bytes) rows, replacing a memory's vector if it has one."""
@@ -126,7 +126,7 @@ class PostgresVectors:
             with self._conn.cursor() as cur:
                 cur.executemany("INSERT INTO vectors (memory_id, embedding) VALUES (%s, %s) "
                                 "ON CONFLICT (memory_id) DO UPDATE SET embedding = excluded.embedding",
-                                [(mid, _array(blob)) for mid, blob in rows])
+                                [(mid, vector_array(blob)) for mid, blob in rows])
 
     def delete(self, ids: Sequence[int]) -> None:
         if ids:
@@ -145,6 +145,6 @@ class PostgresVectors:
             "(SELECT 1 FROM vectors v WHERE v.memory_id = m.id) ORDER BY id").fetchall()
 
 
-def _array(blob: bytes) -> np.ndarray:
+def vector_array(blob: bytes) -> np.ndarray:
     """Stored little-endian float32 bytes as the array the pgvector adapter sends."""
     return np.frombuffer(blob, dtype=_LE_F4)
