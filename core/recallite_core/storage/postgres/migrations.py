@@ -359,3 +359,9 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+#: recallite's tables (what store.vacuum rewrites and store.file_sizes counts).
+TABLES = ("meta", "counters", "memories", "vectors", "tombstones", "relations", "retrievals", "retrieval_items",
+          "feedback", "memory_outcomes", "redactions", "episodes", "memory_categories", "chunks", "chunk_tombstones",
+          "citations", "session_summaries", "scope_links", "episode_windows", "retrieval_vectors", "context_tuning",
+          "retrieval_tuning", "schema_migrations")
