@@ -65,9 +65,11 @@ class PostgresEpisodes:
         if stale:
             self._conn.execute("DELETE FROM episode_windows WHERE memory_id = ANY(%s)", (list(stale),))
         if rows:
-            with self._conn.cursor() as cur:
-                cur.executemany("INSERT INTO episode_windows (memory_id, text) VALUES (%s, %s) "
-                                "ON CONFLICT (memory_id) DO UPDATE SET text = excluded.text", rows)
+            # One statement: the keyword totals' statement trigger fires once for the batch.
+            ids, texts = [r[0] for r in rows], [r[1] for r in rows]
+            self._conn.execute("INSERT INTO episode_windows (memory_id, text) "
+                               "SELECT * FROM unnest(%s::bigint[], %s::text[]) "
+                               "ON CONFLICT (memory_id) DO UPDATE SET text = excluded.text", (ids, texts))
 
     def clear_windows(self) -> None:
         self._conn.execute("DELETE FROM episode_windows")

@@ -12,6 +12,11 @@ from .filters import where_sql
 from .rows import SELECT_MEMORIES, load_memories, memory_from_select
 
 _LE_F4 = np.dtype("<f4")
+#: A NewMemoryRow's columns (base.py) as PostgreSQL array element types, and the Python type each
+#: value is made before it goes into its array (an array takes one element type).
+_NEW_ROW_TYPES = ("text", "text", "text", "text", "text", "text", "text", "text", "text", "text", "float8", "float8",
+                  "float8", "int", "int", "int", "float8", "float8", "float8", "text", "int", "float8")
+_NEW_ROW_CASTS = tuple({"text": str, "float8": float, "int": int}[t] for t in _NEW_ROW_TYPES)
 
 
 class PostgresMemories:
@@ -217,13 +222,23 @@ class PostgresMemories:
         ids = [r[0] for r in conn.execute(
             "SELECT nextval(pg_get_serial_sequence('memories', 'id')) FROM generate_series(1, %s) ORDER BY 1",
             (len(rows),))]
+        # One statement over column arrays: the keyword totals' statement trigger fires once for
+        # the batch (per-row statements would update the counter row once per memory).
+        cols = [list(c) for c in zip(*rows)]
+        cols = [[None if v is None else cast(v) for v in col] for cast, col in zip(_NEW_ROW_CASTS, cols)]
+        conn.execute(
+            "INSERT INTO memories (id, type, title, content, status, source_type, source_id, scope, session, tags, "
+            "metadata, confidence, usefulness, importance, success_count, failure_count, access_count, "
+            "last_accessed_at, created_at, updated_at, content_hash, tokens, valid_until, seq) "
+            "SELECT u.id, u.type, u.title, u.content, u.status, u.source_type, u.source_id, u.scope, u.session, "
+            "u.tags::jsonb, u.metadata::jsonb, u.confidence, u.usefulness, u.importance, u.success_count, "
+            "u.failure_count, u.access_count, u.last_accessed_at, u.created_at, u.updated_at, u.content_hash, "
+            "u.tokens, u.valid_until, %s FROM unnest(%s::bigint[], " + ", ".join(f"%s::{t}[]" for t in _NEW_ROW_TYPES)
+            + ") AS u(id, type, title, content, status, source_type, source_id, scope, session, tags, metadata, "
+            "confidence, usefulness, importance, success_count, failure_count, access_count, last_accessed_at, "
+            "created_at, updated_at, content_hash, tokens, valid_until) ORDER BY u.id",
+            [seq, ids, *cols])
         with conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO memories (id, type, title, content, status, source_type, source_id, scope, session, tags, "
-                "metadata, confidence, usefulness, importance, success_count, failure_count, access_count, "
-                "last_accessed_at, created_at, updated_at, content_hash, tokens, valid_until, seq) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::jsonb,%s::jsonb,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                [(mid, *row, seq) for mid, row in zip(ids, rows)])
             cur.executemany("INSERT INTO vectors (memory_id, embedding, seq) VALUES (%s, %s, %s)",
                             [(mid, np.frombuffer(blob, dtype=_LE_F4), seq) for mid, blob in zip(ids, vectors)])
         return ids
