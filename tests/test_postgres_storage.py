@@ -313,3 +313,73 @@ def test_a_dropped_connection_is_replaced_at_the_next_unit_of_work(postgres_db_u
             assert s.vectors.nearest(np.ones(DIMS, dtype=np.float32), MemoryFilter(), 3) == []
     finally:
         store.close()
+
+
+def _new_row(content: str) -> tuple:
+    return ("fact", "", content, "active", "user", None, "default", None, "[]", "{}", 0.7, 0.5, 0.5, 0, 0, 0, None,
+            1.0, 1.0, "h-" + content, 1, None)
+
+
+def test_vacuum_runs_outside_a_unit_of_work_only(postgres_db_url):
+    store = _store(postgres_db_url)
+    try:
+        with store.transaction() as s:
+            (mid,) = s.memories.insert_many([_new_row("secret text")], [np.ones(DIMS, "<f4").tobytes()])
+            with pytest.raises(StoreError, match="outside"):
+                store.vacuum()
+        with store.reading():
+            with pytest.raises(StoreError, match="outside"):
+                store.vacuum()
+        with store.transaction() as s:
+            assert s.memories.delete(mid)
+        assert store.vacuum() is True
+        with store.reading() as s:
+            assert s.memories.count() == 0 and s.integrity.file_check() == "ok"
+    finally:
+        store.close()
+    with pytest.raises(StoreError, match="read-only"):
+        ro = _store(postgres_db_url, read_only=True)
+        try:
+            ro.vacuum()
+        finally:
+            ro.close()
+
+
+def test_insert_many_ids_are_never_reused(postgres_db_url):
+    """Ids come from the identity sequence: a rolled-back batch leaves a gap (SQLite reuses them),
+    and rows inserted without an id (the sequence's default) never collide with a batch."""
+    store = _store(postgres_db_url)
+    blob = np.ones(DIMS, "<f4").tobytes()
+    try:
+        with store.transaction() as s:
+            first = s.memories.insert_many([_new_row("a"), _new_row("b")], [blob, blob])
+        with pytest.raises(RuntimeError), store.transaction() as s:
+            s.memories.insert_many([_new_row("c")], [blob])
+            raise RuntimeError
+        with store.transaction() as s:
+            (after,) = s.memories.insert_many([_new_row("d")], [blob])
+            plain = store.conn.execute(
+                "INSERT INTO memories (type, content, status, source_type, confidence, created_at, updated_at, "
+                "content_hash) VALUES ('fact', 'e', 'active', 'user', 0.5, 1, 1, 'h-e') RETURNING id").fetchone()[0]
+        assert first == [first[0], first[0] + 1] and after > first[1] + 1 and plain > after
+    finally:
+        store.close()
+
+
+def test_a_write_mark_follows_another_process_commits(postgres_db_url):
+    store, other = _store(postgres_db_url), _store(postgres_db_url)
+    blob = np.ones(DIMS, "<f4").tobytes()
+    try:
+        with store.reading():
+            mark = store.write_mark()
+        with other.transaction() as s:
+            s.relations.find(1, 2, "supports")  # a read-only unit of work moves nothing
+        with store.transaction():
+            assert store.write_mark() == mark
+        with other.transaction() as s:
+            s.memories.insert_many([_new_row("from elsewhere")], [blob])
+        with store.transaction():
+            assert store.write_mark() != mark
+    finally:
+        other.close()
+        store.close()
