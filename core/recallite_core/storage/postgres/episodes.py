@@ -65,8 +65,10 @@ class PostgresEpisodes:
         if stale:
             self._conn.execute("DELETE FROM episode_windows WHERE memory_id = ANY(%s)", (list(stale),))
         if rows:
-            # One statement: the keyword totals' statement trigger fires once for the batch.
-            ids, texts = [r[0] for r in rows], [r[1] for r in rows]
+            # One statement: the keyword totals' statement trigger fires once for the batch. A
+            # turn named twice keeps its last text (one statement may not update a row twice).
+            last = dict(rows)
+            ids, texts = list(last), list(last.values())
             self._conn.execute("INSERT INTO episode_windows (memory_id, text) "
                                "SELECT * FROM unnest(%s::bigint[], %s::text[]) "
                                "ON CONFLICT (memory_id) DO UPDATE SET text = excluded.text", (ids, texts))
