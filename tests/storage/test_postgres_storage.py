@@ -62,17 +62,19 @@ def test_a_connection_error_never_shows_the_password(postgres_url):
 def test_migrations_are_recorded_and_a_second_open_changes_nothing(postgres_db_url):
     import psycopg
 
+    from recallite_core.storage.postgres.migrations import MIGRATIONS
+
     store = _store(postgres_db_url)
     version = store.schema_version()
     store.close()
-    assert version == 1
+    assert version == len(MIGRATIONS) >= 2
     again = _store(postgres_db_url)
     try:
         assert again.schema_version() == version
     finally:
         again.close()
     with psycopg.connect(postgres_db_url) as conn:
-        assert [r[0] for r in conn.execute("SELECT name FROM schema_migrations")] == ["0001_initial"]
+        assert [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY 1")] == [n for n, _ in MIGRATIONS]
 
 
 def test_two_processes_creating_one_database_do_not_collide(postgres_db_url):
@@ -310,4 +312,74 @@ def test_a_dropped_connection_is_replaced_at_the_next_unit_of_work(postgres_db_u
         with store.reading() as s:  # the vector adapter came back with the connection
             assert s.vectors.nearest(np.ones(DIMS, dtype=np.float32), MemoryFilter(), 3) == []
     finally:
+        store.close()
+
+
+def _new_row(content: str) -> tuple:
+    return ("fact", "", content, "active", "user", None, "default", None, "[]", "{}", 0.7, 0.5, 0.5, 0, 0, 0, None,
+            1.0, 1.0, "h-" + content, 1, None)
+
+
+def test_vacuum_runs_outside_a_unit_of_work_only(postgres_db_url):
+    store = _store(postgres_db_url)
+    try:
+        with store.transaction() as s:
+            (mid,) = s.memories.insert_many([_new_row("secret text")], [np.ones(DIMS, "<f4").tobytes()])
+            with pytest.raises(StoreError, match="outside"):
+                store.vacuum()
+        with store.reading():
+            with pytest.raises(StoreError, match="outside"):
+                store.vacuum()
+        with store.transaction() as s:
+            assert s.memories.delete(mid)
+        assert store.vacuum() is True
+        with store.reading() as s:
+            assert s.memories.count() == 0 and s.integrity.file_check() == "ok"
+    finally:
+        store.close()
+    with pytest.raises(StoreError, match="read-only"):
+        ro = _store(postgres_db_url, read_only=True)
+        try:
+            ro.vacuum()
+        finally:
+            ro.close()
+
+
+def test_insert_many_ids_are_never_reused(postgres_db_url):
+    """Ids come from the identity sequence: a rolled-back batch leaves a gap (SQLite reuses them),
+    and rows inserted without an id (the sequence's default) never collide with a batch."""
+    store = _store(postgres_db_url)
+    blob = np.ones(DIMS, "<f4").tobytes()
+    try:
+        with store.transaction() as s:
+            first = s.memories.insert_many([_new_row("a"), _new_row("b")], [blob, blob])
+        with pytest.raises(RuntimeError), store.transaction() as s:
+            s.memories.insert_many([_new_row("c")], [blob])
+            raise RuntimeError
+        with store.transaction() as s:
+            (after,) = s.memories.insert_many([_new_row("d")], [blob])
+            plain = store.conn.execute(
+                "INSERT INTO memories (type, content, status, source_type, confidence, created_at, updated_at, "
+                "content_hash) VALUES ('fact', 'e', 'active', 'user', 0.5, 1, 1, 'h-e') RETURNING id").fetchone()[0]
+        assert first == [first[0], first[0] + 1] and after > first[1] + 1 and plain > after
+    finally:
+        store.close()
+
+
+def test_a_write_mark_follows_another_process_commits(postgres_db_url):
+    store, other = _store(postgres_db_url), _store(postgres_db_url)
+    blob = np.ones(DIMS, "<f4").tobytes()
+    try:
+        with store.reading():
+            mark = store.write_mark()
+        with other.transaction() as s:
+            s.relations.find(1, 2, "supports")  # a read-only unit of work moves nothing
+        with store.transaction():
+            assert store.write_mark() == mark
+        with other.transaction() as s:
+            s.memories.insert_many([_new_row("from elsewhere")], [blob])
+        with store.transaction():
+            assert store.write_mark() != mark
+    finally:
+        other.close()
         store.close()

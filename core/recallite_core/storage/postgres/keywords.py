@@ -20,6 +20,7 @@ come from counters kept by triggers and from the GIN index.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
 from recallite_core.storage.base import MemoryFilter
@@ -29,6 +30,8 @@ from recallite_core.storage.postgres.migrations import TEXT_CONFIG
 
 K1 = 1.2
 B = 0.75
+#: A term of an FTS5 query as fts_query writes it: a double-quoted word (no quote inside).
+_QUOTED = re.compile(r'"(\w+)"')
 
 
 def ts_query(text: str) -> str | None:
@@ -134,3 +137,31 @@ class PostgresKeywords:
         return [r[0] for r in self._conn.execute(
             f"SELECT id FROM memories WHERE tsv @@ to_tsquery('{TEXT_CONFIG}', %s) AND id = ANY(%s) ORDER BY id",
             (tsq, list(ids)))]
+
+    def rebuild(self) -> None:
+        """The keyword index is a generated column the server keeps in step with each row, so
+        there is nothing to re-derive from the table; what can drift (a restore that bypassed
+        the triggers, say) is the collection statistics BM25 reads: they are recounted here."""
+        for prefix, table in (("keyword", "memories"), ("window", "episode_windows")):
+            self._conn.execute(
+                f"UPDATE counters SET value = CASE name WHEN '{prefix}_docs' THEN (SELECT count(*) FROM {table}) "
+                f"ELSE (SELECT coalesce(sum(tsv_tokens), 0) FROM {table}) END "
+                f"WHERE name IN ('{prefix}_docs', '{prefix}_tokens')")
+
+    def optimize(self) -> None:
+        """Merge the GIN indexes' pending lists into their main structure (FTS5's 'optimize'
+        merges segments). Deleted text leaves the table files only with store.vacuum()."""
+        self._conn.execute(
+            "SELECT gin_clean_pending_list(i) FROM (SELECT to_regclass('memories_tsv') AS i "
+            "UNION ALL SELECT to_regclass('episode_windows_tsv')) x WHERE i IS NOT NULL")
+
+    def match_counts(self, queries: Sequence[str]) -> list[int]:
+        """How many memories match each keyword query (same stemming as recall), in one statement.
+        The queries are fts.fts_query's (quoted terms OR-ed), read here as the same terms."""
+        if not queries:
+            return []
+        tsqs = [" | ".join(f"'{t}'" for t in _QUOTED.findall(q)) for q in queries]
+        return [r[0] for r in self._conn.execute(
+            "SELECT CASE WHEN u.q = '' THEN 0 ELSE (SELECT count(*) FROM memories "
+            f"WHERE tsv @@ to_tsquery('{TEXT_CONFIG}', u.q)) END "
+            "FROM unnest(%s::text[]) WITH ORDINALITY AS u(q, n) ORDER BY u.n", (tsqs,))]

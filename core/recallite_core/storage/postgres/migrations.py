@@ -351,6 +351,17 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             """,
         ],
     ),
+    (
+        # Export lists citations in the order they were written (SQLite: rowid order).
+        "0002_citation_order",
+        ["ALTER TABLE citations ADD COLUMN row_id bigint GENERATED ALWAYS AS IDENTITY"],
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+#: recallite's tables (what store.vacuum rewrites and store.file_sizes counts).
+TABLES = ("meta", "counters", "memories", "vectors", "tombstones", "relations", "retrievals", "retrieval_items",
+          "feedback", "memory_outcomes", "redactions", "episodes", "memory_categories", "chunks", "chunk_tombstones",
+          "citations", "session_summaries", "scope_links", "episode_windows", "retrieval_vectors", "context_tuning",
+          "retrieval_tuning", "schema_migrations")

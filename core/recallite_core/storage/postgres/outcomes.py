@@ -82,6 +82,48 @@ class PostgresOutcomes:
             "WHERE mo.kind = 'credit' AND mo.memory_id = ANY(%s) GROUP BY mo.memory_id",
             (min_weight, min_weight, list(ids)))}
 
+    def add_feedback(self, rid: int | None, outcome: str, score: float, used_ids: str, reason: str | None,
+                     client_key: str | None, now: float) -> int:
+        """Log one feedback on a retrieval (None: a restored one whose retrieval was not kept); returns its id."""
+        return self._conn.execute(
+            "INSERT INTO feedback (retrieval_id, outcome, score, used_ids, reason, client_key, created_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            (rid, outcome, score, used_ids, reason, client_key, now)).fetchone()[0]
+
+    def feedback_with_key(self, client_key: str) -> int | None:
+        """The feedback sent earlier with this client key (a retry), if any."""
+        row = self._conn.execute("SELECT id FROM feedback WHERE client_key = %s", (client_key,)).fetchone()
+        return None if row is None else row[0]
+
+    def feedback(self, fid: int) -> tuple[int | None, str, float]:
+        """(retrieval id, outcome, score) of one feedback."""
+        return self._conn.execute("SELECT retrieval_id, outcome, score FROM feedback WHERE id = %s", (fid,)).fetchone()
+
+    def credits_of(self, fid: int) -> list[tuple[int, float, float, float]]:
+        """(memory id, weight, usefulness before, after) of the credit rows a feedback wrote, in order."""
+        return self._conn.execute(
+            "SELECT memory_id, weight, old_usefulness, new_usefulness FROM memory_outcomes "
+            "WHERE feedback_id = %s AND kind = 'credit' ORDER BY row_id", (fid,)).fetchall()
+
+    def add(self, rows: Sequence[tuple[int, int, float, float, float, float, float]]) -> None:
+        """Credit rows: (feedback id, memory id, weight, target, usefulness before, after, created_at)."""
+        if rows:
+            with self._conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, "
+                    "new_usefulness, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s)", list(rows))
+
+    def add_unused(self, fid: int, ids: Sequence[int], weight: float, now: float, exempt_types: Sequence[str]) -> None:
+        """'unused' rows (target 0, usefulness unchanged) for the memories among ``ids`` whose
+        type is not one of ``exempt_types`` (one statement, rows in the order of ``ids``)."""
+        if ids:
+            self._conn.execute(
+                "INSERT INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, "
+                "new_usefulness, created_at, kind) SELECT %s, m.id, %s, 0.0, m.usefulness, m.usefulness, %s, 'unused' "
+                "FROM unnest(%s::bigint[]) WITH ORDINALITY AS u(id, n) JOIN memories m ON m.id = u.id "
+                "WHERE NOT (m.type = ANY(%s::text[])) ORDER BY u.n",
+                (fid, weight, now, list(ids), list(exempt_types)))
+
 
 class PostgresRetrievals:
     """The retrieval log: what each recall or context served, its feedback, its task vector."""
@@ -190,6 +232,31 @@ class PostgresRetrievals:
                 cur.executemany("INSERT INTO retrieval_vectors (retrieval_id, vector) VALUES (%s, %s) "
                                 "ON CONFLICT (retrieval_id) DO UPDATE SET vector = excluded.vector", rows)
         self._conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'learning_epoch'")
+
+    def exists(self, rid: int) -> bool:
+        return self._conn.execute("SELECT 1 FROM retrievals WHERE id = %s", (rid,)).fetchone() is not None
+
+    def shown(self, rid: int) -> list[tuple[int, int, int, int]]:
+        """(memory id, rank, expanded, served) of a retrieval's items, by rank."""
+        return self._conn.execute(
+            "SELECT memory_id, rank, expanded, served FROM retrieval_items WHERE retrieval_id = %s ORDER BY rank",
+            (rid,)).fetchall()
+
+    def mark_expanded(self, rid: int, ids: Sequence[int]) -> None:
+        """These items of a retrieval were opened (expand)."""
+        self._conn.execute("UPDATE retrieval_items SET expanded = 1 WHERE retrieval_id = %s AND memory_id = ANY(%s)",
+                           (rid, list(ids)))
+
+    def mark_unserved(self, rid: int, ids: Sequence[int]) -> None:
+        """These items of a retrieval were logged but never shown (left out by a budget)."""
+        self._conn.execute("UPDATE retrieval_items SET served = 0 WHERE retrieval_id = %s AND memory_id = ANY(%s)",
+                           (rid, list(ids)))
+
+    def mark_context(self, rid: int, tokens_served: int, tokens_matched: int | None) -> None:
+        """A retrieval served as context; ``tokens_matched`` None leaves that column as it is."""
+        self._conn.execute(
+            "UPDATE retrievals SET kind = 'context', tokens_served = %s, "
+            "tokens_matched = coalesce(%s, tokens_matched) WHERE id = %s", (tokens_served, tokens_matched, rid))
 
 
 class PostgresTuning:

@@ -66,3 +66,42 @@ class PostgresRelations:
             "SELECT r.to_id, m.source_type, m.source_id FROM relations r JOIN memories m ON m.id = r.from_id "
             "WHERE r.type = 'supports' AND r.to_id = ANY(%s) AND m.status = ANY(%s)",
             (list(ids), list(statuses))).fetchall()
+
+    def add(self, from_id: int, to_id: int, type: str, effect: int, now: float) -> None:
+        """One relation, unless the same (from, to, type) exists already."""
+        self._conn.execute(
+            "INSERT INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT DO NOTHING", (from_id, to_id, type, effect, now))
+
+    def create(self, from_id: int, to_id: int, type: str, effect: int, now: float) -> int:
+        """One new relation; returns its id."""
+        return self._conn.execute(
+            "INSERT INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (%s, %s, %s, %s, %s) "
+            "RETURNING id", (from_id, to_id, type, effect, now)).fetchone()[0]
+
+    def find(self, from_id: int, to_id: int, type: str) -> int | None:
+        row = self._conn.execute("SELECT id FROM relations WHERE from_id = %s AND to_id = %s AND type = %s",
+                                 (from_id, to_id, type)).fetchone()
+        return None if row is None else row[0]
+
+    def get(self, rid: int) -> tuple[int, int, str, int, float] | None:
+        """(from, to, type, confidence effect, created_at) of one relation."""
+        return self._conn.execute(
+            "SELECT from_id, to_id, type, confidence_effect, created_at FROM relations WHERE id = %s", (rid,)).fetchone()
+
+    def of_memory(self, mid: int) -> list[int]:
+        """The ids of the relations with either end at ``mid``, oldest first."""
+        return [r[0] for r in self._conn.execute(
+            "SELECT id FROM relations WHERE from_id = %s OR to_id = %s ORDER BY id", (mid, mid))]
+
+    def evidence_counts(self, mid: int) -> tuple[int, int]:
+        """(supports and derived_from pointing at it, contradictions either way) of one memory."""
+        return self._conn.execute(
+            "SELECT (SELECT count(*) FROM relations WHERE to_id = %s AND type IN ('supports', 'derived_from')), "
+            "(SELECT count(*) FROM relations WHERE type = 'contradicts' AND (from_id = %s OR to_id = %s))",
+            (mid, mid, mid)).fetchone()
+
+    def remove(self, from_id: int, to_id: int, type: str) -> int:
+        """Delete one relation; returns how many rows went (0 or 1)."""
+        return self._conn.execute("DELETE FROM relations WHERE from_id = %s AND to_id = %s AND type = %s",
+                                  (from_id, to_id, type)).rowcount

@@ -7,11 +7,15 @@ from functools import cached_property
 from typing import Any
 
 from recallite_core.storage.base import ProjectionCounts
+from recallite_core.storage.postgres.archive import PostgresArchive
+from recallite_core.storage.postgres.drift import PostgresDrift
 from recallite_core.storage.postgres.episodes import PostgresEpisodes
 from recallite_core.storage.postgres.keywords import PostgresKeywords
 from recallite_core.storage.postgres.memories import PostgresMemories
 from recallite_core.storage.postgres.outcomes import PostgresOutcomes, PostgresRetrievals, PostgresTuning
 from recallite_core.storage.postgres.relations import PostgresRelations
+from recallite_core.storage.postgres.stats import PostgresStats
+from recallite_core.storage.postgres.teams import PostgresTeams
 from recallite_core.storage.postgres.vectors import PostgresVectors
 
 
@@ -24,6 +28,15 @@ class PostgresChangeFeed:
 
     def tombstone_floor(self) -> int:
         return self._conn.execute("SELECT value FROM counters WHERE name = 'tombstone_floor'").fetchone()[0]
+
+    def prune_tombstones(self, keep: int) -> None:
+        """When more than ``keep`` tombstones pile up, drop them all and move the floor past them:
+        readers older than the floor reload instead of replaying."""
+        count = self._conn.execute("SELECT count(*) FROM tombstones").fetchone()[0]
+        if count > keep:
+            top = self._conn.execute("SELECT max(seq) FROM tombstones").fetchone()[0]
+            self._conn.execute("DELETE FROM tombstones WHERE seq <= %s", (top,))
+            self._conn.execute("UPDATE counters SET value = %s WHERE name = 'tombstone_floor'", (top,))
 
     def reset_readers(self) -> None:
         """After a rebuild that stamps no row, move the change counter and the tombstone floor
@@ -74,6 +87,20 @@ class PostgresIntegrity:
             r.bad_vectors = col(f"SELECT memory_id FROM vectors WHERE vector_dims(embedding) <> {int(dimensions)} ORDER BY 1")
         return r
 
+    def file_check(self) -> str:
+        """The server keeps its own files consistent (WAL, checksums where enabled); what this
+        checks is what recallite's schema relies on: every index valid and ready (a failed
+        CREATE INDEX CONCURRENTLY leaves an invalid one) and the counters' rows present.
+        "ok", or what it found."""
+        problems = [f"index {name} is not valid" for (name,) in self._conn.execute(
+            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND NOT (i.indisvalid AND i.indisready) ORDER BY 1")]
+        have = {r[0] for r in self._conn.execute("SELECT name FROM counters")}
+        problems += [f"counter {name} is missing" for name in
+                     ("changes", "tombstone_floor", "chunk_tombstone_floor", "learning_epoch") if name not in have]
+        return "; ".join(problems) or "ok"
+
 
 class PostgresSession:
     """One unit of work on a PostgreSQL connection: the nouns of storage.base.Session."""
@@ -121,9 +148,25 @@ class PostgresSession:
     def integrity(self) -> PostgresIntegrity:
         return PostgresIntegrity(self._conn)
 
+    @cached_property
+    def stats(self) -> PostgresStats:
+        return PostgresStats(self._conn)
+
+    @cached_property
+    def teams(self) -> PostgresTeams:
+        return PostgresTeams(self._conn)
+
+    @cached_property
+    def drift(self) -> PostgresDrift:
+        return PostgresDrift(self._conn)
+
+    @cached_property
+    def archive(self) -> PostgresArchive:
+        return PostgresArchive(self._conn)
+
 
 __all__ = [
-    "PostgresChangeFeed", "PostgresEpisodes", "PostgresIntegrity", "PostgresKeywords", "PostgresMemories",
-    "PostgresOutcomes", "PostgresRelations", "PostgresRetrievals", "PostgresSession", "PostgresTuning",
-    "PostgresVectors",
+    "PostgresArchive", "PostgresChangeFeed", "PostgresDrift", "PostgresEpisodes", "PostgresIntegrity",
+    "PostgresKeywords", "PostgresMemories", "PostgresOutcomes", "PostgresRelations", "PostgresRetrievals",
+    "PostgresSession", "PostgresStats", "PostgresTeams", "PostgresTuning", "PostgresVectors",
 ]

@@ -26,8 +26,7 @@ from typing import Any, Iterator, Sequence
 from recallite_core.errors import SchemaVersionError, StoreError
 from recallite_core.storage.postgres import driver
 from recallite_core.storage.postgres.driver import masked
-from recallite_core.storage.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
-from recallite_core.storage.base import Session
+from recallite_core.storage.postgres.migrations import MIGRATIONS, SCHEMA_VERSION, TABLES
 from recallite_core.storage.postgres.session import PostgresSession
 from recallite_core.storage.postgres.vectors import index_name
 
@@ -285,7 +284,7 @@ class PostgresStore:
             row = self.conn.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
         return row[0] if row else None
 
-    def set_meta(self, session: Session, key: str, value: str) -> None:
+    def set_meta(self, session: PostgresSession, key: str, value: str) -> None:
         # The session runs on this store's one connection: the row joins its transaction.
         self.conn.execute("INSERT INTO meta (key, value) VALUES (%s, %s) "
                           "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
@@ -297,6 +296,61 @@ class PostgresStore:
     def schema_version(self) -> int:
         with self.reading():
             return len(self._applied())
+
+    # -- what the engine also asks of a store -------------------------------------------------------
+    def write_mark(self) -> tuple[int, int]:
+        """(the change counter, the memories the keyword statistics count), read through the
+        open unit of work: inside reading() as of its snapshot, inside transaction() as of the
+        latest commit (the write lock is held). Every write to a memory row or a vector moves the
+        counter (triggers, insert_many's stamp, tombstones), so two equal marks mean no memory was
+        written in between, which is what the batch write path's second duplicate check asks.
+        Unlike SQLite's, writes that touch only side tables (feedback, relations, the retrieval
+        log) do not move it."""
+        return tuple(self.conn.execute(  # type: ignore[return-value]
+            "SELECT (SELECT value FROM counters WHERE name = 'changes'), "
+            "(SELECT value FROM counters WHERE name = 'keyword_docs')").fetchone())
+
+    def file_sizes(self) -> tuple[int, int]:
+        """(bytes of recallite's tables with their indexes and TOAST in the current schema, 0).
+        The server's write-ahead log is shared by every database on it, so none of it is
+        reported as this store's."""
+        with self.reading():
+            size = self.conn.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = current_schema() AND c.relkind = 'r' AND c.relname = ANY(%s)",
+                (list(TABLES),)).fetchone()[0]
+        return int(size), 0
+
+    def vacuum(self) -> bool:
+        """Rewrite recallite's tables without their dead rows (VACUUM FULL), so deleted text
+        leaves the table files. It runs outside any transaction (PostgreSQL refuses VACUUM in
+        one) and takes each table's exclusive lock in turn, waiting at most busy_timeout_ms for
+        other clients' reads and writes to finish. True once it ran: the old files are removed
+        at commit. (Copies in the server's write-ahead log, its archive and backups age out as
+        the server recycles them; no client can force that.)"""
+        self._check_pid()
+        if self.read_only:
+            raise StoreError(f"PostgreSQL {self.where}: this store is read-only.")
+        with self._lock:
+            if self._mode is not None:
+                raise StoreError("vacuum() cannot run inside a transaction() or reading(); call it outside.")
+            if self.conn.broken or self.conn.closed:
+                self._reconnect()
+            try:
+                present = [r[0] for r in self.conn.execute(
+                    "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = current_schema() AND c.relkind = 'r' AND c.relname = ANY(%s) ORDER BY 1",
+                    (list(TABLES),))]
+                self.conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(self.busy_timeout_ms)}ms",))
+                try:
+                    if present:
+                        self.conn.execute("VACUUM (FULL, ANALYZE) " + ", ".join(present))
+                finally:
+                    self.conn.execute("SELECT set_config('lock_timeout', '0', false)")
+            except self._psycopg.Error as exc:
+                raise self._explain(exc, "vacuuming") from exc
+        return True
 
     def close(self) -> None:
         with self._lock:

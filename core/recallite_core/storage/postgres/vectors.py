@@ -111,3 +111,43 @@ class PostgresVectors:
                 f"{source} ORDER BY d LIMIT %s) SELECT memory_id, d FROM c ORDER BY d, memory_id",
                 [q, *params, k]).fetchall()
         return [(mid, 1.0 - float(d)) for mid, d in rows]
+
+    # -- writes (reindex, reconcile) ----------------------------------------------------------------
+    def add(self, rows: Sequence[tuple[int, bytes]]) -> None:
+        """Store (memory id, vector bytes) rows, stamped with one bump of the change counter
+        (the per-row trigger leaves stamped rows alone; a reindex writes every vector)."""
+        if rows:
+            seq = self._conn.execute(
+                "UPDATE counters SET value = value + 1 WHERE name = 'changes' RETURNING value").fetchone()[0]
+            with self._conn.cursor() as cur:
+                cur.executemany("INSERT INTO vectors (memory_id, embedding, seq) VALUES (%s, %s, %s)",
+                                [(mid, vector_array(blob), seq) for mid, blob in rows])
+
+    def put(self, rows: Sequence[tuple[int, bytes]]) -> None:
+        """Store (memory id, vector bytes) rows, replacing a memory's vector if it has one."""
+        if rows:
+            with self._conn.cursor() as cur:
+                cur.executemany("INSERT INTO vectors (memory_id, embedding) VALUES (%s, %s) "
+                                "ON CONFLICT (memory_id) DO UPDATE SET embedding = excluded.embedding",
+                                [(mid, vector_array(blob)) for mid, blob in rows])
+
+    def delete(self, ids: Sequence[int]) -> None:
+        if ids:
+            self._conn.execute("DELETE FROM vectors WHERE memory_id = ANY(%s)", (list(ids),))
+
+    def replace_all(self, rows: Sequence[tuple[int, bytes]]) -> None:
+        """Every stored vector replaced by ``rows``; rows of memories deleted meanwhile are skipped."""
+        self._conn.execute("DELETE FROM vectors")
+        live = {r[0] for r in self._conn.execute("SELECT id FROM memories")}
+        self.add([(mid, blob) for mid, blob in rows if mid in live])
+
+    def missing_texts(self) -> list[tuple[int, str, str]]:
+        """(id, title, content) of the memories without a vector."""
+        return self._conn.execute(
+            "SELECT id, title, content FROM memories m WHERE NOT EXISTS "
+            "(SELECT 1 FROM vectors v WHERE v.memory_id = m.id) ORDER BY id").fetchall()
+
+
+def vector_array(blob: bytes) -> np.ndarray:
+    """Stored little-endian float32 bytes as the array the pgvector adapter sends."""
+    return np.frombuffer(blob, dtype=_LE_F4)

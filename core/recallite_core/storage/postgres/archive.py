@@ -1,0 +1,116 @@
+"""Export's reads and import's writes of restored rows (the JSON-lines backup format)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+class PostgresArchive:
+    def __init__(self, conn: Any):
+        self._conn = conn
+
+    # -- export ------------------------------------------------------------------------------------
+    def memory_ids(self, scope: str | None) -> list[int]:
+        """Every memory id (of one scope, if given), in order."""
+        if scope:
+            return [r[0] for r in self._conn.execute("SELECT id FROM memories WHERE scope = %s ORDER BY id", (scope,))]
+        return [r[0] for r in self._conn.execute("SELECT id FROM memories ORDER BY id")]
+
+    def relations(self) -> list[tuple[int, int, str, int, float]]:
+        """(from, to, type, confidence effect, created_at) of every relation, in order."""
+        return self._conn.execute(
+            "SELECT from_id, to_id, type, confidence_effect, created_at FROM relations ORDER BY id").fetchall()
+
+    def citations(self) -> list[tuple[int, int, float]]:
+        """(memory id, episode id, created_at) of every citation, in the order they were written
+        (row_id, migration 0002, stands in for SQLite's rowid)."""
+        return self._conn.execute("SELECT memory_id, episode_id, created_at FROM citations ORDER BY row_id").fetchall()
+
+    def summaries(self) -> list[tuple[str, str, str, int, float]]:
+        """(scope, session, pool JSON, turns, updated_at) of every running summary (bytewise order, as SQLite)."""
+        return self._conn.execute(
+            'SELECT scope, session, pool, turns, updated_at FROM session_summaries '
+            'ORDER BY scope COLLATE "C", session COLLATE "C"').fetchall()
+
+    def retrievals(self) -> list[tuple[int, str, str, str | None, str, int | None, int | None, float]]:
+        """(id, query, profile, scopes JSON, kind, tokens served, tokens matched, created_at) of every retrieval."""
+        return self._conn.execute(
+            "SELECT id, query, profile, scope, kind, tokens_served, tokens_matched, created_at FROM retrievals ORDER BY id"
+        ).fetchall()
+
+    def items_of(self, rid: int) -> list[tuple[int, int, float, int]]:
+        """(memory id, rank, score, expanded) of one retrieval's items, by rank."""
+        return self._conn.execute(
+            "SELECT memory_id, rank, score, expanded FROM retrieval_items WHERE retrieval_id = %s ORDER BY rank",
+            (rid,)).fetchall()
+
+    def feedback(self) -> list[tuple[int, int | None, str, float, str, str | None, str | None, float]]:
+        """(id, retrieval id, outcome, score, used ids JSON, reason, client key, created_at) of every feedback."""
+        return self._conn.execute(
+            "SELECT id, retrieval_id, outcome, score, used_ids, reason, client_key, created_at FROM feedback ORDER BY id"
+        ).fetchall()
+
+    def effects_of(self, fid: int) -> list[tuple[int, float, float, float, float, str]]:
+        """(memory id, weight, target, usefulness before, after, kind) of one feedback's outcome rows."""
+        return self._conn.execute(
+            "SELECT memory_id, weight, target, old_usefulness, new_usefulness, kind FROM memory_outcomes "
+            "WHERE feedback_id = %s ORDER BY row_id", (fid,)).fetchall()
+
+    # -- import ------------------------------------------------------------------------------------
+    def turn_at(self, scope: str, session: str, seq: int, content_hash: str | None) -> int | None:
+        """The turn at a place of a session (with this content hash, if given)."""
+        if content_hash is None:
+            row = self._conn.execute("SELECT memory_id FROM episodes WHERE scope = %s AND session = %s AND seq = %s",
+                                     (scope, session, seq)).fetchone()
+        else:
+            row = self._conn.execute(
+                "SELECT e.memory_id FROM episodes e JOIN memories m ON m.id = e.memory_id WHERE e.scope = %s AND "
+                "e.session = %s AND e.seq = %s AND m.content_hash = %s", (scope, session, seq, content_hash)).fetchone()
+        return None if row is None else row[0]
+
+    def turn_count(self, scope: str, session: str) -> int:
+        return self._conn.execute("SELECT count(*) FROM episodes WHERE scope = %s AND session = %s",
+                                  (scope, session)).fetchone()[0]
+
+    def restore_status(self, mid: int, status: str) -> None:
+        """A restored memory's final status (set after every line is in)."""
+        self._conn.execute("UPDATE memories SET status = %s WHERE id = %s", (status, mid))
+
+    def restore_superseded_by(self, mid: int, by: int) -> None:
+        self._conn.execute("UPDATE memories SET superseded_by = %s WHERE id = %s", (by, mid))
+
+    def add_citation(self, mid: int, episode_id: int, created_at: float) -> int:
+        """1 if the citation is new, 0 if it was there."""
+        return self._conn.execute("INSERT INTO citations (memory_id, episode_id, created_at) VALUES (%s, %s, %s) "
+                                  "ON CONFLICT DO NOTHING", (mid, episode_id, created_at)).rowcount
+
+    def add_relation(self, from_id: int, to_id: int, type: str, effect: int, created_at: float) -> int:
+        """1 if the relation is new, 0 if it was there."""
+        return self._conn.execute(
+            "INSERT INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT DO NOTHING", (from_id, to_id, type, effect, created_at)).rowcount
+
+    def add_retrieval(self, query: str, profile: str, scopes: str | None, kind: str, tokens_served: int | None,
+                      tokens_matched: int | None, created_at: float) -> int:
+        """A restored retrieval; returns its new id."""
+        return self._conn.execute(
+            "INSERT INTO retrievals (query, profile, scope, kind, tokens_served, tokens_matched, created_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            (query, profile, scopes, kind, tokens_served, tokens_matched, created_at)).fetchone()[0]
+
+    def add_items(self, rid: int, rows: Sequence[tuple[int, int, float, int]]) -> None:
+        """A restored retrieval's items: (memory id, rank, score, expanded)."""
+        if rows:
+            with self._conn.cursor() as cur:
+                cur.executemany("INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score, expanded) "
+                                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING", [(rid, *row) for row in rows])
+
+    def add_effects(self, fid: int, rows: Sequence[tuple[int, float, float, float, float, float, str]]) -> None:
+        """A restored feedback's outcome rows: (memory id, weight, target, usefulness before,
+        after, created_at, kind)."""
+        if rows:
+            with self._conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, "
+                    "new_usefulness, created_at, kind) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    [(fid, *row) for row in rows])
