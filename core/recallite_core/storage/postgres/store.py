@@ -306,7 +306,7 @@ class PostgresStore:
         written in between, which is what the batch write path's second duplicate check asks.
         Unlike SQLite's, writes that touch only side tables (feedback, relations, the retrieval
         log) do not move it."""
-        return tuple(self.conn.execute(  # type: ignore[return-value]
+        return tuple(self.conn.execute(
             "SELECT (SELECT value FROM counters WHERE name = 'changes'), "
             "(SELECT value FROM counters WHERE name = 'keyword_docs')").fetchone())
 
