@@ -4,10 +4,46 @@ from recallite_core.config import RecalliteConfig
 from recallite_core.embedding.embedder import CallableEmbedder, Embedder, HashEmbedder
 from recallite_core.embedding.resolve import resolve_embedder
 from recallite_core.engine import Recallite
-from recallite_core.learning.learner import LearningConfig
-from recallite_core.errors import ClosedError, ContentTooLargeError, EmbedderError, EmbedderMismatchError, EmbedderUnavailableError, InvalidInputError, InvalidTransitionError, MemoryNotFoundError, NotFoundError, QueueFullError, RecalliteError, RetrievalNotFoundError, ScanAbortedError, ScanError, SchemaVersionError, StoreError, TrustPolicyError, WorkerCrashedError, WorkerTimeoutError
-from recallite_core.models import Citation, ContextResult, EpisodeInfo, ForgetResult, ReconcileReport, SessionContext, FeedbackResult, Memory, RecallHit, RecallResult, Relation, RelationCounts, ScoreBreakdown, Source, Stats
+from recallite_core.errors import (
+    ClosedError,
+    ContentTooLargeError,
+    EmbedderError,
+    EmbedderMismatchError,
+    EmbedderUnavailableError,
+    InvalidInputError,
+    InvalidTransitionError,
+    MemoryNotFoundError,
+    NotFoundError,
+    QueueFullError,
+    RecalliteError,
+    RetrievalNotFoundError,
+    ScanAbortedError,
+    ScanError,
+    SchemaVersionError,
+    StoreError,
+    TrustPolicyError,
+    WorkerCrashedError,
+    WorkerTimeoutError,
+)
 from recallite_core.index.scan_workers import ScanPool, ScanResult, WorkerOptions
+from recallite_core.learning.learner import LearningConfig
+from recallite_core.models import (
+    Citation,
+    ContextResult,
+    EpisodeInfo,
+    FeedbackResult,
+    ForgetResult,
+    Memory,
+    RecallHit,
+    RecallResult,
+    ReconcileReport,
+    Relation,
+    RelationCounts,
+    ScoreBreakdown,
+    SessionContext,
+    Source,
+    Stats,
+)
 from recallite_core.retrieval.rerank import RerankerUnavailableError
 from recallite_core.text.validation import Limits
 

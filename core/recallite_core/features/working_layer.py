@@ -17,13 +17,25 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from recallite_core.policy import rules as policy
 from recallite_core.catalog import Catalog
 from recallite_core.errors import InvalidInputError, InvalidTransitionError
+from recallite_core.features.working import WorkingEntry, WorkingMemory, rank_entries, words
 from recallite_core.models import Memory, RecallHit, ScoreBreakdown, Source
 from recallite_core.plumbing import Plumbing
-from recallite_core.text.validation import check_content, check_metadata, check_optional_name, check_scope, check_source, check_tags, check_title, check_unit, content_hash, derive_title, parse_id
-from recallite_core.features.working import WorkingEntry, WorkingMemory, rank_entries, words
+from recallite_core.policy import rules as policy
+from recallite_core.text.validation import (
+    check_content,
+    check_metadata,
+    check_optional_name,
+    check_scope,
+    check_source,
+    check_tags,
+    check_title,
+    check_unit,
+    content_hash,
+    derive_title,
+    parse_id,
+)
 from recallite_core.writer import Writer, embedding_text
 
 if TYPE_CHECKING:

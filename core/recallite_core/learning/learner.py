@@ -31,8 +31,7 @@ import numpy as np
 
 from recallite_core.models import OutcomeEvidence
 from recallite_core.storage.base import Session
-from recallite_core.storage.codec import decode_many, encode_vector
-from recallite_core.storage.codec import ts
+from recallite_core.storage.codec import decode_many, encode_vector, ts
 
 LEARNING_MODES = ("contextual", "global", "ema")
 
