@@ -1,5 +1,8 @@
 """recallite_core: the memory engine behind recallite-mcp. Knows nothing of MCP."""
 
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
+from importlib.metadata import version as _version
+
 from recallite_core.config import RecalliteConfig
 from recallite_core.embedding.embedder import CallableEmbedder, Embedder, HashEmbedder
 from recallite_core.embedding.resolve import resolve_embedder
@@ -47,7 +50,11 @@ from recallite_core.models import (
 from recallite_core.retrieval.rerank import RerankerUnavailableError
 from recallite_core.text.validation import Limits
 
-__version__ = "0.1.0"
+# The version lives in pyproject.toml only; the installed distribution's metadata carries it.
+try:
+    __version__ = _version("recallite-mcp")
+except _PackageNotFoundError:  # a source tree on sys.path that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "Recallite", "RecalliteConfig", "LearningConfig", "Limits", "Embedder", "HashEmbedder", "CallableEmbedder", "resolve_embedder",
