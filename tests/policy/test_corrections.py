@@ -373,6 +373,18 @@ def test_an_unlinked_rewording_ranked_the_stale_value_first(mem):
     assert ids[0] == a.id
 
 
+def test_alternatives_written_in_one_batch_were_read_as_a_change(mem):
+    """What broke: two memories stored by one remember_many (one state of things, e.g. a task's
+    candidate procedures) were ranked newer-first by the question-aware step, over the outcomes
+    that had settled between them (a learning regression)."""
+    a, b = mem.remember_many([{"content": "Omar prefers PDF reports.", "type": "fact", "scope": "s", "source": AGENT},
+                              {"content": "Omar reads Notion pages.", "type": "fact", "scope": "s", "source": AGENT}])
+    for _ in range(3):
+        mem.feedback(mem.recall("What format does Omar prefer?", scope="s").retrieval_id, "success", used_memory_ids=[a.id])
+    ids = top(mem, "What format does Omar prefer?", "s")
+    assert ids.index(a.id) < ids.index(b.id)
+
+
 def test_the_question_aware_step_leaves_look_alikes_under_their_own_question(mem):
     a, b = store(mem, "The staging database is reset every Monday.", "The staging bucket is emptied every Monday.")
     assert top(mem, "When is the staging database reset?", "s")[0] == a.id

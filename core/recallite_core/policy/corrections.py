@@ -726,7 +726,8 @@ QUERY_WINDOW = 8
 
 def _unsure_pairs(session: Session, ids: list[int], query: str, linked: set[frozenset]) -> list[tuple[int, int]]:
     """(newer, older) among ``ids``: unlinked memories of one scope that may state one thing two
-    ways, for a question that asks nothing only the older one says."""
+    ways, for a question that asks nothing only the older one says. Memories written in one batch
+    (one ``remember_many``: the same created_at) state one state of things, not a change of it."""
     if len(ids) < 2:
         return []
     rows = [(mid, m.content, m.created_at, m.scope, m.failure_count > m.success_count)
@@ -736,9 +737,9 @@ def _unsure_pairs(session: Session, ids: list[int], query: str, linked: set[froz
     asked = {w.key for w in words(query)}
     out = []
     rows.sort(key=lambda r: (r[2], r[0]))  # oldest first
-    for n, (old_id, old_text, _, scope, _) in enumerate(rows):
-        for new_id, new_text, _, new_scope, new_failed in rows[n + 1:]:
-            if new_scope != scope or new_failed or frozenset((old_id, new_id)) in linked:
+    for n, (old_id, old_text, old_at, scope, _) in enumerate(rows):
+        for new_id, new_text, new_at, new_scope, new_failed in rows[n + 1:]:
+            if new_scope != scope or new_failed or new_at == old_at or frozenset((old_id, new_id)) in linked:
                 continue
             if maybe_changed(old_text, new_text, asked):
                 out.append((new_id, old_id))
