@@ -4,9 +4,10 @@ are typed (py.typed), and the version is written in pyproject.toml alone."""
 import ast
 import re
 import sys
-import tomllib
 from importlib.metadata import packages_distributions, version
 from pathlib import Path
+
+import tomllib
 
 import recallite_mcp
 

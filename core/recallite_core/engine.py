@@ -14,25 +14,25 @@ from typing import Any, Callable, Concatenate, Generic, ParamSpec, TypeVar, over
 from recallite_core.catalog import Catalog
 from recallite_core.config import RecalliteConfig
 from recallite_core.conversation.conversations import Conversations
+from recallite_core.conversation.turns import TurnStore
 from recallite_core.embedding.embedder import Embedder
 from recallite_core.embedding.resolve import resolve_embedder
 from recallite_core.errors import EmbedderMismatchError
-from recallite_core.learning.feedback import FeedbackRecorder
-from recallite_core.policy.lifecycle import Lifecycle
 from recallite_core.features.maintenance import Maintenance
-from recallite_core.models import Memory
 from recallite_core.features.overview import Overview
-from recallite_core.plumbing import Plumbing
-from recallite_core.portability.jsonl import Portability
 from recallite_core.features.reconcile import Reconciler
-from recallite_core.index.scan_workers import WorkerOptions
-from recallite_core.retrieval.search import Searcher
 from recallite_core.features.slm import SlmFeatures
-from recallite_core.storage.sqlite.store import Store
-from recallite_core.conversation.turns import TurnStore
-from recallite_core.text.validation import Limits
 from recallite_core.features.working import WorkingMemory
 from recallite_core.features.working_layer import WorkingLayer
+from recallite_core.index.scan_workers import WorkerOptions
+from recallite_core.learning.feedback import FeedbackRecorder
+from recallite_core.models import Memory
+from recallite_core.plumbing import Plumbing
+from recallite_core.policy.lifecycle import Lifecycle
+from recallite_core.portability.jsonl import Portability
+from recallite_core.retrieval.search import Searcher
+from recallite_core.storage.sqlite.store import Store
+from recallite_core.text.validation import Limits
 from recallite_core.writer import Writer, embedding_text
 
 __all__ = ["Recallite", "embedding_text"]

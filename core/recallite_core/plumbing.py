@@ -13,18 +13,18 @@ from typing import Any
 
 import numpy as np
 
-from recallite_core.policy import rules as policy
 from recallite_core.config import RecalliteConfig
-from recallite_core.embedding.embedder import Embedder
 from recallite_core.conversation.episodes import ChunkIndex, check_category, check_names, check_role
+from recallite_core.embedding.embedder import Embedder
 from recallite_core.errors import ClosedError, EmbedderMismatchError
+from recallite_core.index.scan_workers import ScanPool, WorkerOptions
+from recallite_core.index.vector_index import VectorIndex
 from recallite_core.learning.learner import Learning
+from recallite_core.policy import rules as policy
 from recallite_core.retrieval.candidates import RecallFilter
 from recallite_core.retrieval.retriever import Retriever
-from recallite_core.index.scan_workers import ScanPool, WorkerOptions
 from recallite_core.storage.sqlite.store import Store
 from recallite_core.text.validation import Limits, check_optional_name, check_scope, check_tags
-from recallite_core.index.vector_index import VectorIndex
 
 
 class Plumbing:

@@ -17,21 +17,34 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from recallite_core.policy import corrections
-from recallite_core.policy import rules as policy
 from recallite_core.catalog import Catalog
-from recallite_core.storage.codec import encode_many, encode_vector, ts
 from recallite_core.conversation.episodes import check_category
+from recallite_core.conversation.turns import TurnStore
 from recallite_core.errors import InvalidInputError
-from recallite_core.text.injection import flags_for
-from recallite_core.policy.lifecycle import Lifecycle, effective_source
 from recallite_core.models import MEMORY_TYPES, STATUSES, EpisodeInfo, Memory
 from recallite_core.plumbing import Plumbing
-from recallite_core.text.redaction import redact_text, redact_value
+from recallite_core.policy import corrections
+from recallite_core.policy import rules as policy
+from recallite_core.policy.lifecycle import Lifecycle, effective_source
+from recallite_core.storage.codec import encode_many, encode_vector, ts
 from recallite_core.storage.sqlite.rows import new_memory
+from recallite_core.text.injection import flags_for
+from recallite_core.text.redaction import redact_text, redact_value
 from recallite_core.text.tokens import estimate_tokens
-from recallite_core.conversation.turns import TurnStore
-from recallite_core.text.validation import check_content, check_metadata, check_optional_name, check_scope, check_source, check_tags, check_title, check_unit, check_valid_until, content_hash, derive_title, parse_id
+from recallite_core.text.validation import (
+    check_content,
+    check_metadata,
+    check_optional_name,
+    check_scope,
+    check_source,
+    check_tags,
+    check_title,
+    check_unit,
+    check_valid_until,
+    content_hash,
+    derive_title,
+    parse_id,
+)
 
 Progress = Callable[[int, int], None]
 

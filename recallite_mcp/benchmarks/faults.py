@@ -37,7 +37,6 @@ from typing import Any
 def checkout_env() -> dict[str, str]:
     """Environment for child processes: import this very recallite_mcp and recallite_core."""
     import recallite_core
-
     import recallite_mcp
 
     paths = [str(Path(recallite_mcp.__file__).resolve().parents[1]), str(Path(recallite_core.__file__).resolve().parents[1])]

@@ -48,8 +48,19 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import learning_tasks as lt
-from .learning_agent import (SCENARIOS, TARGETS, VIAS, CachingEmbedder, agent_turn, evaluate, make_embedder, mean_rate,
-                             run_scenario, series, tasks_for_round)
+from .learning_agent import (
+    SCENARIOS,
+    TARGETS,
+    VIAS,
+    CachingEmbedder,
+    agent_turn,
+    evaluate,
+    make_embedder,
+    mean_rate,
+    run_scenario,
+    series,
+    tasks_for_round,
+)
 from .learning_report import final_table, format_cosine, format_mcp, format_scenario, format_separation, plot
 
 __all__ = ["run_learning_benchmark", "run_scenario", "run_mcp_check", "separation", "oracle", "main", "SCENARIOS",

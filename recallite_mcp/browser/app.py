@@ -7,6 +7,12 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qsl
 
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
 from recallite_core import (
     InvalidInputError,
     InvalidTransitionError,
@@ -16,11 +22,6 @@ from recallite_core import (
     StoreError,
     TrustPolicyError,
 )
-from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.routing import Route
 
 from . import curate, detail, health, learning, memories
 from .guard import Guard, GuardMiddleware

@@ -18,8 +18,18 @@ from pydantic import Field
 from recallite_core import Recallite
 
 from ..app import AppState, RootsArg, embedder_loaded, state_of
-from ..schemas import (CountsOut, ForgetOut, GetOut, ListItemOut, ListOut, MemoryOut, RelateOut, RelationOut, StatsOut,
-                       UpdateOut)
+from ..schemas import (
+    CountsOut,
+    ForgetOut,
+    GetOut,
+    ListItemOut,
+    ListOut,
+    MemoryOut,
+    RelateOut,
+    RelationOut,
+    StatsOut,
+    UpdateOut,
+)
 from ..scoping import DEFAULT_NOTE, ScopeDecision
 from .common import DESTRUCTIVE, READ_ONLY, WRITES, MemoryTypeArg, SourceArg, StatusArg, edge
 

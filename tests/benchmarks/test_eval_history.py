@@ -4,6 +4,7 @@ import json
 from collections import Counter
 
 import make_history_set as history_data
+
 from recallite_mcp.benchmarks import evalsets
 
 

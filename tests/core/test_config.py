@@ -6,10 +6,10 @@ import dataclasses
 import pytest
 
 from recallite_core import Recallite, RecalliteConfig
-from recallite_core.policy import rules as policy
 from recallite_core.errors import InvalidInputError
-from recallite_core.learning.learner import LearningConfig
 from recallite_core.index.scan_workers import WorkerOptions
+from recallite_core.learning.learner import LearningConfig
+from recallite_core.policy import rules as policy
 
 
 def test_misspelled_channels_is_rejected():

@@ -6,8 +6,8 @@ import inspect
 import pathlib
 
 from recallite_core import Recallite
-from recallite_core.learning.behavior import BehaviorRecorder
 from recallite_core.features.working import WorkingMemory
+from recallite_core.learning.behavior import BehaviorRecorder
 
 CORE = pathlib.Path(__file__).resolve().parents[2] / "core" / "recallite_core"
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from recallite_core.storage.sqlite.migrations import MIGRATIONS
 from recallite_core import InvalidInputError, Recallite, StoreError
 from recallite_core.features.health import check_projections
+from recallite_core.storage.sqlite.migrations import MIGRATIONS
 from recallite_mcp.server import build_server
 from recallite_mcp.settings import Settings
 

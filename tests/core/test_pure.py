@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recallite_core import InvalidInputError, InvalidTransitionError
+from recallite_core.models import MEMORY_TYPES, SOURCE_TYPES, STATUSES
 from recallite_core.policy import rules as policy
+from recallite_core.retrieval.fusion import reciprocal_rank_fusion
 from recallite_core.storage.codec import decode_many, decode_vector, encode_vector
 from recallite_core.storage.fts import fts_query
-from recallite_core.retrieval.fusion import reciprocal_rank_fusion
-from recallite_core.models import MEMORY_TYPES, SOURCE_TYPES, STATUSES
 from recallite_core.text.tokens import estimate_tokens, truncate_to_tokens
 
 finite32 = st.floats(allow_nan=False, allow_infinity=False, width=32)

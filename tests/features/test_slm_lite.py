@@ -9,8 +9,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from recallite_core import Recallite, RecalliteConfig
-from recallite_core.policy import rules as policy
 from recallite_core.errors import InvalidInputError, InvalidTransitionError, MemoryNotFoundError
+from recallite_core.policy import rules as policy
 
 
 # -- layers -------------------------------------------------------------------------------------------------------

@@ -8,10 +8,10 @@ import zlib
 import numpy as np
 import pytest
 
-from recallite_core import RecalliteConfig, HashEmbedder, Recallite
+from recallite_core import HashEmbedder, Recallite, RecalliteConfig
 from recallite_core.embedding.embedder import normalize_rows
-from recallite_core.storage.id_arrays import MAX_DENSE_ID
 from recallite_core.index.vector_index import ScanFilter, VectorIndex
+from recallite_core.storage.id_arrays import MAX_DENSE_ID
 from recallite_mcp.benchmarks.dataset import memories, queries
 
 

@@ -28,8 +28,8 @@ from recallite_core import (
     WorkerOptions,
     WorkerTimeoutError,
 )
-from recallite_core.retrieval.candidates import RecallFilter
 from recallite_core.index.vector_index import VectorIndex, exact_scores, merge_top
+from recallite_core.retrieval.candidates import RecallFilter
 from recallite_mcp.benchmarks.dataset import memories, queries
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="POSIX signals freeze the workers")

@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from tests.mcp.test_tool_contract import CONTRACT, EXTRA
 from recallite_core import Recallite
 from recallite_core.features.health import check_projections
 from recallite_core.storage.sqlite.store import Store
 from recallite_mcp.server import build_server
 from recallite_mcp.settings import Settings
+from tests.mcp.test_tool_contract import CONTRACT, EXTRA
 
 EXAMPLES = int(os.environ.get("RECALLITE_FUZZ_EXAMPLES", "2000"))
 ERRS: dict = {}  # (tool, first line of the error) -> count, for a look with -s

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
+
 from tests.mcp_helpers import call
 
 pytestmark = pytest.mark.anyio

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from recallite_core import TrustPolicyError
+from recallite_core.models import Memory, RecallHit, Source
 from recallite_core.retrieval.context import render
 from recallite_core.text.injection import HIDDEN, detect, escape_hidden, flags_for
-from recallite_core.models import Memory, RecallHit, Source
 from recallite_mcp.server import build_server
 from recallite_mcp.settings import Settings
 

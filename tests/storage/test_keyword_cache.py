@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from recallite_core import Recallite, RecalliteConfig
+from recallite_core.retrieval.candidates import RecallFilter
 from recallite_core.retrieval.conversation_ranking import EpisodeMap, episode_structure
 from recallite_core.storage.fts import fts_query, query_terms
-from recallite_core.retrieval.candidates import RecallFilter
 from recallite_core.storage.order import top_order
 from recallite_core.storage.sqlite.keyword_mirror import KeywordIndex
 from recallite_mcp.benchmarks.dataset import memories, queries

@@ -5,7 +5,6 @@ documents. Skips with the fixture's stated reason where psycopg or the wheel is 
 import pytest
 
 
-
 def test_vector_and_full_text_round_trip(postgres_url):
     import numpy as np
     import psycopg

@@ -15,11 +15,11 @@ import time
 from typing import Any, Iterable, Sequence
 
 from recallite_core.conversation.episodes import TURN_FIELDS, check_category, check_role, check_timestamp, check_window
+from recallite_core.conversation.turns import TurnStore
 from recallite_core.errors import InvalidInputError, MemoryNotFoundError
 from recallite_core.models import Citation, Memory, SessionContext
 from recallite_core.plumbing import Plumbing
 from recallite_core.policy.rules import DEFAULT_RECALL_STATUSES
-from recallite_core.conversation.turns import TurnStore
 from recallite_core.text.validation import check_optional_name, derive_title, parse_id
 from recallite_core.writer import Writer
 

@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 
 from recallite_core.errors import InvalidInputError
+from recallite_core.index.vector_index import ScanFilter, VectorIndex
 from recallite_core.models import Memory, RecallHit, SessionContext
 from recallite_core.storage.base import Session
 from recallite_core.storage.fts import STOPWORDS
 from recallite_core.text.tokens import estimate_tokens, truncate_to_tokens
-from recallite_core.text.validation import to_epoch, clean_text
-from recallite_core.index.vector_index import ScanFilter, VectorIndex
+from recallite_core.text.validation import clean_text, to_epoch
 
 ROLE_MAX_CHARS = 64
 CATEGORY_MAX_CHARS = 64

@@ -13,12 +13,12 @@ import json
 import time
 from typing import Any, Iterable, Sequence
 
-from recallite_core.storage.codec import encode_vector, ts
 from recallite_core.conversation.episode_windows import write_windows
 from recallite_core.conversation.episodes import chunk_spans, merge_pool, summary_entries
 from recallite_core.errors import InvalidInputError, MemoryNotFoundError
 from recallite_core.models import Citation, ForgetResult
 from recallite_core.plumbing import Plumbing
+from recallite_core.storage.codec import encode_vector, ts
 
 
 class TurnStore:

@@ -8,8 +8,8 @@ import logging
 from typing import Callable
 
 from recallite_core.embedding.embedder import CallableEmbedder, Embedder, HashEmbedder
-from recallite_core.errors import EmbedderUnavailableError, InvalidInputError
 from recallite_core.embedding.onnx_embedder import OnnxMiniLMEmbedder
+from recallite_core.errors import EmbedderUnavailableError, InvalidInputError
 
 log = logging.getLogger("recallite.embedder")
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Sequence
 
-from recallite_core.policy import rules as policy
 from recallite_core.errors import InvalidInputError, MemoryNotFoundError, RetrievalNotFoundError
 from recallite_core.models import SOURCE_TYPES, Memory
+from recallite_core.policy import rules as policy
 from recallite_core.storage.base import MemoryFilter, Session, Storage
 from recallite_core.storage.codec import ts
 from recallite_core.text.validation import Limits, check_scope, check_tags, parse_id

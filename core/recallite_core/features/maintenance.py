@@ -16,11 +16,11 @@ from typing import Callable, Sequence
 import numpy as np
 
 from recallite_core.catalog import Catalog
-from recallite_core.storage.codec import encode_vector
 from recallite_core.conversation.episode_windows import rebuild_windows
+from recallite_core.conversation.turns import TurnStore
 from recallite_core.models import ConsolidationGroup
 from recallite_core.plumbing import Plumbing
-from recallite_core.conversation.turns import TurnStore
+from recallite_core.storage.codec import encode_vector
 from recallite_core.text.validation import check_unit, parse_id
 from recallite_core.writer import Writer, embedding_text
 

@@ -15,12 +15,12 @@ import statistics
 import time
 from typing import TYPE_CHECKING, Any, Sequence
 
-from recallite_core.policy import rules as policy
+from recallite_core.features.working_layer import WorkingLayer
 from recallite_core.models import OUTCOMES, STATUSES, Stats
 from recallite_core.plumbing import Plumbing
-from recallite_core.storage.base import MemoryFilter
+from recallite_core.policy import rules as policy
 from recallite_core.policy.trust import trust_distribution, trust_scores
-from recallite_core.features.working_layer import WorkingLayer
+from recallite_core.storage.base import MemoryFilter
 
 if TYPE_CHECKING:
     from recallite_core.retrieval.candidates import RecallFilter

@@ -15,11 +15,11 @@ import time
 
 import numpy as np
 
-from recallite_core.storage.codec import encode_vector
+from recallite_core.conversation.turns import TurnStore
 from recallite_core.features.health import check_projections
 from recallite_core.models import DriftItem, ReconcileReport
 from recallite_core.plumbing import Plumbing
-from recallite_core.conversation.turns import TurnStore
+from recallite_core.storage.codec import encode_vector
 from recallite_core.writer import embedding_text
 
 SAMPLE = 20

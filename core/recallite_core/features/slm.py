@@ -18,18 +18,26 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from recallite_core.policy import rules as policy
-from recallite_core.learning.behavior import BEHAVIOR_KINDS, BEHAVIOR_OUTCOMES, BehaviorEvent, BehaviorRecorder
-from recallite_core.features.beliefs import walk
 from recallite_core.catalog import Catalog
-from recallite_core.text.concepts import extract_concepts, summarize
 from recallite_core.errors import InvalidInputError, InvalidTransitionError, MemoryNotFoundError
-from recallite_core.policy.lifecycle import Lifecycle
+from recallite_core.features.beliefs import walk
+from recallite_core.learning.behavior import BEHAVIOR_KINDS, BEHAVIOR_OUTCOMES, BehaviorEvent, BehaviorRecorder
 from recallite_core.models import Concepts, Memory, RecallHit, ScoreBreakdown
 from recallite_core.plumbing import Plumbing
-from recallite_core.storage.fts import fts_query
+from recallite_core.policy import rules as policy
+from recallite_core.policy.lifecycle import Lifecycle
 from recallite_core.policy.trust import trust_scores
-from recallite_core.text.validation import check_content, check_optional_name, check_scope, check_source, content_hash, derive_title, parse_id
+from recallite_core.storage.fts import fts_query
+from recallite_core.text.concepts import extract_concepts, summarize
+from recallite_core.text.validation import (
+    check_content,
+    check_optional_name,
+    check_scope,
+    check_source,
+    content_hash,
+    derive_title,
+    parse_id,
+)
 from recallite_core.writer import Writer
 
 if TYPE_CHECKING:

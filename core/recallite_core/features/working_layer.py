@@ -12,18 +12,30 @@ import json
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Sequence, overload
 
 import numpy as np
 
-from recallite_core.policy import rules as policy
 from recallite_core.catalog import Catalog
 from recallite_core.errors import InvalidInputError, InvalidTransitionError
+from recallite_core.features.working import WorkingEntry, WorkingMemory, rank_entries, words
 from recallite_core.models import Memory, RecallHit, ScoreBreakdown, Source
 from recallite_core.plumbing import Plumbing
-from recallite_core.storage.codec import ts
-from recallite_core.text.validation import check_content, check_metadata, check_optional_name, check_scope, check_source, check_tags, check_title, check_unit, content_hash, derive_title, parse_id
-from recallite_core.features.working import WorkingEntry, WorkingMemory, rank_entries, words
+from recallite_core.policy import rules as policy
+from recallite_core.text.validation import (
+    check_content,
+    check_metadata,
+    check_optional_name,
+    check_scope,
+    check_source,
+    check_tags,
+    check_title,
+    check_unit,
+    content_hash,
+    derive_title,
+    parse_id,
+)
 from recallite_core.writer import Writer, embedding_text
 
 if TYPE_CHECKING:
@@ -32,6 +44,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("recallite.slm")
 
 WORKING_PREFIX = "wm_"
+
+
+@overload
+def _ts(value: float) -> datetime: ...
+@overload
+def _ts(value: float | None) -> datetime | None: ...
+def _ts(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, tz=timezone.utc)
 
 
 class WorkingLayer:
@@ -124,8 +144,8 @@ class WorkingLayer:
             id=e.id, type=e.type, title=e.title, content=e.content, status="active",
             source=Source(type=e.source_type, id=e.source_id), scope=e.scope, session=e.session, tags=list(e.tags),
             metadata=dict(e.metadata), confidence=e.confidence, usefulness=e.usefulness, importance=e.importance,
-            access_count=e.uses, last_accessed_at=ts(e.last_used_at), created_at=ts(e.created_at),
-            updated_at=ts(e.last_used_at or e.created_at), content_hash=content_hash(e.content),
+            access_count=e.uses, last_accessed_at=_ts(e.last_used_at), created_at=_ts(e.created_at),
+            updated_at=_ts(e.last_used_at or e.created_at), content_hash=content_hash(e.content),
             tokens=0, layer="working",
         )
 

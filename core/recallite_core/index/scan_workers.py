@@ -46,9 +46,16 @@ from typing import Any
 
 import numpy as np
 
-from recallite_core.errors import InvalidInputError, QueueFullError, ScanAbortedError, ScanError, WorkerCrashedError, WorkerTimeoutError
-from recallite_core.storage.sqlite.reader import SnapshotReader
+from recallite_core.errors import (
+    InvalidInputError,
+    QueueFullError,
+    ScanAbortedError,
+    ScanError,
+    WorkerCrashedError,
+    WorkerTimeoutError,
+)
 from recallite_core.index.vector_index import VectorIndex, merge_stats, merge_top
+from recallite_core.storage.sqlite.reader import SnapshotReader
 
 log = logging.getLogger("recallite.scan")
 

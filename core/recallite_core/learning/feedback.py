@@ -15,16 +15,16 @@ import math
 import time
 from typing import Sequence
 
-from recallite_core.policy import rules as policy
 from recallite_core.catalog import Catalog
 from recallite_core.errors import InvalidInputError, MemoryNotFoundError, RetrievalNotFoundError
-from recallite_core.policy.lifecycle import check_optional_reason
+from recallite_core.features.working_layer import WorkingLayer
 from recallite_core.models import OUTCOMES, FeedbackResult, Memory, UsefulnessChange, is_outcome
 from recallite_core.plumbing import Plumbing
+from recallite_core.policy import rules as policy
+from recallite_core.policy.lifecycle import check_optional_reason
 from recallite_core.policy.promotion import promote_earned
 from recallite_core.storage.base import MemoryFilter
 from recallite_core.text.validation import check_optional_name, check_unit, fmt_id, parse_id
-from recallite_core.features.working_layer import WorkingLayer
 
 
 class FeedbackRecorder:

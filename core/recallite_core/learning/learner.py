@@ -30,9 +30,9 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from recallite_core.models import OutcomeEvidence
+from recallite_core.policy.rules import LEARNED_OUTCOME_GAIN
 from recallite_core.storage.base import Session
-from recallite_core.storage.codec import decode_many, encode_vector
-from recallite_core.storage.codec import ts
+from recallite_core.storage.codec import decode_many, encode_vector, ts
 
 LEARNING_MODES = ("contextual", "global", "ema")
 
@@ -45,7 +45,7 @@ class LearningConfig:
     # global: the same posterior with every outcome counting whatever its query (ablation);
     # ema: the usefulness column only (what ranking did before this learner).
     mode: str = "contextual"
-    gain: float | None = 7.0  # outcome factor exp(gain * (u - 0.5)); None = RecalliteConfig.outcome_gain
+    gain: float | None = LEARNED_OUTCOME_GAIN  # outcome factor exp(gain * (u - 0.5)); None = RecalliteConfig.outcome_gain
     prior: float = 0.75  # Beta(prior, prior) before any outcome: one success is not forty
     max_outcomes: int = 32  # most recent outcome rows used per memory
     decay: float = 0.9  # weight of an outcome per newer outcome of the same memory

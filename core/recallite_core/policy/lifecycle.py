@@ -14,15 +14,21 @@ import json
 import time
 from typing import Any
 
-from recallite_core.policy import rules as policy
 from recallite_core.catalog import Catalog
 from recallite_core.conversation.episodes import check_orphans
-from recallite_core.errors import InvalidInputError, InvalidTransitionError, MemoryNotFoundError, StoreError, TrustPolicyError
+from recallite_core.conversation.turns import TurnStore
+from recallite_core.errors import (
+    InvalidInputError,
+    InvalidTransitionError,
+    MemoryNotFoundError,
+    StoreError,
+    TrustPolicyError,
+)
 from recallite_core.models import RELATION_TYPES, ForgetResult, Memory, Relation, RelationCounts
 from recallite_core.plumbing import Plumbing
-from recallite_core.text.redaction import redact_text
+from recallite_core.policy import rules as policy
 from recallite_core.storage.codec import ts
-from recallite_core.conversation.turns import TurnStore
+from recallite_core.text.redaction import redact_text
 from recallite_core.text.validation import check_source, clean_text, fmt_id, parse_id
 
 

@@ -14,13 +14,13 @@ import tempfile
 import time
 from typing import Any, Callable
 
-from recallite_core.policy import rules as policy
-from recallite_core.storage.codec import encode_vector
+from recallite_core.conversation.episodes import check_category, check_role, check_timestamp
+from recallite_core.conversation.turns import TurnStore
 from recallite_core.errors import InvalidInputError
 from recallite_core.models import OUTCOMES, RELATION_TYPES
-from recallite_core.conversation.episodes import check_category, check_role, check_timestamp
 from recallite_core.plumbing import Plumbing
-from recallite_core.conversation.turns import TurnStore
+from recallite_core.policy import rules as policy
+from recallite_core.storage.codec import encode_vector
 from recallite_core.text.validation import parse_id
 from recallite_core.writer import Writer
 

@@ -8,9 +8,9 @@ from typing import Protocol
 from xml.sax.saxutils import escape, quoteattr
 
 from recallite_core.errors import InvalidInputError
-from recallite_core.text.injection import escape_hidden
 from recallite_core.models import CONTEXT_FORMATS, RecallHit
 from recallite_core.policy.rules import SOURCE_TRUST, UNTRUSTED
+from recallite_core.text.injection import escape_hidden
 from recallite_core.text.tokens import estimate_tokens, truncate_to_tokens
 
 TRUNCATED = " …[truncated]"

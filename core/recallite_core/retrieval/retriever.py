@@ -13,25 +13,32 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from recallite_core.policy import rules as policy
 from recallite_core.config import RecalliteConfig
-from recallite_core.embedding.embedder import Embedder
-from recallite_core.policy.corrections import newer_first as corrections_first
-from recallite_core.retrieval.conversation_ranking import NO_TURN, EpisodeMap, SqlTurnLinks, expand, named_speakers
 from recallite_core.conversation.episodes import ChunkIndex, chunk_channel, needs_id_list
+from recallite_core.embedding.embedder import Embedder
 from recallite_core.errors import ScanError, WorkerTimeoutError
-from recallite_core.retrieval.fusion import keyword_moments, keyword_weight, margin_ramp, reciprocal_rank_fusion, vector_margin, zscore_arrays
+from recallite_core.index.vector_index import ScanFilter, VectorIndex, exact_scores, stats_moments
 from recallite_core.learning.learner import Assessment, OutcomeModel, blend_task, outcome_reasons
 from recallite_core.models import Memory, RecallHit, ScoreBreakdown
+from recallite_core.policy import rules as policy
+from recallite_core.policy.corrections import newer_first as corrections_first
+from recallite_core.policy.trust import side_tables, trust_scores
+from recallite_core.retrieval.candidates import Fused, QueryVectorCache, RecallFilter, flags_of, scan_filter_for
+from recallite_core.retrieval.conversation_ranking import NO_TURN, EpisodeMap, SqlTurnLinks, expand, named_speakers
+from recallite_core.retrieval.cutting import relative_cut
+from recallite_core.retrieval.fusion import (
+    keyword_moments,
+    keyword_weight,
+    margin_ramp,
+    reciprocal_rank_fusion,
+    vector_margin,
+    zscore_arrays,
+)
 from recallite_core.storage import DRIVER_ERRORS, Storage
 from recallite_core.storage.base import Session, StaleIndex, chunked
 from recallite_core.storage.codec import decode_vector
 from recallite_core.storage.fts import query_terms
 from recallite_core.storage.order import top_order
-from recallite_core.policy.trust import side_tables, trust_scores
-from recallite_core.index.vector_index import ScanFilter, VectorIndex, exact_scores, stats_moments
-from recallite_core.retrieval.candidates import Fused, QueryVectorCache, RecallFilter, flags_of, scan_filter_for
-from recallite_core.retrieval.cutting import relative_cut
 
 if TYPE_CHECKING:
     from recallite_core.index.scan_workers import ScanPool

@@ -15,25 +15,37 @@ import time
 from collections import Counter
 from typing import Any, Sequence
 
-from recallite_core.policy import corrections
-from recallite_core.policy import rules as policy
-from recallite_core.text.concepts import concepts_query
-from recallite_core.retrieval.context import render
 from recallite_core.conversation.conversations import Conversations
 from recallite_core.conversation.episodes import check_window, render_session, stored_id
-from recallite_core.errors import InvalidInputError
-from recallite_core.models import CONTEXT_FORMATS, STATUSES, AutoContextResult, BeliefEdge, BeliefGraph, BeliefNode, ContextFormat, ContextResult, RecallHit, RecallResult, is_context_format
-from recallite_core.plumbing import Plumbing
-from recallite_core.policy.rules import DEFAULT_RECALL_STATUSES
-from recallite_core.features.beliefs import walk
-from recallite_core.text.redaction import redact_text
-from recallite_core.retrieval.rerank import rerank_hits, resolve_reranker
-from recallite_core.features.slm import SlmFeatures, Summarizer
-from recallite_core.text.tokens import estimate_tokens
-from recallite_core.policy.trust import trust_scores
 from recallite_core.conversation.turns import TurnStore
-from recallite_core.text.validation import check_limit, check_query, check_scope, check_unit, fmt_id, parse_id
+from recallite_core.errors import InvalidInputError
+from recallite_core.features.beliefs import walk
+from recallite_core.features.slm import SlmFeatures, Summarizer
 from recallite_core.features.working_layer import WorkingLayer
+from recallite_core.models import (
+    CONTEXT_FORMATS,
+    STATUSES,
+    AutoContextResult,
+    BeliefEdge,
+    BeliefGraph,
+    BeliefNode,
+    ContextFormat,
+    ContextResult,
+    RecallHit,
+    RecallResult,
+    is_context_format,
+)
+from recallite_core.plumbing import Plumbing
+from recallite_core.policy import corrections
+from recallite_core.policy import rules as policy
+from recallite_core.policy.rules import DEFAULT_RECALL_STATUSES
+from recallite_core.policy.trust import trust_scores
+from recallite_core.retrieval.context import render
+from recallite_core.retrieval.rerank import rerank_hits, resolve_reranker
+from recallite_core.text.concepts import concepts_query
+from recallite_core.text.redaction import redact_text
+from recallite_core.text.tokens import estimate_tokens
+from recallite_core.text.validation import check_limit, check_query, check_scope, check_unit, fmt_id, parse_id
 
 
 class Searcher:

@@ -14,8 +14,8 @@ import math
 import re
 from typing import Callable
 
-from recallite_core.storage.fts import STOPWORDS as FTS_STOPWORDS
 from recallite_core.features.working import STOPWORDS as WM_STOPWORDS
+from recallite_core.storage.fts import STOPWORDS as FTS_STOPWORDS
 
 STOPWORDS = FTS_STOPWORDS | WM_STOPWORDS | frozenset(
     "also etc e.g i.e please thanks thank okay ok yes let lets get gets got getting make made use used using need needs "

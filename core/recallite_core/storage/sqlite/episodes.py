@@ -8,7 +8,6 @@ from typing import Sequence
 from recallite_core.storage.base import ChunkRow, MemoryFilter, TurnRow, chunked
 from recallite_core.storage.sqlite.filters import marks, where_sql
 
-
 _TURN = "SELECT memory_id, scope, session, seq, role FROM episodes"
 _CHUNK = ("SELECT c.id, m.scope, m.status, m.type, m.session, c.vector, c.memory_id "
           "FROM chunks c JOIN memories m ON m.id = c.memory_id")

@@ -6,8 +6,7 @@ import json
 import sqlite3
 from datetime import datetime
 
-from recallite_core.models import EpisodeInfo, Memory, Source
-from recallite_core.models import TYPE_LAYER
+from recallite_core.models import TYPE_LAYER, EpisodeInfo, Memory, Source
 from recallite_core.storage.codec import ts
 
 MEMORY_COLUMNS = (

@@ -13,9 +13,9 @@ import time
 from typing import Iterator, Sequence
 
 from recallite_core.errors import SchemaVersionError, StoreError
-from recallite_core.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
-from recallite_core.storage.sqlite.keyword_mirror import KeywordIndexes
 from recallite_core.storage.base import Session
+from recallite_core.storage.sqlite.keyword_mirror import KeywordIndexes
+from recallite_core.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 from recallite_core.storage.sqlite.session import SqliteSession
 
 log = logging.getLogger("recallite.store")

@@ -8,7 +8,6 @@ from typing import Iterator, Sequence
 from recallite_core.storage.base import Shard, VectorRow, chunked
 from recallite_core.storage.sqlite.filters import marks
 
-
 _VECTOR_SELECT = ("SELECT m.id, m.scope, m.status, m.type, m.session, v.vector FROM vectors v "
                   "JOIN memories m ON m.id = v.memory_id")
 
