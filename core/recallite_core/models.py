@@ -23,6 +23,10 @@ OUTCOMES: tuple[str, ...] = get_args(Outcome)
 CONTEXT_FORMATS: tuple[str, ...] = get_args(ContextFormat)
 
 
+def is_memory_type(value: object) -> TypeGuard[MemoryType]:
+    return value in MEMORY_TYPES
+
+
 def is_outcome(value: object) -> TypeGuard[Outcome]:
     return value in OUTCOMES
 
@@ -33,7 +37,7 @@ def is_context_format(value: object) -> TypeGuard[ContextFormat]:
 
 
 # A stored memory's layer follows from its type (SLM-Lite layers; working memory is in process only).
-TYPE_LAYER: dict[str, str] = {
+TYPE_LAYER: dict[str, Layer] = {
     "episode": "episodic",
     "observation": "semantic",
     "fact": "semantic",
@@ -102,7 +106,7 @@ class Memory(BaseModel):
     @model_validator(mode="after")
     def _default_layer(self) -> "Memory":
         if self.layer is None:
-            self.layer = TYPE_LAYER[self.type]  # type: ignore[assignment]
+            self.layer = TYPE_LAYER[self.type]
         return self
 
 

@@ -47,7 +47,7 @@ def resolve_embedder(spec: "str | Embedder | Callable | None" = "default", dims:
                 setattr(spec, "name", f"custom-{int(spec.dimensions)}")  # a duck-typed embedder without a name
             except Exception:
                 pass
-        return spec  # type: ignore[return-value]
+        return spec  # type: ignore[return-value]  # duck-typed: it has embed and dimensions (and now a name)
     if callable(spec):
         if dims is None:
             raise InvalidInputError("A callable embedder needs dims=<its vector length>.")

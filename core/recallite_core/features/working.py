@@ -12,11 +12,14 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from recallite_core.errors import MemoryNotFoundError
+
+if TYPE_CHECKING:  # annotations only
+    from recallite_core.models import MemoryType, SourceType
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 STOPWORDS = frozenset(
@@ -41,13 +44,13 @@ class WorkingEntry:
     id: str
     session: str
     scope: str
-    type: str
+    type: MemoryType
     title: str
     content: str
     tags: list[str]
     metadata: dict
     importance: float
-    source_type: str
+    source_type: SourceType
     source_id: str | None
     confidence: float
     vector: np.ndarray

@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, overload
 
 import numpy as np
 
@@ -46,6 +46,10 @@ log = logging.getLogger("recallite.slm")
 WORKING_PREFIX = "wm_"
 
 
+@overload
+def _ts(value: float) -> datetime: ...
+@overload
+def _ts(value: float | None) -> datetime | None: ...
 def _ts(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, tz=timezone.utc)
 
@@ -97,7 +101,7 @@ class WorkingLayer:
         """
         self.core.live()
         lim = self.core.limits
-        policy.check_type(type)
+        mtype = policy.check_type(type)
         sess = check_optional_name(session, "session", lim)
         if not sess:
             raise InvalidInputError("session is required for working memory: name the conversation or run it belongs to.")
@@ -106,7 +110,7 @@ class WorkingLayer:
         src = check_source(source)
         vec = self.core.embed([embedding_text(ttl, text)])[0]
         entry = WorkingEntry(
-            id=self.memory().new_id(), session=sess, scope=check_scope(scope, lim, self.core.config.default_scope), type=type,
+            id=self.memory().new_id(), session=sess, scope=check_scope(scope, lim, self.core.config.default_scope), type=mtype,
             title=ttl, content=text, tags=check_tags(tags, lim), metadata=check_metadata(metadata, lim),
             importance=check_unit("importance", importance, 0.5), source_type=src.type, source_id=src.id,
             confidence=policy.SOURCE_CONFIDENCE[src.type], vector=np.asarray(vec, dtype=np.float32),
@@ -137,11 +141,11 @@ class WorkingLayer:
 
     def _working_memory_model(self, e: WorkingEntry) -> Memory:
         return Memory(
-            id=e.id, type=e.type, title=e.title, content=e.content, status="active",  # type: ignore[arg-type]
-            source=Source(type=e.source_type, id=e.source_id), scope=e.scope, session=e.session, tags=list(e.tags),  # type: ignore[arg-type]
+            id=e.id, type=e.type, title=e.title, content=e.content, status="active",
+            source=Source(type=e.source_type, id=e.source_id), scope=e.scope, session=e.session, tags=list(e.tags),
             metadata=dict(e.metadata), confidence=e.confidence, usefulness=e.usefulness, importance=e.importance,
-            access_count=e.uses, last_accessed_at=_ts(e.last_used_at), created_at=_ts(e.created_at),  # type: ignore[arg-type]
-            updated_at=_ts(e.last_used_at or e.created_at), content_hash=content_hash(e.content),  # type: ignore[arg-type]
+            access_count=e.uses, last_accessed_at=_ts(e.last_used_at), created_at=_ts(e.created_at),
+            updated_at=_ts(e.last_used_at or e.created_at), content_hash=content_hash(e.content),
             tokens=0, layer="working",
         )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from recallite_core.errors import InvalidInputError, InvalidTransitionError
-from recallite_core.models import MEMORY_TYPES, SOURCE_TYPES, STATUSES, TYPE_LAYER
+from recallite_core.models import MEMORY_TYPES, SOURCE_TYPES, STATUSES, TYPE_LAYER, MemoryType, is_memory_type
 
 TRUSTED, MEDIUM, UNTRUSTED = "trusted", "medium", "untrusted"
 
@@ -80,8 +80,8 @@ def trust_of(source_type: str) -> str:
     return SOURCE_TRUST[source_type]
 
 
-def check_type(memory_type: str) -> str:
-    if memory_type not in MEMORY_TYPES:
+def check_type(memory_type: str) -> MemoryType:
+    if not is_memory_type(memory_type):
         raise InvalidInputError(f"Unknown memory type {memory_type!r}. Use one of: {', '.join(MEMORY_TYPES)}.")
     return memory_type
 

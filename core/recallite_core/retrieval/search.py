@@ -175,7 +175,7 @@ class Searcher:
             pass
         return ContextResult(
             context=r.text, retrieval_id=result.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
-            max_tokens=max_tokens, format=format, truncated=r.truncated, omitted=r.omitted,  # type: ignore[arg-type]
+            max_tokens=max_tokens, format=format, truncated=r.truncated, omitted=r.omitted,  # type: ignore[arg-type]  # render() above rejected any other format
         )
 
     def build_context(
@@ -331,7 +331,7 @@ class Searcher:
                                     relation=node.relation))
         kept = {parse_id(n.memory.id) for n in nodes}
         return BeliefGraph(topic=r.query, retrieval_id=r.retrieval_id, nodes=nodes,
-                           edges=[BeliefEdge(from_id=f"mem_{a}", to_id=f"mem_{b}", type=t)  # type: ignore[arg-type]
+                           edges=[BeliefEdge(from_id=f"mem_{a}", to_id=f"mem_{b}", type=t)  # type: ignore[arg-type]  # a stored relation type, checked when written
                                   for a, b, t in edges if a in kept and b in kept])
 
     def auto_context(self, text: str, max_tokens: int = 2000, *, k: int = 8, format: str = "markdown",

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recallite_core.errors import ContentTooLargeError, InvalidInputError
-from recallite_core.models import Source
+from recallite_core.models import Source, SourceType
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SPACE = re.compile(r"\s+")
@@ -154,9 +154,9 @@ def check_optional_name(value: Any, name: str, limits: Limits) -> str | None:
     return text or None
 
 
-def check_source(source: Any, default: str = "user") -> Source:
+def check_source(source: Any, default: SourceType = "user") -> Source:
     if source is None:
-        return Source(type=default)  # type: ignore[arg-type]
+        return Source(type=default)
     if isinstance(source, Source):
         return source
     if isinstance(source, str):
