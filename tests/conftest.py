@@ -59,8 +59,13 @@ def backend_location(request, backend, tmp_path):
 
 
 @pytest.fixture
-def backend_mem(request, backend):
-    url = request.getfixturevalue("postgres_db_url") if backend == "postgres" else None
-    m = Recallite.open(url, embedder="hash")
+def backend_url(request, backend):
+    """None (SQLite in memory) or the URL of a fresh PostgreSQL database."""
+    return request.getfixturevalue("postgres_db_url") if backend == "postgres" else None
+
+
+@pytest.fixture
+def backend_mem(backend_url):
+    m = Recallite.open(backend_url, embedder="hash")
     yield m
     m.close()

@@ -16,7 +16,7 @@ SECRET = "s3cret-pw"
 def with_password(url: str) -> str:
     """The test server's URL with a password in it (the socket's trust login ignores it)."""
     head, rest = url.split("://", 1)
-    user, at, tail = rest.partition("@")
+    user, _, tail = rest.partition("@")
     return f"{head}://{user.split(':')[0]}:{SECRET}@{tail}"
 
 

@@ -114,8 +114,8 @@ def test_bad_input_is_typed_and_writes_nothing(mem, kwargs, err, msg):
     assert count(mem, "memories") == 0 and count(mem, "vectors") == 0
 
 
-def test_content_limit_is_configurable():
-    m = Recallite.open(None, embedder="hash", config=RecalliteConfig(limits=Limits(max_content_bytes=10)))
+def test_content_limit_is_configurable(backend_url):
+    m = Recallite.open(backend_url, embedder="hash", config=RecalliteConfig(limits=Limits(max_content_bytes=10)))
     with pytest.raises(ContentTooLargeError):
         m.add("more than ten bytes")
     m.close()
@@ -423,11 +423,11 @@ def test_embedder_mismatch_names_reindex(backend_location):
     m2.close()
 
 
-def test_callable_embedder(tmp_path):
+def test_callable_embedder(backend_url):
     def embed(texts):
         return [[len(t), 1.0, 0.0] for t in texts]
 
-    m = Recallite.open(None, embedder=embed, dims=3)
+    m = Recallite.open(backend_url, embedder=embed, dims=3)
     m.add("hello")
     assert m.recall("hello").memories
     bad = Recallite.open(None, embedder=lambda t: [[1.0]] * len(t), dims=3)
