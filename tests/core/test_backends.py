@@ -135,3 +135,17 @@ def test_export_import_round_trip_between_backends(postgres_db_url, tmp_path):
     finally:
         for m in (lite, pg, again):
             m.close()
+
+
+def test_open_store_picks_the_backend_class(postgres_db_url):
+    from recallite_core.storage import open_store
+    from recallite_core.storage.postgres import PostgresStore
+    from recallite_core.storage.sqlite.store import Store
+
+    lite, pg = open_store(None), open_store(postgres_db_url)
+    try:
+        assert isinstance(lite, Store) and isinstance(pg, PostgresStore) and pg.path is None
+        assert lite.busy_timeout_ms == Store(None).busy_timeout_ms  # None keeps each backend's default
+    finally:
+        lite.close()
+        pg.close()

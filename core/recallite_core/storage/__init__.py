@@ -28,16 +28,18 @@ def is_postgres_url(path: str | None) -> bool:
     return isinstance(path, str) and path.strip().lower().startswith(POSTGRES_SCHEMES)
 
 
-def open_store(path: str | None, *, busy_timeout_ms: int = 30_000, read_only: bool = False) -> Any:
+def open_store(path: str | None, *, busy_timeout_ms: int | None = None, read_only: bool = False) -> Any:
     """The store ``path`` names: PostgreSQL for a ``postgresql://`` / ``postgres://`` URL (psycopg
-    loaded only then), otherwise the SQLite file at ``path`` (None or ":memory:": in memory)."""
+    loaded only then), otherwise the SQLite file at ``path`` (None or ":memory:": in memory).
+    ``busy_timeout_ms`` None keeps the backend's own default."""
+    timeout = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
     if is_postgres_url(path):
         from recallite_core.storage.postgres import PostgresStore
 
-        return PostgresStore(str(path).strip(), busy_timeout_ms=busy_timeout_ms, read_only=read_only)
+        return PostgresStore(str(path).strip(), read_only=read_only, **timeout)
     from recallite_core.storage.sqlite.store import Store
 
-    return Store(path, busy_timeout_ms=busy_timeout_ms, read_only=read_only)
+    return Store(path, read_only=read_only, **timeout)
 
 
 def masked_location(path: str | None) -> str:
@@ -52,9 +54,4 @@ def masked_location(path: str | None) -> str:
     return str(path)
 
 
-def where(store: Any) -> str:
-    """What a message may call ``store``: its file, its URL without the password, or "memory"."""
-    return getattr(store, "where", None) or getattr(store, "path", None) or ":memory:"
-
-
-__all__ = ["DRIVER_ERRORS", "POSTGRES_SCHEMES", "Session", "Storage", "is_postgres_url", "masked_location", "open_store", "where"]
+__all__ = ["DRIVER_ERRORS", "POSTGRES_SCHEMES", "Session", "Storage", "is_postgres_url", "masked_location", "open_store"]
