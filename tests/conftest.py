@@ -37,3 +37,35 @@ def file_mem(db_path):
 # asks for `postgres_url` / `postgres_db_url`: tests/postgres_server.py imports no driver until then.
 # Defined here, not imported per module, so that the test modules share one server.
 from tests.postgres_server import postgres_db_url, postgres_url  # noqa: E402,F401
+
+# Both storage backends (issue 17): `backend_mem` is a Recallite on SQLite (in memory, like `mem`)
+# and on PostgreSQL (a fresh database per test); `backend_location` is what Recallite.open takes to
+# reach the same store twice (a SQLite file, or the PostgreSQL URL). The postgres parameter skips
+# with the server fixture's stated reason only where the wheel cannot start, and fails instead
+# under RECALLITE_POSTGRES_TEST=required (CI).
+BACKENDS = ["sqlite", "postgres"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    return request.param
+
+
+@pytest.fixture
+def backend_location(request, backend, tmp_path):
+    if backend == "postgres":
+        return request.getfixturevalue("postgres_db_url")
+    return str(tmp_path / "agent-memory.db")
+
+
+@pytest.fixture
+def backend_url(request, backend):
+    """None (SQLite in memory) or the URL of a fresh PostgreSQL database."""
+    return request.getfixturevalue("postgres_db_url") if backend == "postgres" else None
+
+
+@pytest.fixture
+def backend_mem(backend_url):
+    m = Recallite.open(backend_url, embedder="hash")
+    yield m
+    m.close()

@@ -31,7 +31,8 @@ from recallite_core.plumbing import Plumbing
 from recallite_core.policy.lifecycle import Lifecycle
 from recallite_core.portability.jsonl import Portability
 from recallite_core.retrieval.search import Searcher
-from recallite_core.storage.sqlite.store import Store
+from recallite_core.storage import is_postgres_url, open_store
+from recallite_core.storage.base import Storage
 from recallite_core.text.validation import Limits
 from recallite_core.writer import Writer, embedding_text
 
@@ -74,7 +75,7 @@ class Recallite:
     call from several threads (calls are serialised on one connection).
     """
 
-    def __init__(self, store: Store, embedder: Embedder, config: RecalliteConfig | None = None):
+    def __init__(self, store: Storage, embedder: Embedder, config: RecalliteConfig | None = None):
         self.core = core = Plumbing(store, embedder, config)
         self.store, self.embedder, self.config = core.store, core.embedder, core.config
         self.index, self.scan_pool, self.retriever, self.learning = core.index, core.scan_pool, core.retriever, core.learning
@@ -106,6 +107,10 @@ class Recallite:
     ) -> "Recallite":
         """Open (creating if needed) the store at ``path``; ``None`` or ":memory:" is a private in-memory store.
 
+        A ``postgresql://`` or ``postgres://`` URL opens a PostgreSQL + pgvector database instead
+        of a SQLite file (``pip install "recallite-mcp[postgres]"``; docs/postgres.md). There the
+        keyword and vector searches run through the server and scan workers are off.
+
         ``embedder``: "default" (MiniLM ONNX, offline; hash fallback with a warning),
         "hash", "onnx", an Embedder object, or a callable ``texts -> vectors`` with ``dims``.
         ``on_embedder_mismatch``: "error" (default) or "reindex" when the file was embedded
@@ -118,8 +123,11 @@ class Recallite:
         if workers is not None:
             config = dataclasses.replace(config, workers=workers)
         WorkerOptions.parse(config.workers)  # a typo fails here, before the file is touched
+        if is_postgres_url(path) and config.workers not in (False, None):
+            # Scan workers read a SQLite file; a server store answers its own searches.
+            config = dataclasses.replace(config, workers=False)
         emb = resolve_embedder(embedder, dims)
-        store = Store(path, busy_timeout_ms=config.busy_timeout_ms)
+        store = open_store(path, busy_timeout_ms=config.busy_timeout_ms)
         try:
             mem = cls(store, emb, config)
             mem._check_embedder(on_embedder_mismatch)
@@ -144,10 +152,11 @@ class Recallite:
         if on_mismatch == "reindex":
             self.reindex()
             return
+        where = self.store.path or getattr(self.store, "where", None)  # a server URL without its password
         raise EmbedderMismatchError(
-            f"{self.store.path or 'This store'} was embedded with {name} ({dims} dimensions); this process uses "
+            f"{where or 'This store'} was embedded with {name} ({dims} dimensions); this process uses "
             f"{ours[0]} ({ours[1]} dimensions). Open it with the same embedder, or re-embed every memory with "
-            f"the new one: `recallite-mcp reindex --db {self.store.path or '<db>'}` "
+            f"the new one: `recallite-mcp reindex --db {where or '<db>'}` "
             "(Python: Recallite.open(path, embedder=..., on_embedder_mismatch='reindex'))."
         )
 

@@ -23,14 +23,15 @@ from recallite_core.learning.learner import Learning
 from recallite_core.policy import rules as policy
 from recallite_core.retrieval.candidates import RecallFilter
 from recallite_core.retrieval.retriever import Retriever
-from recallite_core.storage.sqlite.store import Store
+from recallite_core.storage import open_store
+from recallite_core.storage.base import Storage
 from recallite_core.text.validation import Limits, check_optional_name, check_scope, check_tags
 
 
 class Plumbing:
     """Store, embedder, config, indexes, retriever and learner of one open ``Recallite``."""
 
-    def __init__(self, store: Store, embedder: Embedder, config: RecalliteConfig | None = None):
+    def __init__(self, store: Storage, embedder: Embedder, config: RecalliteConfig | None = None):
         self.store = store
         self.embedder = embedder
         self.config = config or RecalliteConfig()
@@ -46,7 +47,7 @@ class Plumbing:
         self.learning = Learning(store, embedder, self.config.learning, self.config.outcome_gain)
         self.retriever.learning = self.learning.outcomes
         self.closed = False
-        self._read_store: Store | None = None
+        self._read_store: Storage | None = None
 
     @property
     def limits(self) -> Limits:
@@ -94,13 +95,13 @@ class Plumbing:
         return RecallFilter(scopes=scopes, statuses=sts, types=types, tags=tg or None, sessions=sessions,
                             roles=check_names(roles, "roles", check_role), categories=check_names(categories, "categories", check_category))
 
-    def reader(self) -> Store:
+    def reader(self) -> Storage:
         """A read-only connection of its own (file stores), so stats answer while a long recall
-        or write holds the writer connection's lock."""
+        or write holds the writer connection's lock. In-memory and server stores answer on their own."""
         if self.store.path is None:
             return self.store
         if self._read_store is None:
-            self._read_store = Store(self.store.path, read_only=True, busy_timeout_ms=self.config.busy_timeout_ms)
+            self._read_store = open_store(self.store.path, read_only=True, busy_timeout_ms=self.config.busy_timeout_ms)
         return self._read_store
 
     def close(self, drain_timeout: float = 5.0) -> None:

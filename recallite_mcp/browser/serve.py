@@ -44,7 +44,7 @@ def run(settings: Settings, host: str = "127.0.0.1", port: int = 8766, open_brow
             guard = Guard(host, port)
             app = build_app(memory, guard)
             address = guard.start_url()
-            print(f"recallite memory browser for {settings.db_path or ':memory:'}", flush=True)
+            print(f"recallite memory browser for {settings.db_label}", flush=True)
             print(f"open (the token works once): {address}", flush=True)
             if not is_loopback(host):
                 print(f"warning: listening on {host}, not loopback: anyone who can reach it and holds the token can "

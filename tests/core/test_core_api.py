@@ -16,8 +16,25 @@ from recallite_core import (
 from recallite_core.text.validation import Limits
 
 
+@pytest.fixture
+def mem(backend_mem):
+    """Every test of this module that takes `mem` runs on both backends (SQLite, PostgreSQL)."""
+    return backend_mem
+
+
+def on_postgres(mem) -> bool:
+    return mem.store.path is None and getattr(mem.store, "where", None) is not None
+
+
+def sql(mem, query, params=()):
+    """One raw query on either backend (`?` placeholders; PostgreSQL's driver takes `%s`)."""
+    if on_postgres(mem):
+        query = query.replace("?", "%s")
+    return mem.store.conn.execute(query, params)
+
+
 def count(mem, table):
-    return mem.store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    return sql(mem, f"SELECT count(*) FROM {table}").fetchone()[0]
 
 
 def test_lite_api(mem):
@@ -97,8 +114,8 @@ def test_bad_input_is_typed_and_writes_nothing(mem, kwargs, err, msg):
     assert count(mem, "memories") == 0 and count(mem, "vectors") == 0
 
 
-def test_content_limit_is_configurable():
-    m = Recallite.open(None, embedder="hash", config=RecalliteConfig(limits=Limits(max_content_bytes=10)))
+def test_content_limit_is_configurable(backend_url):
+    m = Recallite.open(backend_url, embedder="hash", config=RecalliteConfig(limits=Limits(max_content_bytes=10)))
     with pytest.raises(ContentTooLargeError):
         m.add("more than ten bytes")
     m.close()
@@ -350,9 +367,12 @@ def test_forget_removes_every_projection(mem):
     aid = int(a.id[4:])
     for table, col in [("memories", "id"), ("vectors", "memory_id"), ("retrieval_items", "memory_id"),
                        ("memory_outcomes", "memory_id")]:
-        assert mem.store.conn.execute(f"SELECT count(*) FROM {table} WHERE {col} = ?", (aid,)).fetchone()[0] == 0
+        assert sql(mem, f"SELECT count(*) FROM {table} WHERE {col} = ?", (aid,)).fetchone()[0] == 0
     assert count(mem, "relations") == 0
-    assert mem.store.conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'bluebird'").fetchone()[0] == 0
+    if on_postgres(mem):  # the keyword index is the row's own tsvector column: it went with the row
+        assert sql(mem, "SELECT count(*) FROM memories WHERE tsv @@ to_tsquery('recallite_english', 'bluebird')").fetchone()[0] == 0
+    else:
+        assert sql(mem, "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'bluebird'").fetchone()[0] == 0
     assert mem.recall("bluebird codename").ids == [b.id] or a.id not in mem.recall("bluebird codename").ids
     with pytest.raises(MemoryNotFoundError):
         mem.get(a.id)
@@ -390,7 +410,8 @@ def test_stats_counts(mem):
     assert s.context_calls == 1 and s.tokens_served == r.tokens and s.db_bytes > 0
 
 
-def test_embedder_mismatch_names_reindex(db_path):
+def test_embedder_mismatch_names_reindex(backend_location):
+    db_path = backend_location
     m = Recallite.open(db_path, embedder="hash")
     m.add("embedded with 384 dims")
     m.close()
@@ -402,11 +423,11 @@ def test_embedder_mismatch_names_reindex(db_path):
     m2.close()
 
 
-def test_callable_embedder(tmp_path):
+def test_callable_embedder(backend_url):
     def embed(texts):
         return [[len(t), 1.0, 0.0] for t in texts]
 
-    m = Recallite.open(None, embedder=embed, dims=3)
+    m = Recallite.open(backend_url, embedder=embed, dims=3)
     m.add("hello")
     assert m.recall("hello").memories
     bad = Recallite.open(None, embedder=lambda t: [[1.0]] * len(t), dims=3)
@@ -434,7 +455,8 @@ def test_reindex_is_equivalent(file_mem):
     assert file_mem.recall("topic 3 tool 1", limit=10).ids == ranking
 
 
-def test_second_process_writes_are_seen(db_path):
+def test_second_process_writes_are_seen(backend_location):
+    db_path = backend_location
     a = Recallite.open(db_path, embedder="hash")
     b = Recallite.open(db_path, embedder="hash")
     a.add("written by a about kettles")
@@ -464,7 +486,8 @@ def test_consolidate_makes_candidates_never_silent(mem):
     assert mem.consolidate(threshold=0.9) == []  # not merged twice
 
 
-def test_closed_store_raises(db_path):
+def test_closed_store_raises(backend_location):
+    db_path = backend_location
     m = Recallite.open(db_path, embedder="hash")
     m.close()
     with pytest.raises(Exception, match="closed"):

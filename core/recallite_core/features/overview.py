@@ -83,7 +83,7 @@ class Overview:
             tokens_saved=max(0, matched - sum(served)),
             tokens_served_median=float(statistics.median(served_sorted)) if served_sorted else 0.0,
             tokens_served_p95=float(served_sorted[min(len(served_sorted) - 1, int(0.95 * len(served_sorted)))]) if served_sorted else 0.0,
-            db_path=self.core.store.path, db_bytes=db_bytes, wal_bytes=wal_bytes,
+            db_path=self.core.store.path or getattr(self.core.store, "where", None), db_bytes=db_bytes, wal_bytes=wal_bytes,
             schema_version=self.core.reader().schema_version(),
             redactions=sum(redacted.values()), redactions_by_kind=redacted,
             context_tuning=self._context_tuning(flt.scopes),

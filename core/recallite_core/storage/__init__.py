@@ -11,6 +11,7 @@ engine or config, which all sit above it. docs/storage.md describes the interfac
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 from recallite_core.storage.base import Session, Storage
 
@@ -18,5 +19,39 @@ from recallite_core.storage.base import Session, Storage
 #: them to fall back to asking the store).
 DRIVER_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error,)
 
+#: URL schemes that name a PostgreSQL server; any other path is a SQLite file (or ":memory:").
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
-__all__ = ["DRIVER_ERRORS", "Session", "Storage"]
+
+def is_postgres_url(path: str | None) -> bool:
+    """True for a ``postgresql://`` or ``postgres://`` URL (case-insensitive scheme)."""
+    return isinstance(path, str) and path.strip().lower().startswith(POSTGRES_SCHEMES)
+
+
+def open_store(path: str | None, *, busy_timeout_ms: int | None = None, read_only: bool = False) -> Any:
+    """The store ``path`` names: PostgreSQL for a ``postgresql://`` / ``postgres://`` URL (psycopg
+    loaded only then), otherwise the SQLite file at ``path`` (None or ":memory:": in memory).
+    ``busy_timeout_ms`` None keeps the backend's own default."""
+    timeout = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
+    if is_postgres_url(path):
+        from recallite_core.storage.postgres import PostgresStore
+
+        return PostgresStore(str(path).strip(), read_only=read_only, **timeout)
+    from recallite_core.storage.sqlite.store import Store
+
+    return Store(path, read_only=read_only, **timeout)
+
+
+def masked_location(path: str | None) -> str:
+    """``path`` fit for a message: a server URL with its password replaced by ``***``, a file
+    as it is, None as ":memory:"."""
+    if path is None:
+        return ":memory:"
+    if is_postgres_url(path):
+        from recallite_core.storage.postgres.driver import masked
+
+        return masked(path)
+    return str(path)
+
+
+__all__ = ["DRIVER_ERRORS", "POSTGRES_SCHEMES", "Session", "Storage", "is_postgres_url", "masked_location", "open_store"]

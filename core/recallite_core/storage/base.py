@@ -443,8 +443,9 @@ class Storage(Protocol):
     ``reading()`` is one consistent snapshot for several reads. Sessions are not shared across
     threads; a store serialises its own users (SQLite: one lock per connection)."""
 
-    path: str | None
+    path: str | None  # the SQLite file; None in memory and on a server (nothing to open by path)
     read_only: bool
+    busy_timeout_ms: int
 
     def transaction(self) -> AbstractContextManager[Session]: ...
     def reading(self) -> AbstractContextManager[Session]: ...
