@@ -53,13 +53,14 @@ def _bar(label: str):
     state: dict[str, Any] = {"bar": None, "done": 0}
 
     def report(done: int, total: int) -> None:
-        if state["bar"] is None:
-            state["bar"] = click.progressbar(length=total, label=label, file=sys.stderr)
-            state["bar"].__enter__()
-        state["bar"].update(done - state["done"])
+        bar = state["bar"]
+        if bar is None:
+            bar = state["bar"] = click.progressbar(length=total, label=label, file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - state["done"])
         state["done"] = done
         if done >= total:
-            state["bar"].__exit__(None, None, None)
+            bar.__exit__(None, None, None)
 
     return report
 
