@@ -473,6 +473,26 @@ def import_cmd(ctx, db, scope, embedder, log_level, path, trust):
     click.echo(", ".join(f"{k} {v}" for k, v in counts.items()))
 
 
+@main.command("migrate")
+@click.option("--from", "source", required=True, help="The store to copy: a SQLite file or a postgresql:// URL.")
+@click.option("--to", "target", required=True, help="Where to copy it: a SQLite file or a postgresql:// URL (empty).")
+@click.option("--into-nonempty", is_flag=True, help="Add to a target that already holds memories.")
+@click.option("--embedder", type=click.Choice(["default", "onnx", "hash"]), default=None,
+              help="The embedder both stores use (vectors are recomputed with it). Env: RECALLITE_EMBEDDER.")
+@click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default=None)
+@click.pass_context
+@handle_errors
+def migrate_cmd(ctx, source, target, into_nonempty, embedder, log_level):
+    """Copy a whole store (memories, relations, retrieval log, feedback) to another; verify counts."""
+    from .migrate import migrate
+
+    settings_from(ctx, embedder=embedder, log_level=log_level)
+    if not migrate(source, target, embedder=embedder, into_nonempty=into_nonempty,
+                   load_settings=load_settings, open_engine=open_engine):
+        click.echo("counts differ: check the target before using it", err=True)
+        ctx.exit(1)
+
+
 @main.command()
 @common_options
 @click.pass_context
