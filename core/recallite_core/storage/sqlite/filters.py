@@ -17,7 +17,7 @@ def where_sql(flt: MemoryFilter, alias: str = "m") -> tuple[str, list]:
     params: list = []
 
     def among(column: str, values: tuple[str | None, ...]) -> None:  # a None (blank session) matches no row
-        where.append(f"{alias}.{column} IN ({','.join('?' * len(values))})")
+        where.append(f"{alias}.{column} IN ({marks(len(values))})")
         params.extend(values)
 
     if flt.scopes is not None:
@@ -32,15 +32,15 @@ def where_sql(flt: MemoryFilter, alias: str = "m") -> tuple[str, list]:
         among("source_type", flt.sources)
     if flt.tags is not None:
         where.append(
-            f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE json_each.value IN ({','.join('?' * len(flt.tags))}))"
+            f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE json_each.value IN ({marks(len(flt.tags))}))"
         )
         params.extend(flt.tags)
     if flt.roles is not None:
-        where.append(f"{alias}.id IN (SELECT memory_id FROM episodes WHERE role IN ({','.join('?' * len(flt.roles))}))")
+        where.append(f"{alias}.id IN (SELECT memory_id FROM episodes WHERE role IN ({marks(len(flt.roles))}))")
         params.extend(flt.roles)
     if flt.categories is not None:
         where.append(
-            f"{alias}.id IN (SELECT memory_id FROM memory_categories WHERE category IN ({','.join('?' * len(flt.categories))}))"
+            f"{alias}.id IN (SELECT memory_id FROM memory_categories WHERE category IN ({marks(len(flt.categories))}))"
         )
         params.extend(flt.categories)
     if flt.valid_at is not None:

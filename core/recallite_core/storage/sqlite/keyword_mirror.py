@@ -33,6 +33,7 @@ import numpy as np
 
 from recallite_core.storage.base import StaleIndex
 from recallite_core.storage.id_arrays import IdArray
+from recallite_core.storage.sqlite.filters import marks
 from recallite_core.storage.sqlite.session import SqliteSession, connection_of
 
 #: What the mirror reads through: a session of the store, or a plain connection (tests).
@@ -552,7 +553,7 @@ class KeywordIndexes:
             for i in range(0, len(dirty), 500):
                 chunk = dirty[i : i + 500]
                 found += _raw(conn).execute(
-                    f"SELECT rowid, text FROM episode_windows WHERE rowid IN ({','.join('?' * len(chunk))})", chunk
+                    f"SELECT rowid, text FROM episode_windows WHERE rowid IN ({marks(len(chunk))})", chunk
                 ).fetchall()
             have = {r[0] for r in found}
             missing = [d for d in dirty if d not in have]

@@ -8,6 +8,7 @@ from datetime import datetime
 
 from recallite_core.models import TYPE_LAYER, EpisodeInfo, Memory, Source
 from recallite_core.storage.codec import ts
+from recallite_core.storage.sqlite.filters import marks
 
 MEMORY_COLUMNS = (
     "id, type, title, content, status, source_type, source_id, scope, session, tags, metadata, confidence, "
@@ -155,6 +156,6 @@ def load_memories(conn: sqlite3.Connection, ids: list[int]) -> dict[int, Memory]
     out: dict[int, Memory] = {}
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
-        for row in conn.execute(f"{SELECT_MEMORIES} WHERE m.id IN ({','.join('?' * len(chunk))})", chunk):
+        for row in conn.execute(f"{SELECT_MEMORIES} WHERE m.id IN ({marks(len(chunk))})", chunk):
             out[row[0]] = memory_from_select(row)
     return out
