@@ -156,8 +156,10 @@ class Searcher:
 
     def render(self, result: RecallResult, max_tokens: int, format: str) -> ContextResult:
         self.core.live()
-        with self.core.store.reading() as s:  # a replaced value as a one-line "was: ..." note
-            was = corrections.was_notes(s, [h.memory.id for h in result.memories]) if format == "markdown" else {}
+        was: dict[str, str] = {}
+        if format == "markdown" and result.memories:  # a replaced value as a one-line "was: ..." note
+            with self.core.store.reading() as s:
+                was = corrections.was_notes(s, [h.memory.id for h in result.memories])
         r = render(result.memories, max_tokens, format, was=was)
         matched = sum(h.memory.tokens for h in result.memories)
         try:
