@@ -61,11 +61,20 @@ from .learning_agent import (
     series,
     tasks_for_round,
 )
-from .learning_report import final_table, format_cosine, format_mcp, format_scenario, format_separation, plot
+from .learning_report import (
+    final_table,
+    format_cosine,
+    format_mcp,
+    format_regressions,
+    format_scenario,
+    format_separation,
+    plot,
+)
 
 __all__ = ["run_learning_benchmark", "run_scenario", "run_mcp_check", "separation", "oracle", "main", "SCENARIOS",
            "VIAS", "TARGETS", "CachingEmbedder", "make_embedder", "agent_turn", "evaluate", "series", "tasks_for_round",
-           "final_table", "format_cosine", "format_mcp", "format_scenario", "format_separation", "plot"]
+           "final_table", "format_cosine", "format_mcp", "format_regressions", "format_scenario", "format_separation",
+           "plot"]
 
 
 # -- one short run through the MCP tools --------------------------------------------------------------------
@@ -355,6 +364,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="only print the success per round of a perfect task-local learner (a bound) for --catalog and --attempts")
     p.add_argument("--separation", action="store_true",
                    help="only print how well the catalog's tasks are told apart before feedback (query vs task vectors, relevance floor)")
+    p.add_argument("--explain", action="store_true",
+                   help="also list each regression (a family failing right after a success) and what was served first")
     p.add_argument("--plot", metavar="PATH", help="write a PNG of success per round (needs matplotlib)")
     args = p.parse_args(list(argv) if argv is not None else None)
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
@@ -380,7 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     res = run_learning_benchmark(args.families, args.rounds, args.seed, args.embedder, scenarios, noise=args.noise,
                                  attempts=args.attempts, mcp=not args.no_mcp, config=config,
                                  interference_from=args.interference_from, noise_mode=args.noise_mode, progress=say,
-                                 catalog=args.catalog, via=args.via)
+                                 catalog=args.catalog, via=args.via, keep_log=args.explain)
     if args.plot:
         res["plot"] = args.plot if plot(res, args.plot) else None
         if res["plot"] is None:
@@ -397,6 +408,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(final_table(res))
         for note in res["skipped"].values():
             print(note)
+        if args.explain:
+            print(format_regressions(res))
         print(f"\n{'all targets met' if res['passed'] else 'SOME TARGETS MISSED'}; {res['seconds']}s "
               f"(embedding {res['embed_seconds']}s)")
     return 0
