@@ -26,3 +26,11 @@ def test_regressions_are_listed_with_what_was_served_first():
     assert [(c["round"], c["family"], c["kind"]) for c in cases] == [
         (2, "a", REGRESSION_KINDS[2]), (2, "b", REGRESSION_KINDS[1]), (4, "a", REGRESSION_KINDS[0])]
     assert cases[1]["shown"] == ["a:working", "b:working"]
+
+
+def test_the_ceiling_probe_reports_a_share_for_task_and_query_vectors():
+    from recallite_mcp.benchmarks.learning import ceiling
+
+    c = ceiling("voices-dev", embedder="hash")
+    for name in ("task", "query"):
+        assert c[name]["cases"] > 0 and 0.0 <= c[name]["won"] <= 1.0
