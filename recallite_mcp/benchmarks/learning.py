@@ -61,11 +61,20 @@ from .learning_agent import (
     series,
     tasks_for_round,
 )
-from .learning_report import final_table, format_cosine, format_mcp, format_scenario, format_separation, plot
+from .learning_report import (
+    final_table,
+    format_cosine,
+    format_mcp,
+    format_regressions,
+    format_scenario,
+    format_separation,
+    plot,
+)
 
-__all__ = ["run_learning_benchmark", "run_scenario", "run_mcp_check", "separation", "oracle", "main", "SCENARIOS",
-           "VIAS", "TARGETS", "CachingEmbedder", "make_embedder", "agent_turn", "evaluate", "series", "tasks_for_round",
-           "final_table", "format_cosine", "format_mcp", "format_scenario", "format_separation", "plot"]
+__all__ = ["run_learning_benchmark", "run_scenario", "run_mcp_check", "separation", "ceiling", "oracle", "main",
+           "SCENARIOS", "VIAS", "TARGETS", "CachingEmbedder", "make_embedder", "agent_turn", "evaluate", "series",
+           "tasks_for_round", "final_table", "format_cosine", "format_mcp", "format_regressions", "format_scenario",
+           "format_separation", "plot"]
 
 
 # -- one short run through the MCP tools --------------------------------------------------------------------
@@ -287,6 +296,49 @@ def separation(catalog: str, embedder: Any = "default", seed: int = 7) -> dict[s
     return out
 
 
+def ceiling(catalog: str, embedder: Any = "default", seed: int = 7) -> dict[str, Any]:
+    """How often a phrasing's own task can be told from the tasks it pulls in, by where evidence is
+    placed: for each phrasing, the nearest of its family's other phrasings against the nearest
+    phrasing of every other family whose working memory is in its top 10 (before feedback), by
+    task vector and by bare query vector. A learner that places evidence this way cannot beat the
+    share won on a phrasing it meets for the first time (the 'another task first' regressions)."""
+    from recallite_core import Recallite
+
+    emb = make_embedder(embedder) if isinstance(embedder, str) else embedder
+    fams = lt.generate_families(None, seed=seed, catalog=catalog)
+    mem = Recallite.open(None, embedder=emb)
+    try:
+        specs = lt.store_memories(fams, seed)
+        got = mem.remember_many([{"content": m.content, "title": m.title, "type": m.type} for m in specs])
+        key_of = {m.id: s.key for s, m in zip(specs, got)}
+        vecs: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+        pulls: dict[tuple[str, str], set[str]] = {}
+        for f in fams:
+            for q in f.queries:
+                r = mem.recall(q, limit=10)
+                task = mem.learning.outcomes.task_of(int(r.retrieval_id[4:]))
+                qv = np.asarray(emb.embed([q])[0], dtype=np.float64)
+                vecs.setdefault(f.key, {})[q] = (np.asarray(task, dtype=np.float64), qv / np.linalg.norm(qv))
+                keys = [key_of[h.memory.id] for h in r.memories]
+                pulls[(f.key, q)] = {k.split(":", 1)[0] for k in keys if k.endswith(":working")}
+    finally:
+        mem.close()
+    out: dict[str, Any] = {"catalog": catalog, "embedder": emb.name}
+    for name, col in (("task", 0), ("query", 1)):
+        won = cases = 0
+        for f in fams:
+            for q in f.queries:
+                rivals = [g for g in pulls[(f.key, q)] if g != f.key]
+                if not rivals:
+                    continue
+                x = vecs[f.key][q][col]
+                own = max(float(v[col] @ x) for p, v in vecs[f.key].items() if p != q)
+                cases += 1
+                won += all(max(float(v[col] @ x) for v in vecs[g].values()) < own for g in rivals)
+        out[name] = {"won": round(won / cases, 3) if cases else float("nan"), "cases": cases}
+    return out
+
+
 def oracle(catalog: str, attempts: int = 3, rounds: int = 10, embedder: Any = "default", seed: int = 7) -> list[float]:
     """Success per round of an agent with a perfect memory of its own task and none of others': it
     never retries what failed for this family, goes straight back to what worked, and otherwise
@@ -355,6 +407,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="only print the success per round of a perfect task-local learner (a bound) for --catalog and --attempts")
     p.add_argument("--separation", action="store_true",
                    help="only print how well the catalog's tasks are told apart before feedback (query vs task vectors, relevance floor)")
+    p.add_argument("--ceiling", action="store_true",
+                   help="only print how often a phrasing's own task beats the tasks it pulls in, by task and query "
+                        "vectors (what any learner placing evidence that way can reach on a first meeting)")
+    p.add_argument("--explain", action="store_true",
+                   help="also list each regression (a family failing right after a success) and what was served first")
     p.add_argument("--plot", metavar="PATH", help="write a PNG of success per round (needs matplotlib)")
     args = p.parse_args(list(argv) if argv is not None else None)
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
@@ -362,6 +419,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         curve = oracle(args.catalog, args.attempts, args.rounds, args.embedder, args.seed)
         print(f"oracle ({args.catalog}, {args.attempts} attempt{'s' if args.attempts != 1 else ''}): "
               + " ".join(f"r{i + 1} {x:.2f}" for i, x in enumerate(curve)))
+        return 0
+    if args.ceiling:
+        c = ceiling(args.catalog, args.embedder, args.seed)
+        print(json.dumps(c, indent=2) if args.json else
+              f"ceiling ({c['catalog']}, {c['embedder']}): own task beats every task it pulls in on "
+              f"{c['task']['won']:.3f} of {c['task']['cases']} phrasings by task vectors, "
+              f"{c['query']['won']:.3f} by query vectors")
         return 0
     if args.separation:
         sep = separation(args.catalog, args.embedder, args.seed)
@@ -380,7 +444,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     res = run_learning_benchmark(args.families, args.rounds, args.seed, args.embedder, scenarios, noise=args.noise,
                                  attempts=args.attempts, mcp=not args.no_mcp, config=config,
                                  interference_from=args.interference_from, noise_mode=args.noise_mode, progress=say,
-                                 catalog=args.catalog, via=args.via)
+                                 catalog=args.catalog, via=args.via, keep_log=args.explain)
     if args.plot:
         res["plot"] = args.plot if plot(res, args.plot) else None
         if res["plot"] is None:
@@ -397,6 +461,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(final_table(res))
         for note in res["skipped"].values():
             print(note)
+        if args.explain:
+            print(format_regressions(res))
         print(f"\n{'all targets met' if res['passed'] else 'SOME TARGETS MISSED'}; {res['seconds']}s "
               f"(embedding {res['embed_seconds']}s)")
     return 0

@@ -195,7 +195,8 @@ def run_scenario(
                 feedback_calls += sent
                 if keep_log:
                     log.append({"round": r + 1, "family": task.family.key, "query": task.query, "retrieval_id": rid,
-                                "ids": list(shown), "ok": ok})
+                                "ids": list(shown), "keys": [key_of.get(i, "?") for i in shown], "working": task.working,
+                                "ok": ok})
                 if task.family.key in prev_ok:
                     later_rounds += 1
                     regressions += prev_ok[task.family.key] and not ok
@@ -224,6 +225,7 @@ def run_scenario(
                                "regression_count": regressions, "family_rounds_after_first": later_rounds}
         if keep_log:
             out["log"] = log
+            out["regression_cases"] = regression_cases(log)
         if scenario == "none":
             out["repeated_queries"] = repeats
             out["rankings_changed_by_reads"] = changed
@@ -238,6 +240,32 @@ def run_scenario(
         return out
     finally:
         mem.close()
+
+
+REGRESSION_KINDS = ("working not shown", "another task's memory first", "own distractor first")
+
+
+def regression_cases(log: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each family-round that failed right after its family succeeded, with what was served first:
+    the working memory not among the memories shown (ranked below the limit, or not retrieved at
+    all: below the relevance floor), a memory of another task first (evidence leaked between tasks), or one of the family's own
+    distractors first. A diagnostic for the regressions share (``--explain``)."""
+    prev: dict[str, bool] = {}
+    out = []
+    for e in log:
+        fam = e["family"]
+        if prev.get(fam) and not e["ok"]:
+            keys = e.get("keys", [])
+            first = keys[0] if keys else None
+            if e.get("working") not in keys:
+                kind = REGRESSION_KINDS[0]
+            elif first is not None and first.split(":", 1)[0] != fam:
+                kind = REGRESSION_KINDS[1]
+            else:
+                kind = REGRESSION_KINDS[2]
+            out.append({"round": e["round"], "family": fam, "query": e["query"], "shown": keys, "kind": kind})
+        prev[fam] = e["ok"]
+    return out
 
 
 def series(per_round: list[dict], group: str) -> list[float]:

@@ -152,3 +152,20 @@ def format_separation(s: dict[str, Any]) -> str:
     lines.append(f"  relevance floor {f['cosine']:g}: {f['own_memories_above']:.0%} of a task's own memories at or above it, "
                  f"{f['other_memories_below']:.0%} of other tasks' memories below it")
     return "\n".join(lines)
+
+
+def format_regressions(res: dict[str, Any]) -> str:
+    """The regression cases of each scenario (``--explain``): counts by kind, then one line each."""
+    lines = []
+    for name, sc in res["scenarios"].items():
+        cases = sc.get("regression_cases")
+        if cases is None:
+            continue
+        kinds: dict[str, int] = {}
+        for c in cases:
+            kinds[c["kind"]] = kinds.get(c["kind"], 0) + 1
+        lines.append(f"\nregressions in {name}: {len(cases)} of {sc['family_rounds_after_first']} family-rounds"
+                     + "".join(f"; {k}: {n}" for k, n in kinds.items()))
+        lines += [f"  r{c['round']} {c['family']}: {c['kind']}: {c['query'][:60]!r} -> {', '.join(c['shown'])}"
+                  for c in cases]
+    return "\n".join(lines)

@@ -173,3 +173,22 @@ async def test_feedback_without_retrieval_id_lands_on_another_sessions_retrieval
             assert "pass retrieval_id" in msg and "restart after" not in msg
             fb1 = await call(one, "recallite_feedback", outcome="failure", retrieval_id=r1["retrieval_id"])
             assert fb1["retrieval_id"] == r1["retrieval_id"]
+
+
+# -- a memory tried first, failed, then passed over for the one that worked, was counted twice ---------------
+def test_a_failed_attempt_is_not_also_marked_unused_when_the_fallback_succeeds(mem):
+    ids = [m.id for m in mem.remember_many([{"content": s, "type": "procedure"} for s in STEPS])]
+    ctx = mem.build_context("run the deploy script", max_tokens=2000, limit=3)
+    first, second, third = ctx.memory_ids
+    mem.feedback(ctx.retrieval_id, "failure", used_memory_ids=[first])  # tried first: it failed
+    mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[second])  # the fallback worked
+    rows = mem.store.conn.execute(
+        "SELECT memory_id, kind, weight FROM memory_outcomes ORDER BY rowid").fetchall()
+    by_memory: dict[int, list[tuple[str, float]]] = {}
+    for mid, kind, weight in rows:
+        by_memory.setdefault(mid, []).append((kind, weight))
+    # The failed attempt keeps its one failure; only the memory never tried is 'unused'.
+    assert by_memory[int(first[4:])] == [("credit", 1.0)]
+    assert by_memory[int(second[4:])] == [("credit", 1.0)]
+    assert [k for k, _ in by_memory[int(third[4:])]] == ["unused"]
+    assert len(ids) == len(STEPS)

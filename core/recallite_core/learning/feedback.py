@@ -126,7 +126,10 @@ class FeedbackRecorder:
             if used and succ:
                 # Served but not named by a task that succeeded: not what this task needed.
                 # Rules (constraints, preferences) hold whether or not the agent names them: never marked.
-                named = set(used)
+                # A memory already judged on this retrieval (tried first, failed, and the agent
+                # fell back to this one) has its outcome: a second, 'unused' row would count that
+                # failure twice and push its older evidence one step further down the decay.
+                named = set(used) | judged_on(conn, rid)
                 unused = [mid for mid, _, _, served in shown if served and mid not in named]
                 if unused:
                     conn.outcomes.add_unused(fid, unused, policy.UNUSED_WEIGHT, now, policy.RULE_TYPES)
@@ -167,3 +170,11 @@ class FeedbackRecorder:
                 raise MemoryNotFoundError(f"No memory mem_{mid}.")
             conn.memories.set_usefulness(mid, policy.clamp01(row[0][1] + d), time.time())
         return self.catalog.get(mid)
+
+
+def judged_on(conn, rid: int) -> set[int]:
+    """Memories that earlier feedback on retrieval ``rid`` named in ``used_memory_ids``."""
+    out: set[int] = set()
+    for _fid, _rid, _outcome, _score, used, *_ in conn.retrievals.feedback_of([rid]):
+        out.update(parse_id(i) for i in json.loads(used or "[]"))
+    return out

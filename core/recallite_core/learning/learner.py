@@ -54,8 +54,13 @@ class LearningConfig:
     direction_ridge: float | None = 0.5  # smoother, for the direction (one noisy label is not the truth); None: `ridge`
     # Change detection: a run of `change_after`+ failures, each one a surprise for the outcomes
     # before it (they predicted success there), multiplies the weight of everything older by
-    # change_discount ** run. Drift is seen within two failures; one noisy label is not drift.
-    change_after: int = 2
+    # change_discount ** run. A failure that a newer memory's success on the same retrieval
+    # confirms (a replacement worked) counts change_after on its own: drift is seen at once when
+    # the replacement is found, within three failures otherwise. Two unconfirmed failures in a row
+    # are not enough: with 15% of labels flipped, two in a row happen to some task in most runs of
+    # the learning benchmark, and reading them as drift threw away everything the memory had
+    # earned (voices-dev noise, mean r6-r10 .85-.88 with 2, .89 with 3; docs/learning.md, Session 7).
+    change_after: int = 3
     change_discount: float = 0.3
     # ... counting only failures on the very task of the outcomes before them: where those reach
     # at least change_reach (the fit's prediction of 1 there, about the cosine of the task vectors:
@@ -72,8 +77,10 @@ class LearningConfig:
     coverage: tuple[float, float] = (0.3, 0.7)
     uncovered_weight: float = 0.0
     # Success locality: a memory's success evidence counts exp((s - s*) / success_locality), where s
-    # is how close its closest success comes to the query (cosine + success_locality * ln(weight of
-    # that outcome)) and s* the same for the closest success among all the candidates. A memory that
+    # is how close its successes come to the query and s* the same for the best candidate. s is a
+    # soft maximum over the memory's successes of cosine + success_locality * ln(weight), so that
+    # many successes a little farther away add up (one flipped success of a rival on this very
+    # query no longer erases five honest ones on the task's other phrasings). A memory that
     # worked on a task a little like this one does not outrank one that worked on this very task.
     # Failures are not discounted this way. 0 turns it off.
     success_locality: float = 0.05
@@ -174,7 +181,7 @@ def ridge_dual(vectors: np.ndarray, y: np.ndarray, weights: np.ndarray, lam: flo
 
 def failure_run(vectors: np.ndarray, targets: np.ndarray, weights: np.ndarray, has_vec: np.ndarray, lam: float,
                 limit: int = 4, min_reach: float = 0.5, confirmed: np.ndarray | None = None,
-                explained: np.ndarray | None = None) -> tuple[int, int]:
+                explained: np.ndarray | None = None, confirmed_count: int = 2) -> tuple[int, int]:
     """Most recent consecutive failures that look like a change of the world (newest first).
 
     A failure counts when the outcomes before it covered its query (the regression fitted on
@@ -182,7 +189,7 @@ def failure_run(vectors: np.ndarray, targets: np.ndarray, weights: np.ndarray, h
     judged, not on another task) and predicted success there. A success, or any other failure,
     ends the run. A failure confirmed by a newer memory's success on the same retrieval (the
     agent moved on to something added since, and that worked: not a noisy label, and the sign
-    of a replacement) counts twice. A failure ``explained`` by the success of a memory that was
+    of a replacement) counts ``confirmed_count`` times. A failure ``explained`` by the success of a memory that was
     there all along (not newer) on the same retrieval is skipped: it neither counts nor ends the
     run (another task that needed another memory, as when a task that reads like this memory's
     needs a different one).
@@ -203,7 +210,7 @@ def failure_run(vectors: np.ndarray, targets: np.ndarray, weights: np.ndarray, h
         predicted = float(sims @ ridge_dual(vectors[older], targets[older] - 0.5, weights[older], lam))
         if reach < min_reach or predicted <= 0:
             break
-        run += 2 if confirmed is not None and confirmed[i] else 1
+        run += confirmed_count if confirmed is not None and confirmed[i] else 1
         rows += 1
     return run, rows
 
@@ -356,7 +363,7 @@ class OutcomeModel:
             allvecs[has] = vecs
         weights = credit * recency_weights(n, now - times, cfg.decay, cfg.half_life_days)
         run, rows = failure_run(allvecs, targets, weights, has, cfg.ridge, min_reach=cfg.change_reach, confirmed=rival,
-                                explained=explained) if n else (0, 0)
+                                explained=explained, confirmed_count=cfg.change_after) if n else (0, 0)
         if run >= cfg.change_after:
             weights = weights.copy()
             weights[rows:] *= cfg.change_discount ** run
@@ -373,13 +380,18 @@ class OutcomeModel:
                       vec_weights=vw, vec_targets=targets[has], novec_weight=nw, novec_target=nt, run=run, built_at=now)
 
     def success_closeness(self, m: _Model, sims: np.ndarray) -> float | None:
-        """How close the memory's closest success comes to the query: max over its successes of
-        cosine + success_locality * ln(weight) (a faded or discounted success counts as farther)."""
+        """How close the memory's successes come to the query: a soft maximum (log-sum-exp at
+        temperature success_locality) over its successes of cosine + success_locality * ln(weight),
+        i.e. success_locality * ln(sum of weight * exp(cosine / success_locality)). A faded or
+        discounted success counts as farther; several successes at one distance count as nearer
+        than one."""
         ok = m.vec_targets >= 0.5
         if not ok.any():
             return None
-        w = np.maximum(m.vec_weights[ok], 1e-12)
-        return float(np.max(sims[ok] + self.cfg.success_locality * np.log(w)))
+        lam = self.cfg.success_locality
+        x = sims[ok] + lam * np.log(np.maximum(m.vec_weights[ok], 1e-12))
+        top = float(x.max())
+        return top + lam * math.log(float(np.exp((x - top) / lam).sum()))
 
     def closest_success(self, models: Iterable[_Model], q: np.ndarray | None) -> float | None:
         """The best success closeness among the candidates of a recall (None: no success anywhere,
