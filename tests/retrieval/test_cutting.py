@@ -80,3 +80,20 @@ def test_the_first_hit_is_never_cut():
     scored, learned = ranked((1, 1.0, newcomer), (2, 3.0, judged(0.5)))
     assert scored[0][2] == 1
     assert kept(scored, learned, 0.15)[0] == 1
+
+
+def test_a_newcomer_first_on_its_bonus_alone_is_not_kept_as_the_first_hit():
+    """Agent day: a note about the office party, added that morning, ranked first for "make a 20%
+    coupon for the spring campaign" on its newcomer bonus; the first hit is never cut, so it stayed."""
+    party = Assessment(outcomes=0, mean=0.5, bonus=0.45, usefulness=0.95, factor=math.exp(GAIN * 0.45))
+    scored, learned = ranked((1, 2.0, party), (2, 20.0, judged(0.5)))
+    assert scored[0][2] == 1
+    assert kept(scored, learned, 0.15) == [2]
+
+
+def test_a_correction_put_first_stays_first():
+    """corrections_first may put a correction above a better-scoring memory: it is never cut."""
+    fresh = Assessment(outcomes=0, mean=0.5, bonus=0.3, usefulness=0.8, factor=math.exp(GAIN * 0.3))
+    scored, learned = ranked((1, 1.0, fresh), (2, 20.0, judged(0.7)))
+    scored = [scored[1], scored[0]]  # the correction first although it scores lower
+    assert kept(scored, learned, 0.15)[0] == 1

@@ -41,10 +41,13 @@ def relative_cut(scored: list, cut_base: dict[int, float] | None, ratio: float, 
     else:
         fused = {t[2]: cut_base.get(t[2], t[3]) for t in scored}
         final = {t[2]: (t[0] / t[3] if t[3] else 0.0) * fused[t[2]] for t in scored}
-    if gain is not None:
-        final = {i: s * unexplored(learned.get(i), gain) for i, s in final.items()}
-    top, top_fused = max(final.values()), max(fused.values())
     first = scored[0][2]  # never cut: a correction ranked first may score below what it replaced
+    if gain is not None:
+        lead = final[first] >= max(final.values())  # first on its score, not put first as a correction
+        final = {i: s * unexplored(learned.get(i), gain) for i, s in final.items()}
+        if lead and final[first] < max(final.values()):
+            first = max(final, key=lambda i: final[i])  # first on its bonus alone: the best without it leads
+    top, top_fused = max(final.values()), max(fused.values())
     return [t for t in scored if t[2] == first or (
         final[t[2]] >= ratio * top and fused[t[2]] >= MATCH_FLOOR * top_fused) or (
         fused[t[2]] >= match_ratio(learned.get(t[2]), ratio) * top_fused and not judged_poor(learned.get(t[2])))]
