@@ -246,6 +246,7 @@ class Tally:
     feedback_sent: int = 0
     default_rid: int = 0
     retried_with_id: int = 0
+    off_task: dict[str, int] = field(default_factory=dict)  # served, not the task's: by what it is (diagnostic)
 
     def summary(self) -> dict[str, Any]:
         mean = lambda xs: round(sum(xs) / len(xs), 4) if xs else None  # noqa: E731
@@ -257,6 +258,7 @@ class Tally:
             "partial": sum(o == "partial" for o in self.outcomes), "memories": self.memories,
             "feedback_sent": self.feedback_sent, "feedback_default_rid": self.default_rid,
             "feedback_retried_with_id": self.retried_with_id,
+            "off_task_served": dict(sorted(self.off_task.items())), "served_total": sum(self.served),
         }
 
 
@@ -282,6 +284,17 @@ class Agent:
             "-m", "recallite_mcp", "--db", self.db, "--embedder", self.embedder, "--scope", scope,
             "--log-level", "WARNING"])
 
+    def off_task_kind(self, key: str | None) -> str:
+        """What an off-task memory is: another task's (needed, misleading, related), a general project
+        memory, an unrelated one, or from the other project (user-level memories are seen from both)."""
+        if key is None:
+            return "unknown"
+        pi, k = key.split(":", 1)
+        m = next((m for m in self.projects[int(pi)].memories if m.key == k), None)
+        if m is None:
+            return "unknown"
+        return f"other task's {m.role}" if m.task else m.role
+
     async def remember(self, client, pi: int, m: Mem) -> None:
         if (pi, m.key) in self.stored:
             return
@@ -296,6 +309,10 @@ class Agent:
         own = {f"{t.project}:{k}" for k in t.kind.own_keys}
         if served:
             tally.precision.append(sum(self.key_of.get(i) in own for i in served) / len(served))
+        for i in served:
+            if self.key_of.get(i) not in own:
+                what = self.off_task_kind(self.key_of.get(i))
+                tally.off_task[what] = tally.off_task.get(what, 0) + 1
         tally.tokens.append(int(ctx["tokens"]))
         tally.served.append(len(served))
         if all((t.project, m.key) in self.stored for m in t.kind.needed):
@@ -468,6 +485,21 @@ def format_table(res: dict[str, Any]) -> str:
                   "tokens fb/no", "served fb/no", "success fb/no"], rows)
 
 
+def off_task_line(res: dict[str, Any]) -> str:
+    """What the off-task memories served with feedback from TARGET_FROM_DAY on were (a diagnostic)."""
+    got: dict[str, int] = {}
+    total = 0
+    for row in res["days"]:
+        if row["day"] < TARGET_FROM_DAY:
+            continue
+        for r in row["projects"].values():
+            total += r["feedback"].get("served_total", 0)
+            for k, v in r["feedback"].get("off_task_served", {}).items():
+                got[k] = got.get(k, 0) + v
+    parts = ", ".join(f"{k} {v}" for k, v in sorted(got.items(), key=lambda kv: -kv[1])) or "none"
+    return f"off-task memories served with feedback from day {TARGET_FROM_DAY} (of {total} served): {parts}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="recallite-mcp bench --agent-day", description=__doc__.split("\n\n")[0])
     p.add_argument("--set", dest="set_name", choices=SETS, default="dev",
@@ -500,6 +532,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bad = [f"d{ch['day']} {ch['project']} {_f(ch['value'])}" for ch in chs if not ch["ok"]]
         scope = f"from day {TARGET_FROM_DAY}" if ">= 0." in name else "every day"
         print(f"{'PASS' if not bad else 'FAIL'}  {name} ({scope})" + (f": {', '.join(bad)}" if bad else ""))
+    print(off_task_line(res))
     print(f"{'PASS' if not fails else 'FAIL'} overall; {res['seconds']} s")
     return 0
 

@@ -49,3 +49,22 @@ def test_small_run_through_real_servers():
         assert row["stats"]["no_feedback"]["context_calls"] == row["stats"]["feedback"]["context_calls"]
     assert res["checks"] and {"day", "project", "check", "value", "ok"} <= set(res["checks"][0])
     assert "prec fb/no" in ad.format_table(res)
+    for row in res["days"]:  # the off-task diagnostic counts served memories that are not the task's
+        for r in row["projects"].values():
+            for twin in ("feedback", "no_feedback"):
+                m = r[twin]
+                assert 0 <= sum(m["off_task_served"].values()) <= m["served_total"]
+                assert (m["precision"] == 1.0) <= (sum(m["off_task_served"].values()) == 0)
+    assert ad.off_task_line(res).startswith("off-task memories served")
+
+
+def test_off_task_memories_are_told_apart():
+    projects = ad.build_projects(ad.load_set("dev"))
+    agent = ad.Agent("x", projects, ":memory:", "hash", False, 7)
+    other = next(m for m in projects[0].memories if m.role == "misleading")
+    general = next(m for m in projects[0].memories if m.role == "general")
+    unrelated = next(m for m in projects[1].memories if m.role == "unrelated")
+    assert agent.off_task_kind(f"0:{other.key}") == "other task's misleading"
+    assert agent.off_task_kind(f"0:{general.key}") == "general"
+    assert agent.off_task_kind(f"1:{unrelated.key}") == "unrelated"
+    assert agent.off_task_kind(None) == "unknown"

@@ -645,7 +645,8 @@ class Retriever:
             if min_score is not None:
                 scored = [t for t in scored if t[0] >= min_score]
             if min_score_ratio and scored:
-                scored = relative_cut(scored, cut_base, min_score_ratio, learned)
+                scored = relative_cut(scored, cut_base, min_score_ratio, learned,
+                                      self.learning.gain if learned and self.learning is not None else None)
             scored = scored[:limit]
             final_ids = [t[2] for t in scored]
             memories = session.memories.load(final_ids)
