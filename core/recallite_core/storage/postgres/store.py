@@ -92,6 +92,10 @@ class PostgresStore:
             conn = self._psycopg.connect(url, autocommit=True, application_name="recallite")
         except self._psycopg.Error as exc:
             raise self._explain(exc, "connecting") from exc
+        # Every lock wait on this connection is bounded (the write lock, a concurrent write's row
+        # and key locks, vacuum's table locks): set once here, not per transaction (a statement
+        # less per write). Statements themselves are not bounded (an index build may be long).
+        conn.execute(f"SET lock_timeout = '{int(self.busy_timeout_ms)}ms'")
         if self.read_only:
             conn.execute("SET default_transaction_read_only = on")
         return conn
@@ -169,7 +173,9 @@ class PostgresStore:
         conn = self.conn
         conn.execute("BEGIN")
         try:
-            # Another process creating the same new database waits here, then finds it migrated.
+            # Another process creating the same new database waits here, however long the
+            # migration takes (lock_timeout off for this transaction), then finds it migrated.
+            conn.execute("SET LOCAL lock_timeout = 0")
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
             applied = set(self._check_version())
             conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, "
@@ -233,11 +239,8 @@ class PostgresStore:
                 raise StoreError("A write cannot join a reading() snapshot (it is READ ONLY); "
                                  "start the transaction() outside it.")
             try:
-                # Sent with the first statement (lazy.py). Every lock wait of the transaction is
-                # bounded, the row and key locks of a concurrent write too; statements themselves
-                # are not (an index build may be long).
+                # Sent with the first statement (lazy.py); the wait is bounded (_connect).
                 self._begin(("BEGIN ISOLATION LEVEL READ COMMITTED",
-                             f"SET LOCAL lock_timeout = '{int(self.busy_timeout_ms)}ms'",
                              f"SELECT pg_advisory_xact_lock{'_shared' if concurrent else ''}({int(WRITE_LOCK)})"))
             except self._psycopg.Error as exc:
                 with contextlib.suppress(self._psycopg.Error):
@@ -357,12 +360,8 @@ class PostgresStore:
                     "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                     "WHERE n.nspname = current_schema() AND c.relkind = 'r' AND c.relname = ANY(%s) ORDER BY 1",
                     (list(TABLES),))]
-                self.conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(self.busy_timeout_ms)}ms",))
-                try:
-                    if present:
-                        self.conn.execute("VACUUM (FULL, ANALYZE) " + ", ".join(present))
-                finally:
-                    self.conn.execute("SELECT set_config('lock_timeout', '0', false)")
+                if present:  # each table lock waited for at most busy_timeout_ms (_connect)
+                    self.conn.execute("VACUUM (FULL, ANALYZE) " + ", ".join(present))
             except self._psycopg.Error as exc:
                 raise self._explain(exc, "vacuuming") from exc
         return True
