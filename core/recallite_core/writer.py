@@ -259,16 +259,18 @@ class Writer:
             return self._remembered_again(dup, cat, cited)
         vec = self.core.embed([p.embed_text])[0]
         plan = self.turns.chunk_plans([p])[0]
-        with self.core.store.transaction() as conn:
+        with self.core.store.transaction(concurrent=True) as conn:
             dup = self.find_duplicate(conn, p)  # another thread or process may have won the race
             if dup is None:
                 found = self.find_corrections(conn, [(p, vec)])[0]
-                mid = self.insert(conn, p, vec, time.time())
-                self.after_insert(conn, mid, p, plan, cat, cited)
+                now = time.time()
+                mid = self.insert(conn, p, vec, now)
+                episodes = self.after_insert_many(conn, [(mid, p, plan, cat, cited)], now)
                 self.apply_corrections(conn, mid, found)
         if dup is not None:
             return self._remembered_again(dup, cat, cited)
-        return _with_corrections(self.catalog.get(mid), found)
+        # Built from what was written, as remember_many does, not read back (a round trip to a server).
+        return _with_corrections(new_memory(mid, p, ts(now), episodes.get(mid), cat), found)
 
     def after_insert(self, conn, mid: int, p: Prepared, plan: list, category: str | None, cites: list[int] | None) -> None:
         """Conversation memory of a new memory: episode position, chunks, category, citations."""
@@ -398,7 +400,7 @@ class Writer:
         plan_of = dict(zip(to_embed, self.turns.chunk_plans([prepared[i] for i in to_embed])))
         ids: list[tuple[int, bool]] = []
         now = time.time()
-        with self.core.store.transaction() as conn:
+        with self.core.store.transaction(concurrent=True) as conn:
             # Another thread or process may have stored some of them since: check again, in
             # one query (the batch itself holds no two first occurrences of one key), unless
             # nothing at all was written to the file since the first check.

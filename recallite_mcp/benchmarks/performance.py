@@ -544,6 +544,11 @@ def format_report(result: dict) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a == "--db" or a.startswith("--db=") for a in argv):
+        from . import backends  # PostgreSQL beside SQLite (issue 17)
+
+        return backends.main(argv)
     ap = argparse.ArgumentParser(prog="recallite-mcp bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--memories", type=int, default=100_000, help="largest store size (default 100000)")
     ap.add_argument("--dims", type=int, default=384, help="vector dimensions (default 384)")
@@ -555,6 +560,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
     ap.add_argument("--writes-only", action="store_true",
                     help="only remember, remember_many (growing to --memories), feedback and reinforce")
+    ap.add_argument("--db", help="postgresql://... : PostgreSQL beside SQLite instead (see bench --db URL --help)")
     args = ap.parse_args(argv)
     workers: Any = "auto"
     if args.workers in ("off", "false", "0"):

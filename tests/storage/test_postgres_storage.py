@@ -164,15 +164,59 @@ def test_a_writer_waits_for_the_write_lock_boundedly(postgres_db_url):
     first = _store(postgres_db_url)
     second = _store(postgres_db_url, busy_timeout_ms=200)
     try:
-        with first.transaction():
+        with first.transaction() as s:
+            first.set_meta(s, "holder", "first")  # BEGIN goes out with a unit's first statement
             with pytest.raises(StoreError, match="write lock"):
-                with second.transaction():
-                    pass
-        with second.transaction():
-            pass
+                with second.transaction() as t:
+                    second.set_meta(t, "holder", "second")
+        with second.transaction() as t:
+            second.set_meta(t, "holder", "second")
     finally:
         first.close()
         second.close()
+
+
+def test_concurrent_writers_share_the_write_lock_and_exclusive_ones_wait(postgres_db_url):
+    """transaction(concurrent=True) holds the write lock in shared mode: two run side by side; a
+    plain transaction() waits for them (bounded), and they for it."""
+    a, b = _store(postgres_db_url), _store(postgres_db_url, busy_timeout_ms=200)
+    try:
+        with a.transaction(concurrent=True) as s:
+            a.set_meta(s, "a", "1")
+            with b.transaction(concurrent=True) as t:  # no wait
+                b.set_meta(t, "b", "1")
+            with pytest.raises(StoreError, match="write lock"):
+                with b.transaction() as t:
+                    b.set_meta(t, "b", "2")
+        with a.transaction() as s:
+            a.set_meta(s, "a", "2")
+            with pytest.raises(StoreError, match="write lock"):
+                with b.transaction(concurrent=True) as t:
+                    b.set_meta(t, "b", "3")
+        assert (a.get_meta("a"), a.get_meta("b")) == ("2", "1")
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_unit_that_ran_nothing_sends_nothing(postgres_db_url):
+    """BEGIN goes out with the first statement (lazy.py): an empty unit holds no lock, and a
+    connection the server dropped is replaced when the next unit starts."""
+    store = _store(postgres_db_url)
+    other = _store(postgres_db_url, busy_timeout_ms=200)
+    try:
+        with store.transaction():
+            with other.transaction() as t:  # not blocked: the first unit never reached the server
+                other.set_meta(t, "k", "v")
+        import psycopg
+
+        with psycopg.connect(postgres_db_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                          "WHERE application_name = 'recallite' AND pid <> pg_backend_pid()")
+        assert store.get_meta("k") == "v"  # reconnected before anything of the unit ran
+    finally:
+        store.close()
+        other.close()
 
 
 # -- the vector channel in the server -------------------------------------------------------------------

@@ -4,7 +4,8 @@ feedback (with the ids the recall returned, client keys, retries) / relate at th
 
 Then the parent checks the database against what the children were told: no error in any child,
 every acknowledged write there exactly once (found by its unique tag), no duplicated text, feedback
-rows == acknowledged feedback keys, relations == acknowledged links, and the learning rows
+rows == acknowledged feedback keys, relations == acknowledged links (every machine also credits one
+memory at the same moment, right after storing it: no increment lost), and the learning rows
 consistent: each memory's success/failure counts equal the credit rows of successful/failed
 feedback that name it, and its usefulness is the end of its chain of credit rows (no lost update).
 Sized for CI (8 x 50 operations, well under a minute on 2 cores); bigger with
@@ -47,9 +48,17 @@ def writer(url: str, p: int, ops: int, seed: int, start, out) -> None:
                 kind = "remember"
             if j < 2:  # every machine stores the same text at the same moment: a deliberate race
                 kind = "remember"
+            if j == 2:  # ... then credits that same memory at the same moment: no increment may be lost
+                kind = "feedback"
             tag = f"w-p{p}-o{j}"
             try:
-                if kind == "remember":
+                if j == 2:
+                    same = log["shared"][0][1]
+                    r = mem.recall(SHARED[0], limit=5)
+                    key = f"fb-same-p{p}"
+                    fb = mem.feedback(r.retrieval_id, "success", used_memory_ids=[same], client_key=key)
+                    log["feedback"].append((key, fb.feedback_id, fb.duplicate, "success", [same]))
+                elif kind == "remember":
                     if j < 2 or rng.random() < 0.15:  # the same text from many machines: stored once
                         text = SHARED[j] if j < 2 else rng.choice(SHARED)
                         m = mem.remember(text, type="fact")
@@ -175,6 +184,10 @@ def test_eight_writers_one_postgres_database(postgres_db_url):
                      (s, f) != (expected_s[i], expected_f[i]))
     mismatches += sum(1 for i, new in last_new.items() if abs(counts[i][2] - new) > 1e-12)
     assert chain_breaks == 0 and mismatches == 0
+    # every machine credited SHARED[0] at the same moment (op 2): each increment is there
+    same = {mid for text, mid in shared if text == SHARED[0]}
+    assert len(same) == 1
+    assert counts[int(next(iter(same))[4:])][0] >= PROCESSES
 
     # relations: every acknowledged link there, one per (from, to, type)
     acked_rels = {r[0]: (r[1], r[2], r[3]) for lg in logs for r in lg["relations"]}

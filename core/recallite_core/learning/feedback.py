@@ -82,7 +82,8 @@ class FeedbackRecorder:
         recorded_score = target if sc is None else sc
         qvec = self.core.learning.query_vector(rid)  # embedded outside the write lock
         now = time.time()
-        with self.core.store.transaction() as conn:
+        # concurrent: on PostgreSQL feedback queues on its own lock, not on remembers (locking.py).
+        with self.core.store.transaction(concurrent=True) as conn:
             if not conn.retrievals.exists(rid):
                 raise RetrievalNotFoundError(
                     f"No retrieval ret_{rid}. Pass the retrieval_id returned by recall/context in this database."

@@ -140,7 +140,7 @@ class Lifecycle:
         a, b = parse_id(from_id), parse_id(to_id)
         if a == b:
             raise InvalidInputError("A memory cannot be related to itself; name two different memories.")
-        with self.core.store.transaction() as conn:
+        with self.core.store.transaction(concurrent=True) as conn:
             rows = {r[0]: r for r in conn.memories.link_ends([a, b])}
             for i in (a, b):
                 if i not in rows:

@@ -140,7 +140,7 @@ class Searcher:
             hits = self._post_rank(q, hits, n, expand_episodes, _exclude)
             if expand_beliefs:
                 hits = hits + self.slm.belief_neighbours(hits, flt, n, mt)
-            with self.core.store.transaction() as conn:
+            with self.core.store.transaction(concurrent=True) as conn:
                 rid = self.core.retriever.log(conn, q, profile, flt.scopes, [h for h in hits if h.memory.layer != "working"], _kind)
                 if q_redacted:
                     conn.stats.count_redactions(Counter(q_redacted))
@@ -169,7 +169,7 @@ class Searcher:
             shown = set(r.memory_ids)
             unserved = [parse_id(h.memory.id) for h in result.memories
                         if h.memory.layer != "working" and h.memory.id not in shown]
-            with self.core.store.transaction() as s:
+            with self.core.store.transaction(concurrent=True) as s:
                 s.retrievals.mark_context(rid, r.tokens, matched)
                 if unserved:
                     s.retrievals.mark_unserved(rid, unserved)
@@ -235,7 +235,7 @@ class Searcher:
                               format=format, truncated=False, omitted=len(result.memories))
         text = block + r.context if r.memory_ids or not block else block
         tokens = estimate_tokens(text)
-        with self.core.store.transaction() as s:
+        with self.core.store.transaction(concurrent=True) as s:
             s.retrievals.mark_context(parse_id(result.retrieval_id, "ret"), tokens, None)
         return ContextResult(context=text, retrieval_id=result.retrieval_id, memory_ids=r.memory_ids, tokens=tokens,
                              max_tokens=max_tokens, format=format, truncated=r.truncated, omitted=r.omitted)

@@ -441,13 +441,16 @@ class Storage(Protocol):
     ``transaction()`` is one write: everything done through its session commits together when
     the block ends, and nothing does if it raises. Nested use joins the outer transaction.
     ``reading()`` is one consistent snapshot for several reads. Sessions are not shared across
-    threads; a store serialises its own users (SQLite: one lock per connection)."""
+    threads; a store serialises its own users (SQLite: one lock per connection).
+    ``transaction(concurrent=True)``: the unit of work is one of the write paths that may run
+    beside other such writes on a server backend (PostgreSQL: it takes row and key locks as it
+    reads, docs/postgres.md); SQLite has one writer at a time either way and ignores it."""
 
     path: str | None  # the SQLite file; None in memory and on a server (nothing to open by path)
     read_only: bool
     busy_timeout_ms: int
 
-    def transaction(self) -> AbstractContextManager[Session]: ...
+    def transaction(self, concurrent: bool = False) -> AbstractContextManager[Session]: ...
     def reading(self) -> AbstractContextManager[Session]: ...
     def get_meta(self, key: str) -> str | None: ...
     def set_meta(self, session: Session, key: str, value: str) -> None: ...

@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 from recallite_core.storage.base import ChunkRow, MemoryFilter, TurnRow
 from recallite_core.storage.postgres.filters import where_sql
+from recallite_core.storage.postgres.locking import UnitLocks
 from recallite_core.storage.postgres.vectors import vector_array, vector_bytes
 
 _TURN = "SELECT memory_id, scope, session, seq, role FROM episodes"
@@ -26,8 +27,9 @@ def _in_scopes(scopes: Sequence[str] | None, alias: str) -> tuple[str, list]:
 
 
 class PostgresEpisodes:
-    def __init__(self, conn: Any):
+    def __init__(self, conn: Any, locks: UnitLocks | None = None):
         self._conn = conn
+        self._locks = locks or UnitLocks(conn)
 
     def any(self) -> bool:
         return self._conn.execute("SELECT 1 FROM episodes LIMIT 1").fetchone() is not None
@@ -127,7 +129,9 @@ class PostgresEpisodes:
             "WHERE r.from_id = %s AND r.type = 'derived_from' ORDER BY 1", (mid, mid))]
 
     def last_seq(self, scope: str, session: str) -> int:
-        """The last position taken in a session (0 for none)."""
+        """The last position taken in a session (0 for none); a concurrent write locks the
+        session first, so two writers never take the same next position."""
+        self._locks.session(scope, session)
         return self._conn.execute("SELECT coalesce(max(seq), 0) FROM episodes WHERE scope = %s AND session = %s",
                                   (scope, session)).fetchone()[0]
 
@@ -230,8 +234,7 @@ class PostgresEpisodes:
         count = self._conn.execute("SELECT count(*) FROM chunk_tombstones").fetchone()[0]
         if keep is None or count > keep:
             self._conn.execute("DELETE FROM chunk_tombstones")
-            self._conn.execute("UPDATE counters SET value = (SELECT value FROM counters WHERE name = 'changes') "
-                               "WHERE name = 'chunk_tombstone_floor'")
+            self._conn.execute("UPDATE counters SET value = recallite_bump() WHERE name = 'chunk_tombstone_floor'")
 
     # -- citations -----------------------------------------------------------------------------------
     def cite(self, mid: int, episode_ids: Sequence[int], now: float) -> None:

@@ -80,10 +80,11 @@ class PostgresKeywords:
         key = "id" if table == "memories" else "memory_id"
         join = "" if table == "memories" else f"JOIN memories m ON m.id = {alias}.memory_id "
         sql = (
-            # n per lexeme from the GIN index; N and the token total from the trigger-kept counters.
+            # n per lexeme from the GIN index; N and the token total from the trigger-kept counters
+            # (base row + the deltas not folded in yet, migration 0003).
             "WITH totals AS (SELECT "
-            f" (SELECT value FROM counters WHERE name = '{docs}')::float8 AS n_docs,"
-            f" (SELECT value FROM counters WHERE name = '{tokens}')::float8 AS n_tokens),"
+            f" recallite_counter('{docs}')::float8 AS n_docs,"
+            f" recallite_counter('{tokens}')::float8 AS n_tokens),"
             " idf AS (SELECT l.lexeme, CASE WHEN x.v <= 0 THEN 1e-6 ELSE x.v END AS idf"
             "  FROM unnest(%s::text[]) AS l(lexeme), totals,"
             f"  LATERAL (SELECT count(*)::float8 AS n FROM {table} d WHERE d.tsv @@ quote_literal(l.lexeme)::tsquery) c,"
@@ -143,6 +144,7 @@ class PostgresKeywords:
         there is nothing to re-derive from the table; what can drift (a restore that bypassed
         the triggers, say) is the collection statistics BM25 reads: they are recounted here."""
         for prefix, table in (("keyword", "memories"), ("window", "episode_windows")):
+            self._conn.execute(f"DELETE FROM counter_deltas WHERE name IN ('{prefix}_docs', '{prefix}_tokens')")
             self._conn.execute(
                 f"UPDATE counters SET value = CASE name WHEN '{prefix}_docs' THEN (SELECT count(*) FROM {table}) "
                 f"ELSE (SELECT coalesce(sum(tsv_tokens), 0) FROM {table}) END "

@@ -9,6 +9,7 @@ import numpy as np
 from recallite_core.models import Memory
 from recallite_core.storage.base import MemoryFilter, NewMemoryRow, TrustRow
 from recallite_core.storage.postgres.filters import where_sql
+from recallite_core.storage.postgres.locking import UnitLocks
 from recallite_core.storage.postgres.rows import SELECT_MEMORIES, load_memories, memory_from_select
 
 _LE_F4 = np.dtype("<f4")
@@ -20,8 +21,9 @@ _NEW_ROW_CASTS = tuple({"text": str, "float8": float, "int": int}[t] for t in _N
 
 
 class PostgresMemories:
-    def __init__(self, conn: Any):
+    def __init__(self, conn: Any, locks: UnitLocks | None = None):
         self._conn = conn
+        self._locks = locks or UnitLocks(conn)
 
     def load(self, ids: Sequence[int]) -> dict[int, Memory]:
         return load_memories(self._conn, list(ids))
@@ -86,8 +88,12 @@ class PostgresMemories:
 
     def record_access(self, ids: Sequence[int], now: float) -> None:
         """One more access for each of ``ids``, at ``now``."""
+        # Rows are locked in id order, as every other locking read here does: two writers
+        # locking overlapping rows in different (physical) orders could deadlock. NO KEY UPDATE
+        # (what an UPDATE of these columns takes anyway) lets foreign-key checks (KEY SHARE) pass.
         self._conn.execute(
-            "UPDATE memories SET access_count = access_count + 1, last_accessed_at = %s WHERE id = ANY(%s)",
+            "UPDATE memories m SET access_count = m.access_count + 1, last_accessed_at = %s FROM "
+            "(SELECT id FROM memories WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE) l WHERE m.id = l.id",
             (now, list(ids)))
 
     def mark_validated(self, mid: int, confidence: float, metadata: str, now: float) -> None:
@@ -121,8 +127,9 @@ class PostgresMemories:
             "ORDER BY m.id", [*params, now])]
 
     def usefulness_of(self, ids: Sequence[int]) -> list[tuple[int, float, str]]:
-        return self._conn.execute("SELECT id, usefulness, status FROM memories WHERE id = ANY(%s) ORDER BY id",
-                                  (list(ids),)).fetchall()
+        # In a concurrent write the rows are locked: feedback reads usefulness to write it back.
+        return self._conn.execute("SELECT id, usefulness, status FROM memories WHERE id = ANY(%s) ORDER BY id"
+                                  + self._locks.for_update, (list(ids),)).fetchall()
 
     def type_of(self, mid: int) -> str | None:
         row = self._conn.execute("SELECT type FROM memories WHERE id = %s", (mid,)).fetchone()
@@ -137,23 +144,24 @@ class PostgresMemories:
 
     def state(self, mid: int) -> tuple[str, str, float, str] | None:
         """(status, source type, confidence, metadata JSON) of one memory."""
-        return self._conn.execute("SELECT status, source_type, confidence, metadata::text FROM memories WHERE id = %s",
-                                  (mid,)).fetchone()
+        return self._conn.execute("SELECT status, source_type, confidence, metadata::text FROM memories WHERE id = %s"
+                                  + self._locks.for_update, (mid,)).fetchone()
 
     def states_of(self, ids: Sequence[int]) -> list[tuple[int, str, str, str]]:
         return self._conn.execute("SELECT id, status, source_type, metadata::text FROM memories WHERE id = ANY(%s) "
-                                  "ORDER BY id", (list(ids),)).fetchall()
+                                  "ORDER BY id" + self._locks.for_update, (list(ids),)).fetchall()
 
     def supersede_state(self, mid: int) -> tuple[str, int | None, str, str] | None:
-        return self._conn.execute("SELECT status, superseded_by, metadata::text, source_type FROM memories WHERE id = %s",
-                                  (mid,)).fetchone()
+        return self._conn.execute("SELECT status, superseded_by, metadata::text, source_type FROM memories WHERE id = %s"
+                                  + self._locks.for_update, (mid,)).fetchone()
 
     def source_of(self, mid: int) -> tuple[str, str] | None:
         return self._conn.execute("SELECT source_type, metadata::text FROM memories WHERE id = %s", (mid,)).fetchone()
 
     def link_ends(self, ids: Sequence[int]) -> list[tuple[int, str, str | None, float, str]]:
+        # relate() writes the ends' confidence from what it reads here.
         return self._conn.execute("SELECT id, source_type, source_id, confidence, metadata::text FROM memories "
-                                  "WHERE id = ANY(%s) ORDER BY id", (list(ids),)).fetchall()
+                                  "WHERE id = ANY(%s) ORDER BY id" + self._locks.for_update, (list(ids),)).fetchall()
 
     def texts(self) -> list[tuple[int, str, str]]:
         return self._conn.execute("SELECT id, title, content FROM memories ORDER BY id").fetchall()
@@ -193,9 +201,15 @@ class PostgresMemories:
 
     # -- duplicates ---------------------------------------------------------------------------------
     def duplicate_of(self, content_hash: str, scope: str) -> int | None:
-        row = self._conn.execute(
-            "SELECT id FROM memories WHERE content_hash = %s AND scope = %s ORDER BY status = 'superseded', id LIMIT 1",
-            (content_hash, scope)).fetchone()
+        # A concurrent write locks the text first: whoever stores it first wins. The lock and the
+        # check go out together (one round trip); the check is a later statement, so it sees
+        # every commit made before the lock was granted.
+        with self._conn.pipeline():
+            self._locks.texts([content_hash])
+            cur = self._conn.execute(
+                "SELECT id FROM memories WHERE content_hash = %s AND scope = %s ORDER BY status = 'superseded', id "
+                "LIMIT 1", (content_hash, scope))
+        row = cur.fetchone()
         return row[0] if row else None
 
     def live_duplicate_of(self, content_hash: str, scope: str) -> int | None:
@@ -205,42 +219,41 @@ class PostgresMemories:
         return None if row is None else row[0]
 
     def with_hashes(self, hashes: Sequence[str]) -> list[tuple[int, str, str, bool]]:
-        return [(mid, h, sc, bool(stale)) for mid, h, sc, stale in self._conn.execute(
-            "SELECT id, content_hash, scope, status = 'superseded' FROM memories WHERE content_hash = ANY(%s) ORDER BY id",
-            (list(hashes),))]
+        with self._conn.pipeline():  # as duplicate_of: the text locks, then the check
+            self._locks.texts(hashes)
+            cur = self._conn.execute("SELECT id, content_hash, scope, status = 'superseded' FROM memories "
+                                     "WHERE content_hash = ANY(%s) ORDER BY id", (list(hashes),))
+        return [(mid, h, sc, bool(stale)) for mid, h, sc, stale in cur.fetchall()]
 
     # -- writes -------------------------------------------------------------------------------------
     def insert_many(self, rows: Sequence[NewMemoryRow], vectors: Sequence[bytes]) -> list[int]:
         """Insert new memories with their vectors (little-endian float32 bytes each); returns their
-        ids, in order. The ids come from the identity sequence (never reused); every row is
-        stamped with one bump of the change counter, so the per-row seq trigger leaves them
-        alone (docs/postgres.md, "The change feed"); the keyword column is generated."""
+        ids, in order. The ids come from the identity sequence (never reused); the seq triggers
+        stamp each row with this transaction's id (no shared row is updated, so concurrent
+        writers do not queue: docs/postgres.md, "The change feed"); the keyword column is generated."""
         if not rows:
             return []
-        conn = self._conn
-        seq = conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'changes' RETURNING value").fetchone()[0]
-        ids = [r[0] for r in conn.execute(
-            "SELECT nextval(pg_get_serial_sequence('memories', 'id')) FROM generate_series(1, %s) ORDER BY 1",
-            (len(rows),))]
-        # One statement over column arrays: the keyword totals' statement trigger fires once for
-        # the batch (per-row statements would update the counter row once per memory).
         cols = [list(c) for c in zip(*rows)]
         cols = [[None if v is None else cast(v) for v in col] for cast, col in zip(_NEW_ROW_CASTS, cols)]
-        conn.execute(
-            "INSERT INTO memories (id, type, title, content, status, source_type, source_id, scope, session, tags, "
-            "metadata, confidence, usefulness, importance, success_count, failure_count, access_count, "
-            "last_accessed_at, created_at, updated_at, content_hash, tokens, valid_until, seq) "
+        embeddings = [np.frombuffer(blob, dtype=_LE_F4) for blob in vectors]
+        names = ("type, title, content, status, source_type, source_id, scope, session, tags, metadata, confidence, "
+                 "usefulness, importance, success_count, failure_count, access_count, last_accessed_at, created_at, "
+                 "updated_at, content_hash, tokens, valid_until")
+        # One statement, one round trip: ids drawn in input order, the memories and their vectors
+        # inserted together (the foreign key is checked at the statement's end). Over column
+        # arrays, so the keyword totals' statement trigger fires once for the batch.
+        ids = [r[0] for r in self._conn.execute(
+            "WITH u AS MATERIALIZED (SELECT nextval(pg_get_serial_sequence('memories', 'id')) AS id, x.* FROM "
+            "(SELECT * FROM unnest(%s::vector[], " + ", ".join(f"%s::{t}[]" for t in _NEW_ROW_TYPES)
+            + f") WITH ORDINALITY AS x(embedding, {names}, ord) ORDER BY ord) x), "
+            f"m AS (INSERT INTO memories (id, {names}) "
             "SELECT u.id, u.type, u.title, u.content, u.status, u.source_type, u.source_id, u.scope, u.session, "
             "u.tags::jsonb, u.metadata::jsonb, u.confidence, u.usefulness, u.importance, u.success_count, "
             "u.failure_count, u.access_count, u.last_accessed_at, u.created_at, u.updated_at, u.content_hash, "
-            "u.tokens, u.valid_until, %s FROM unnest(%s::bigint[], " + ", ".join(f"%s::{t}[]" for t in _NEW_ROW_TYPES)
-            + ") AS u(id, type, title, content, status, source_type, source_id, scope, session, tags, metadata, "
-            "confidence, usefulness, importance, success_count, failure_count, access_count, last_accessed_at, "
-            "created_at, updated_at, content_hash, tokens, valid_until) ORDER BY u.id",
-            [seq, ids, *cols])
-        with conn.cursor() as cur:
-            cur.executemany("INSERT INTO vectors (memory_id, embedding, seq) VALUES (%s, %s, %s)",
-                            [(mid, np.frombuffer(blob, dtype=_LE_F4), seq) for mid, blob in zip(ids, vectors)])
+            "u.tokens, u.valid_until FROM u ORDER BY u.ord), "
+            "v AS (INSERT INTO vectors (memory_id, embedding) SELECT u.id, u.embedding FROM u ORDER BY u.ord) "
+            "SELECT id FROM u ORDER BY ord",
+            [embeddings, *cols])]
         return ids
 
     def set_status(self, mid: int, status: str, confidence: float, metadata: str, now: float,

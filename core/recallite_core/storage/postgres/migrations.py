@@ -20,6 +20,12 @@ _DOCUMENT = (f"setweight(to_tsvector('{TEXT_CONFIG}', title), 'A') "
              f"|| setweight(to_tsvector('{TEXT_CONFIG}', content), 'B') "
              f"|| setweight(to_tsvector('{TEXT_CONFIG}', tags::text), 'C')")
 
+#: Delta rows of the keyword statistics are folded into their base row about once per this many
+#: writes (0003); readers sum what is not folded yet, so more means cheaper writes, slower reads.
+FOLD_EVERY = 64
+#: The advisory key of that fold (a try-lock: a writer never waits for it).
+FOLD_LOCK = 0x7265_6361_6C6C_04
+
 MIGRATIONS: list[tuple[str, list[str]]] = [
     (
         "0001_initial",
@@ -356,12 +362,84 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         "0002_citation_order",
         ["ALTER TABLE citations ADD COLUMN row_id bigint GENERATED ALWAYS AS IDENTITY"],
     ),
+    (
+        # Writers no longer queue on shared counter rows (docs/postgres.md, "Throughput"): a row
+        # updated by every write is locked by each writer until its COMMIT, so 0001's counters
+        # let one write commit at a time whatever lock the store takes.
+        "0003_concurrent_writers",
+        [
+            # The change feed's stamp is the writing transaction's id (xid8, 64 bits, never
+            # wraps); a reader's watermark is its snapshot's oldest running id minus one, below
+            # which every stamp is settled (session.py, PostgresChangeFeed.counter).
+            "CREATE OR REPLACE FUNCTION recallite_bump() RETURNS bigint LANGUAGE sql VOLATILE AS $$ "
+            "SELECT pg_current_xact_id()::text::bigint $$",
+            "CREATE FUNCTION recallite_watermark() RETURNS bigint LANGUAGE sql STABLE AS $$ "
+            "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1 $$",
+            # Stamps of the old counter mean nothing now: every row counts as old, and (for a
+            # store with data) the tombstone floors move to this transaction: every reader reloads once.
+            "UPDATE memories SET seq = 0 WHERE seq <> 0",
+            "UPDATE vectors SET seq = 0 WHERE seq <> 0",
+            "UPDATE chunks SET seq = 0 WHERE seq <> 0",
+            "DELETE FROM tombstones",
+            "DELETE FROM chunk_tombstones",
+            "UPDATE counters SET value = recallite_bump() WHERE name IN ('tombstone_floor', 'chunk_tombstone_floor') "
+            "AND (EXISTS (SELECT 1 FROM memories) OR value <> 0)",
+            # BM25's collection statistics: each write adds a delta row (no shared row to lock);
+            # readers add the deltas to the base row; now and then a writer folds them in.
+            "CREATE TABLE counter_deltas (name text NOT NULL, value bigint NOT NULL)",
+            "CREATE INDEX counter_deltas_name ON counter_deltas (name)",
+            f"""
+            CREATE FUNCTION recallite_add(counter text, delta bigint) RETURNS void LANGUAGE plpgsql AS $$
+            BEGIN
+                IF delta = 0 THEN
+                    RETURN;
+                END IF;
+                INSERT INTO counter_deltas (name, value) VALUES (counter, delta);
+                -- About once in {FOLD_EVERY} writes, and only if no other writer is folding (no wait).
+                IF random() < {1 / FOLD_EVERY} AND pg_try_advisory_xact_lock({FOLD_LOCK}) THEN
+                    WITH gone AS (DELETE FROM counter_deltas RETURNING name, value),
+                         sums AS (SELECT name, sum(value) AS v FROM gone GROUP BY name)
+                    UPDATE counters c SET value = c.value + sums.v FROM sums WHERE c.name = sums.name;
+                END IF;
+            END
+            $$
+            """,
+            """
+            CREATE FUNCTION recallite_counter(counter text) RETURNS bigint LANGUAGE sql STABLE AS $$
+                SELECT (SELECT value FROM counters WHERE name = counter)
+                       + coalesce((SELECT sum(value) FROM counter_deltas WHERE name = counter), 0)::bigint
+            $$
+            """,
+            """
+            CREATE OR REPLACE FUNCTION recallite_keyword_totals() RETURNS trigger LANGUAGE plpgsql AS $$
+            DECLARE
+                prefix text := CASE WHEN TG_TABLE_NAME = 'memories' THEN 'keyword' ELSE 'window' END;
+                docs bigint;
+                tokens bigint;
+            BEGIN
+                IF TG_OP = 'INSERT' THEN
+                    SELECT count(*), coalesce(sum(tsv_tokens), 0) INTO docs, tokens FROM new_rows;
+                ELSIF TG_OP = 'DELETE' THEN
+                    SELECT -count(*), -coalesce(sum(tsv_tokens), 0) INTO docs, tokens FROM old_rows;
+                ELSE
+                    docs := 0;
+                    tokens := coalesce((SELECT sum(tsv_tokens) FROM new_rows), 0)
+                              - coalesce((SELECT sum(tsv_tokens) FROM old_rows), 0);
+                END IF;
+                PERFORM recallite_add(prefix || '_docs', docs);
+                PERFORM recallite_add(prefix || '_tokens', tokens);
+                RETURN NULL;
+            END
+            $$
+            """,
+        ],
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: recallite's tables (what store.vacuum rewrites and store.file_sizes counts).
-TABLES = ("meta", "counters", "memories", "vectors", "tombstones", "relations", "retrievals", "retrieval_items",
+TABLES = ("meta", "counters", "counter_deltas", "memories", "vectors", "tombstones", "relations", "retrievals", "retrieval_items",
           "feedback", "memory_outcomes", "redactions", "episodes", "memory_categories", "chunks", "chunk_tombstones",
           "citations", "session_summaries", "scope_links", "episode_windows", "retrieval_vectors", "context_tuning",
           "retrieval_tuning", "schema_migrations")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from recallite_core.storage.base import CreditRecord
+from recallite_core.storage.postgres.locking import UnitLocks
 
 
 def _searched(scope: str | None) -> tuple[str, list]:
@@ -15,8 +16,9 @@ def _searched(scope: str | None) -> tuple[str, list]:
 
 
 class PostgresOutcomes:
-    def __init__(self, conn: Any):
+    def __init__(self, conn: Any, locks: UnitLocks | None = None):
         self._conn = conn
+        self._locks = locks or UnitLocks(conn)
 
     def last_success(self, ids: Sequence[int], min_target: float) -> dict[int, float]:
         return dict(self._conn.execute(
@@ -85,13 +87,16 @@ class PostgresOutcomes:
     def add_feedback(self, rid: int | None, outcome: str, score: float, used_ids: str, reason: str | None,
                      client_key: str | None, now: float) -> int:
         """Log one feedback on a retrieval (None: a restored one whose retrieval was not kept); returns its id."""
+        self._locks.learning()
         return self._conn.execute(
             "INSERT INTO feedback (retrieval_id, outcome, score, used_ids, reason, client_key, created_at) "
             "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
             (rid, outcome, score, used_ids, reason, client_key, now)).fetchone()[0]
 
     def feedback_with_key(self, client_key: str) -> int | None:
-        """The feedback sent earlier with this client key (a retry), if any."""
+        """The feedback sent earlier with this client key (a retry), if any. A concurrent write
+        takes the learning lock first, so a retry racing its first try waits and finds it."""
+        self._locks.learning()
         row = self._conn.execute("SELECT id FROM feedback WHERE client_key = %s", (client_key,)).fetchone()
         return None if row is None else row[0]
 
@@ -108,6 +113,7 @@ class PostgresOutcomes:
     def add(self, rows: Sequence[tuple[int, int, float, float, float, float, float]]) -> None:
         """Credit rows: (feedback id, memory id, weight, target, usefulness before, after, created_at)."""
         if rows:
+            self._locks.learning()
             with self._conn.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, "
@@ -262,8 +268,9 @@ class PostgresRetrievals:
 class PostgresTuning:
     """The context tuner's arms: pulls and reward per (scope, arm), and the arm each retrieval served."""
 
-    def __init__(self, conn: Any):
+    def __init__(self, conn: Any, locks: UnitLocks | None = None):
         self._conn = conn
+        self._locks = locks or UnitLocks(conn)
 
     def arms(self, scope: str) -> dict[str, tuple[float, float]]:
         """arm key -> (pulls, reward) in one scope."""
@@ -287,6 +294,7 @@ class PostgresTuning:
 
     def reward(self, scope: str, arm: str, reward: float, now: float, decay: float) -> None:
         """One more (discounted) pull of an arm with this reward."""
+        self._locks.learning()
         self._conn.execute(
             "INSERT INTO context_tuning (scope, arm, pulls, reward, updated_at) VALUES (%s, %s, 1, %s, %s) "
             "ON CONFLICT (scope, arm) DO UPDATE SET pulls = context_tuning.pulls * %s + 1, "

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from recallite_core.storage.base import LinkedPair
+from recallite_core.storage.postgres.locking import UnitLocks
 
 
 class PostgresRelations:
-    def __init__(self, conn: Any):
+    def __init__(self, conn: Any, locks: UnitLocks | None = None):
         self._conn = conn
+        self._locks = locks or UnitLocks(conn)
 
     def edges(self, ids: Sequence[int], types: Sequence[str]) -> list[tuple[int, int, str]]:
         """(from, to, type) of the relations of these types with either end among ``ids``."""
@@ -80,6 +82,9 @@ class PostgresRelations:
             "RETURNING id", (from_id, to_id, type, effect, now)).fetchone()[0]
 
     def find(self, from_id: int, to_id: int, type: str) -> int | None:
+        # A concurrent write locks the link first: two processes linking the same pair queue
+        # here and the second finds the first's row (find, then create, as relate() does).
+        self._locks.relation(from_id, to_id, type)
         row = self._conn.execute("SELECT id FROM relations WHERE from_id = %s AND to_id = %s AND type = %s",
                                  (from_id, to_id, type)).fetchone()
         return None if row is None else row[0]

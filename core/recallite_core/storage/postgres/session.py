@@ -11,6 +11,7 @@ from recallite_core.storage.postgres.archive import PostgresArchive
 from recallite_core.storage.postgres.drift import PostgresDrift
 from recallite_core.storage.postgres.episodes import PostgresEpisodes
 from recallite_core.storage.postgres.keywords import PostgresKeywords
+from recallite_core.storage.postgres.locking import UnitLocks
 from recallite_core.storage.postgres.memories import PostgresMemories
 from recallite_core.storage.postgres.outcomes import PostgresOutcomes, PostgresRetrievals, PostgresTuning
 from recallite_core.storage.postgres.relations import PostgresRelations
@@ -24,7 +25,12 @@ class PostgresChangeFeed:
         self._conn = conn
 
     def counter(self) -> int:
-        return self._conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
+        """The change feed's watermark in this snapshot: every row stamped at or below it
+        (stamps are the writing transaction's id, migration 0003) is settled, committed and
+        seen or never to be seen. Writers commit in any order, so a row may still appear
+        with a stamp above it, never at or below: readers that ask for "changes after the
+        watermark" next time miss nothing, and re-reading a row is harmless."""
+        return self._conn.execute("SELECT recallite_watermark()").fetchone()[0]
 
     def tombstone_floor(self) -> int:
         return self._conn.execute("SELECT value FROM counters WHERE name = 'tombstone_floor'").fetchone()[0]
@@ -39,12 +45,10 @@ class PostgresChangeFeed:
             self._conn.execute("UPDATE counters SET value = %s WHERE name = 'tombstone_floor'", (top,))
 
     def reset_readers(self) -> None:
-        """After a rebuild that stamps no row, move the change counter and the tombstone floor
-        together, so every reader's in-memory copy reloads from scratch (as SQLite's)."""
-        self._conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
+        """After a rebuild that stamps no row, move the tombstone floor to this transaction's
+        stamp, so every reader whose watermark is below it reloads from scratch (as SQLite's)."""
         self._conn.execute("DELETE FROM tombstones")
-        self._conn.execute("UPDATE counters SET value = (SELECT value FROM counters WHERE name = 'changes') "
-                           "WHERE name = 'tombstone_floor'")
+        self._conn.execute("UPDATE counters SET value = recallite_bump() WHERE name = 'tombstone_floor'")
 
     def tombstones_since(self, seq: int) -> list[int]:
         return [r[0] for r in self._conn.execute("SELECT memory_id FROM tombstones WHERE seq > %s", (seq,))]
@@ -105,8 +109,9 @@ class PostgresIntegrity:
 class PostgresSession:
     """One unit of work on a PostgreSQL connection: the nouns of storage.base.Session."""
 
-    def __init__(self, conn: Any):
+    def __init__(self, conn: Any, locks: UnitLocks | None = None):
         self._conn = conn
+        self._locks = locks or UnitLocks(conn)
 
     @cached_property
     def feed(self) -> PostgresChangeFeed:
@@ -114,7 +119,7 @@ class PostgresSession:
 
     @cached_property
     def memories(self) -> PostgresMemories:
-        return PostgresMemories(self._conn)
+        return PostgresMemories(self._conn, self._locks)
 
     @cached_property
     def vectors(self) -> PostgresVectors:
@@ -122,11 +127,11 @@ class PostgresSession:
 
     @cached_property
     def relations(self) -> PostgresRelations:
-        return PostgresRelations(self._conn)
+        return PostgresRelations(self._conn, self._locks)
 
     @cached_property
     def outcomes(self) -> PostgresOutcomes:
-        return PostgresOutcomes(self._conn)
+        return PostgresOutcomes(self._conn, self._locks)
 
     @cached_property
     def retrievals(self) -> PostgresRetrievals:
@@ -134,11 +139,11 @@ class PostgresSession:
 
     @cached_property
     def episodes(self) -> PostgresEpisodes:
-        return PostgresEpisodes(self._conn)
+        return PostgresEpisodes(self._conn, self._locks)
 
     @cached_property
     def tuning(self) -> PostgresTuning:
-        return PostgresTuning(self._conn)
+        return PostgresTuning(self._conn, self._locks)
 
     @cached_property
     def keywords(self) -> PostgresKeywords:

@@ -9,8 +9,10 @@ before anything of it ran, so nothing is retried twice:
   of the database takes first. That gives SQLite's BEGIN IMMEDIATE semantics (one writer at a
   time, each seeing every earlier commit), so the engine's read-then-write steps stay correct
   without serialization failures, which a ``with`` block could not retry (its body runs once).
-  Writers would queue on the change counter's row anyway; the lock only makes the wait explicit
-  and bounded (``busy_timeout_ms``).
+- ``transaction(concurrent=True)``, asked for by the hot write paths, holds that lock in shared
+  mode: such writers run side by side (and commit together: one WAL flush for several), and
+  what they read to write is guarded by narrower locks as they go (locking.py). Lock waits are
+  bounded by ``busy_timeout_ms``.
 - ``reading()`` is REPEATABLE READ READ ONLY: one snapshot for every statement in it, never
   blocking or blocked by a writer.
 """
@@ -18,6 +20,7 @@ before anything of it ran, so nothing is retried twice:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import threading
 import time
@@ -26,16 +29,17 @@ from typing import Any, Iterator, Sequence
 from recallite_core.errors import SchemaVersionError, StoreError
 from recallite_core.storage.postgres import driver
 from recallite_core.storage.postgres.driver import masked
+from recallite_core.storage.postgres.lazy import LazyBegin
+from recallite_core.storage.postgres.locking import MIGRATE_LOCK, WRITE_LOCK, UnitLocks
 from recallite_core.storage.postgres.migrations import MIGRATIONS, SCHEMA_VERSION, TABLES
 from recallite_core.storage.postgres.session import PostgresSession
 from recallite_core.storage.postgres.vectors import index_name
 
-#: Advisory lock keys (pg_advisory_xact_lock takes a bigint): the writer lock and the migration
-#: lock. Fixed numbers, so every recallite process on the database agrees on them.
-WRITE_LOCK = 0x7265_6361_6C6C_01  # "recall" + 1
-MIGRATE_LOCK = 0x7265_6361_6C6C_02
 #: SQLSTATEs of a refused CREATE EXTENSION: no privilege, or the extension's files are absent.
 _EXTENSION_REFUSED = {"42501": "this role may not create it", "58P01": "it is not installed on the server"}
+
+
+_fresh = itertools.count()
 
 
 class PostgresStore:
@@ -53,8 +57,9 @@ class PostgresStore:
         self._register_vector = driver.load("pgvector.psycopg").register_vector
         self._secret = self._password(url)
         self._url = url  # kept to reconnect; never shown (messages use self.where)
-        self.conn = self._connect(url)
-        self._session = PostgresSession(self.conn)
+        self.conn = LazyBegin(self._connect(url), self._reconnect)
+        self._locks = UnitLocks(self.conn)
+        self._session = PostgresSession(self.conn, self._locks)
         try:
             self._prepare()
         except BaseException:
@@ -87,28 +92,27 @@ class PostgresStore:
             conn = self._psycopg.connect(url, autocommit=True, application_name="recallite")
         except self._psycopg.Error as exc:
             raise self._explain(exc, "connecting") from exc
+        # Every lock wait on this connection is bounded (the write lock, a concurrent write's row
+        # and key locks, vacuum's table locks): set once here, not per transaction (a statement
+        # less per write). Statements themselves are not bounded (an index build may be long).
+        conn.execute(f"SET lock_timeout = '{int(self.busy_timeout_ms)}ms'")
         if self.read_only:
             conn.execute("SET default_transaction_read_only = on")
         return conn
 
-    def _begin(self, statement: str) -> None:
-        """Start a unit of work; on a connection the server has dropped, reconnect once first."""
+    def _begin(self, statements: Sequence[str]) -> None:
+        """Start a unit of work: its BEGIN goes out with its first statement (lazy.py), where a
+        connection the server dropped is replaced once, before anything of the unit ran."""
         if self.conn.broken or self.conn.closed:
             self._reconnect()
-        try:
-            self.conn.execute(statement)
-        except self._psycopg.OperationalError:
-            if not self.conn.broken:
-                raise
-            self._reconnect()  # nothing of this unit of work ran yet: starting again is safe
-            self.conn.execute(statement)
+        self.conn.begin(statements)
 
     def _reconnect(self) -> None:
         with contextlib.suppress(Exception):
-            self.conn.close()
-        self.conn = self._connect(self._url)
-        self._register_vector(self.conn)
-        self._session = PostgresSession(self.conn)
+            self.conn.raw.close()
+        raw = self._connect(self._url)
+        self._register_vector(raw)
+        self.conn.raw = raw  # the session and its nouns hold self.conn: they follow
 
     def _has_vector(self) -> bool:
         return self.conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is not None
@@ -161,7 +165,7 @@ class PostgresStore:
                                  "to create one (a read-only store never writes).")
             if not self.read_only and len(applied) < len(MIGRATIONS):
                 self._migrate()
-            self._register_vector(self.conn)
+            self._register_vector(self.conn.raw)
         except self._psycopg.Error as exc:
             raise self._explain(exc, "opening the store") from exc
 
@@ -169,7 +173,9 @@ class PostgresStore:
         conn = self.conn
         conn.execute("BEGIN")
         try:
-            # Another process creating the same new database waits here, then finds it migrated.
+            # Another process creating the same new database waits here, however long the
+            # migration takes (lock_timeout off for this transaction), then finds it migrated.
+            conn.execute("SET LOCAL lock_timeout = 0")
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
             applied = set(self._check_version())
             conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, "
@@ -202,6 +208,9 @@ class PostgresStore:
             raise StoreError("This connection was opened in another process (fork). Open a new store in this process.")
 
     def _end(self, statement: str) -> None:
+        if not self.conn.started():  # nothing of the unit reached the server: nothing to end
+            self.conn.drop()
+            return
         try:
             self.conn.execute(statement)
         except self._psycopg.Error as exc:
@@ -211,9 +220,14 @@ class PostgresStore:
                 raise self._explain(exc, "committing") from exc
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[PostgresSession]:
+    def transaction(self, concurrent: bool = False) -> Iterator[PostgresSession]:
         """One write: everything done through the session commits together, or, if the block
-        raises, none of it does. Nested use joins the outer transaction."""
+        raises, none of it does. Nested use joins the outer transaction.
+
+        ``concurrent``: the caller's unit of work is one of the write paths made safe to run
+        beside others (docs/postgres.md, "Isolation per write path"): the write lock is held in
+        shared mode and the session takes row and key locks as it reads. Otherwise the write
+        lock is exclusive: one such writer at a time, and no concurrent one beside it."""
         self._check_pid()
         if self.read_only:
             raise StoreError(f"PostgreSQL {self.where}: this store is read-only.")
@@ -225,26 +239,27 @@ class PostgresStore:
                 raise StoreError("A write cannot join a reading() snapshot (it is READ ONLY); "
                                  "start the transaction() outside it.")
             try:
-                self._begin("BEGIN ISOLATION LEVEL READ COMMITTED")
-                self.conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{int(self.busy_timeout_ms)}ms",))
-                self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-                # The lock wait is bounded; statements after it are not (an index build may be long).
-                self.conn.execute("SELECT set_config('lock_timeout', '0', true)")
+                # Sent with the first statement (lazy.py); the wait is bounded (_connect).
+                self._begin(("BEGIN ISOLATION LEVEL READ COMMITTED",
+                             f"SELECT pg_advisory_xact_lock{'_shared' if concurrent else ''}({int(WRITE_LOCK)})"))
             except self._psycopg.Error as exc:
                 with contextlib.suppress(self._psycopg.Error):
                     self.conn.execute("ROLLBACK")
                 raise self._explain(exc, "starting a write") from exc
             self._mode = "write"
+            self._locks.begin(concurrent)
             try:
                 yield self._session
             except BaseException as exc:
                 self._mode = None
+                self._locks.end()
                 self._end("ROLLBACK")
                 if isinstance(exc, self._psycopg.Error):
                     raise self._explain(exc, "a write") from exc
                 raise
             else:
                 self._mode = None
+                self._locks.end()
                 self._end("COMMIT")
 
     @contextlib.contextmanager
@@ -257,7 +272,7 @@ class PostgresStore:
                 yield self._session
                 return
             try:
-                self._begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                self._begin(("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",))
             except self._psycopg.Error as exc:
                 raise self._explain(exc, "starting a read") from exc
             self._mode = "read"
@@ -299,16 +314,19 @@ class PostgresStore:
 
     # -- what the engine also asks of a store -------------------------------------------------------
     def write_mark(self) -> tuple[int, int]:
-        """(the change counter, the memories the keyword statistics count), read through the
-        open unit of work: inside reading() as of its snapshot, inside transaction() as of the
-        latest commit (the write lock is held). Every write to a memory row or a vector moves the
-        counter (triggers, insert_many's stamp, tombstones), so two equal marks mean no memory was
-        written in between, which is what the batch write path's second duplicate check asks.
-        Unlike SQLite's, writes that touch only side tables (feedback, relations, the retrieval
-        log) do not move it."""
-        return tuple(self.conn.execute(
-            "SELECT (SELECT value FROM counters WHERE name = 'changes'), "
-            "(SELECT value FROM counters WHERE name = 'keyword_docs')").fetchone())
+        """What the batch write path compares to skip its second duplicate check: equal marks
+        must mean no memory was written in between. Inside reading(): (the snapshot's next
+        transaction id, the count of transactions it sees running). Inside a concurrent
+        transaction() it is never equal to an earlier one (-1, a fresh number): writers run side
+        by side there, and only the check made under the text locks, after the mark, counts, so
+        that check always runs (one indexed query per batch). Inside an exclusive transaction()
+        it is the latest commit's mark (the write lock keeps other writers out)."""
+        if self._mode == "write" and self._locks.concurrent:
+            return -1, next(_fresh)
+        xmax, running = self.conn.execute(
+            "SELECT pg_snapshot_xmax(s)::text::bigint, (SELECT count(*) FROM pg_snapshot_xip(s)) "
+            "FROM pg_current_snapshot() AS s").fetchone()
+        return int(xmax), int(running)
 
     def file_sizes(self) -> tuple[int, int]:
         """(bytes of recallite's tables with their indexes and TOAST in the current schema, 0).
@@ -342,12 +360,8 @@ class PostgresStore:
                     "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                     "WHERE n.nspname = current_schema() AND c.relkind = 'r' AND c.relname = ANY(%s) ORDER BY 1",
                     (list(TABLES),))]
-                self.conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(self.busy_timeout_ms)}ms",))
-                try:
-                    if present:
-                        self.conn.execute("VACUUM (FULL, ANALYZE) " + ", ".join(present))
-                finally:
-                    self.conn.execute("SELECT set_config('lock_timeout', '0', false)")
+                if present:  # each table lock waited for at most busy_timeout_ms (_connect)
+                    self.conn.execute("VACUUM (FULL, ANALYZE) " + ", ".join(present))
             except self._psycopg.Error as exc:
                 raise self._explain(exc, "vacuuming") from exc
         return True

@@ -114,14 +114,12 @@ class PostgresVectors:
 
     # -- writes (reindex, reconcile) ----------------------------------------------------------------
     def add(self, rows: Sequence[tuple[int, bytes]]) -> None:
-        """Store (memory id, vector bytes) rows, stamped with one bump of the change counter
-        (the per-row trigger leaves stamped rows alone; a reindex writes every vector)."""
+        """Store (memory id, vector bytes) rows; the seq trigger stamps them with this
+        transaction's id (a reindex writes every vector)."""
         if rows:
-            seq = self._conn.execute(
-                "UPDATE counters SET value = value + 1 WHERE name = 'changes' RETURNING value").fetchone()[0]
             with self._conn.cursor() as cur:
-                cur.executemany("INSERT INTO vectors (memory_id, embedding, seq) VALUES (%s, %s, %s)",
-                                [(mid, vector_array(blob), seq) for mid, blob in rows])
+                cur.executemany("INSERT INTO vectors (memory_id, embedding) VALUES (%s, %s)",
+                                [(mid, vector_array(blob)) for mid, blob in rows])
 
     def put(self, rows: Sequence[tuple[int, bytes]]) -> None:
         """Store (memory id, vector bytes) rows, replacing a memory's vector if it has one."""

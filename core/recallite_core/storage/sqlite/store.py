@@ -236,10 +236,11 @@ class Store:
             raise StoreError("This connection was opened in another process (fork). Open a new Recallite in this process.")
 
     @contextlib.contextmanager
-    def transaction(self, attempts: int = 8) -> Iterator[SqliteSession]:
+    def transaction(self, concurrent: bool = False, attempts: int = 8) -> Iterator[SqliteSession]:
         """One write transaction (BEGIN IMMEDIATE): everything done through the session it yields
         commits together, or, if the block raises, none of it does. Retries a busy start with
-        backoff, bounded. Nested use joins the outer transaction."""
+        backoff, bounded. Nested use joins the outer transaction. ``concurrent`` is the
+        PostgreSQL backend's (base.Store); SQLite has one writer at a time either way."""
         self._check_pid()
         if self.read_only:
             raise StoreError("This store is read-only.")

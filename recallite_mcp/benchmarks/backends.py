@@ -1,0 +1,234 @@
+"""PostgreSQL beside SQLite, one run on one machine: `recallite-mcp bench --db postgresql://...`.
+
+For each backend (a SQLite file in a temporary folder, and the PostgreSQL database given) the
+same phases on the same synthetic memories (``dataset.py``), hash embedder by default:
+
+- remember (single calls) and remember_many (batches of 100, growing the store);
+- recall p50/p95 at each size (10k and 100k by default; ``--quick``: 1k and 5k);
+- 10 concurrent recalls (10 threads on one store, wall time for the 10);
+- N writer processes (think N machines, default 8), each its own store on the same database,
+  remembering at the same moment: the total remembers/s.
+
+The PostgreSQL database must hold no recallite data yet (a fresh one: the run leaves its
+memories there). It measures and prints; it asserts nothing. Numbers on a shared machine move
+with its load: the load average is printed with them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any, Callable, Sequence
+
+from .dataset import memories as make_memories
+from .dataset import queries as make_queries
+
+SIZES = (10_000, 100_000)
+QUICK_SIZES = (1_000, 5_000)
+BATCH = 100
+
+
+def _ms(samples: Sequence[float], q: float) -> float:
+    s = sorted(samples)
+    return 1000 * s[min(len(s) - 1, int(q * len(s)))]
+
+
+def _row(backend: str, operation: str, samples: Sequence[float], items_per_sample: int = 1) -> dict:
+    total = sum(samples)
+    return {"backend": backend, "operation": operation, "count": len(samples) * items_per_sample,
+            "total_s": round(total, 3), "per_s": round(len(samples) * items_per_sample / total, 1) if total else None,
+            "p50_ms": round(1000 * statistics.median(samples), 2), "p95_ms": round(_ms(samples, 0.95), 2)}
+
+
+def _timed(fn: Callable[[Any], Any], args: Sequence[Any]) -> list[float]:
+    out = []
+    for a in args:
+        t = time.perf_counter()
+        fn(a)
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def _concurrent(m, qs: list[str], rounds: int, threads: int = 10) -> list[float]:
+    import threading
+
+    walls = []
+    for r in range(rounds):
+        barrier = threading.Barrier(threads + 1)
+        errors: list[BaseException] = []
+
+        def work(q: str, barrier: threading.Barrier = barrier, errors: list[BaseException] = errors) -> None:
+            barrier.wait()
+            try:
+                m.recall(q, limit=10)
+            except Exception as exc:  # noqa: BLE001  reported below
+                errors.append(exc)
+
+        ts = [threading.Thread(target=work, args=(qs[(r * threads + i) % len(qs)],)) for i in range(threads)]
+        for t in ts:
+            t.start()
+        barrier.wait()
+        t0 = time.perf_counter()
+        for t in ts:
+            t.join()
+        walls.append(time.perf_counter() - t0)
+        if errors:
+            raise errors[0]
+    return walls
+
+
+def _writer(location: str, embedder: str, dims: int, p: int, n: int, ready: Any, start: Any, out: Any) -> None:
+    """One 'machine': its own store on the shared database, n remembers once all are ready."""
+    from recallite_core import Recallite
+
+    m = Recallite.open(location, embedder=embedder, dims=dims)
+    try:
+        m.remember(f"Writer {p} is ready to write.", type="fact")  # warm: first embed, statements
+        ready.put(p)
+        start.wait()
+        t0 = time.perf_counter()
+        errors = 0
+        for i in range(n):
+            try:
+                m.remember(f"Writer {p} note {i}: the deploy of service {i % 13} took {i * 7 % 97} seconds.",
+                           type="observation", tags=[f"w{p}"])
+            except Exception:  # noqa: BLE001  counted and reported
+                errors += 1
+        out.put((p, time.perf_counter() - t0, time.perf_counter(), errors))
+    finally:
+        m.close()
+
+
+def writers(location: str, embedder: str, dims: int, processes: int, per_process: int) -> dict:
+    """``processes`` writer processes remembering ``per_process`` memories each, started together:
+    total remembers per second from the first start to the last finish, and the errors."""
+    ctx = multiprocessing.get_context("spawn")
+    ready, start, out = ctx.Queue(), ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_writer, args=(location, embedder, dims, p, per_process, ready, start, out))
+             for p in range(processes)]
+    for pr in procs:
+        pr.start()
+    for _ in procs:  # every writer imported, opened and warm: the clock measures writes only
+        ready.get(timeout=600)
+    t0 = time.perf_counter()
+    start.set()
+    done = [out.get(timeout=1800) for _ in procs]
+    for pr in procs:
+        pr.join(timeout=60)
+    wall = max(end for _, _, end, _ in done) - t0
+    total = processes * per_process
+    return {"processes": processes, "per_process": per_process, "wall_s": round(wall, 2),
+            "remembers_per_s": round(total / wall, 1), "errors": sum(e for *_, e in done)}
+
+
+def run_backend(backend: str, location: str, *, sizes: Sequence[int], embedder: str, dims: int, singles: int,
+                queries: int, rounds: int, processes: int, per_process: int, say: Callable[[str], None]) -> dict:
+    from recallite_core import Recallite
+
+    rows: list[dict] = []
+    items = list(make_memories(max(sizes), seed=1234))
+    qs = make_queries(max(queries, 10 * rounds), seed=99)
+    m = Recallite.open(location, embedder=embedder, dims=dims)
+    try:
+        if m.stats().memories:
+            raise SystemExit(f"{backend}: the store is not empty; give a fresh database (the run writes into it).")
+        say(f"[bench {backend}] remember (single) x {singles}")
+        extra = list(make_memories(singles + 1, seed=4242))
+        m.remember(**extra[0])
+        rows.append(_row(backend, "remember (single)", _timed(lambda it: m.remember(**it), extra[1:])))
+        have, batches = 0, []
+        for size in sizes:
+            say(f"[bench {backend}] remember_many to {size:,}")
+            for i in range(have, size, BATCH):
+                chunk = items[i: min(size, i + BATCH)]
+                t = time.perf_counter()
+                m.remember_many(chunk)
+                batches.append(time.perf_counter() - t)
+            have = size
+            say(f"[bench {backend}] recall @{size:,}")
+            m.recall(qs[0], limit=10)  # the first recall loads what the store keeps in memory
+            rows.append(_row(backend, f"recall @{size:,}", _timed(lambda q: m.recall(q, limit=10), qs[:queries])))
+            rows.append(_row(backend, f"10 concurrent recalls @{size:,} (wall for 10)", _concurrent(m, qs, rounds),
+                             items_per_sample=10))
+        rows.append(_row(backend, f"remember_many ({BATCH}/batch)", batches, items_per_sample=BATCH))
+    finally:
+        m.close()
+    say(f"[bench {backend}] {processes} writer processes x {per_process} remembers")
+    return {"rows": rows, "writers": writers(location, embedder, dims, processes, per_process)}
+
+
+def run(db: str, *, quick: bool = False, sizes: Sequence[int] | None = None, embedder: str = "hash", dims: int = 384,
+        processes: int = 8, per_process: int | None = None, skip_sqlite: bool = False,
+        say: Callable[[str], None] | None = None) -> dict:
+    say = say or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    sizes = sorted(sizes or (QUICK_SIZES if quick else SIZES))
+    opts: dict[str, Any] = {
+        "sizes": sizes, "embedder": embedder, "dims": dims, "singles": 200 if quick else 1000,
+        "queries": 50 if quick else 200, "rounds": 5 if quick else 20, "processes": processes,
+        "per_process": per_process or (50 if quick else 250), "say": say}
+    result: dict = {"sizes": sizes, "embedder": embedder, "dims": dims, "loadavg_at_start": os.getloadavg(),
+                    "cpus": os.cpu_count(), "backends": {}}
+    tmp = tempfile.mkdtemp(prefix="recallite-bench-db-")
+    try:
+        if not skip_sqlite:
+            result["backends"]["sqlite"] = run_backend("sqlite", os.path.join(tmp, "bench.db"), **opts)
+        result["backends"]["postgres"] = run_backend("postgres", db, **opts)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    result["loadavg_at_end"] = os.getloadavg()
+    return result
+
+
+def format_report(result: dict) -> str:
+    lines = [f"recallite-mcp bench --db: PostgreSQL beside SQLite, {result['embedder']} embedder, {result['dims']} dims, "
+             f"{result['cpus']} cpus; load average {tuple(round(x, 1) for x in result['loadavg_at_start'])} at start, "
+             f"{tuple(round(x, 1) for x in result['loadavg_at_end'])} at end", ""]
+    head = ("backend", "operation", "count", "per s", "p50 ms", "p95 ms")
+    table = [head]
+    for name, b in result["backends"].items():
+        for r in b["rows"]:
+            table.append((name, r["operation"], f"{r['count']:,}", f"{r['per_s']:,.0f}" if r["per_s"] else "-",
+                          f"{r['p50_ms']:.2f}", f"{r['p95_ms']:.2f}"))
+    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
+    for i, row in enumerate(table):
+        lines.append("  ".join([row[0].ljust(widths[0]), row[1].ljust(widths[1])]
+                               + [c.rjust(w) for c, w in zip(row[2:], widths[2:])]).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    lines.append("")
+    for name, b in result["backends"].items():
+        w = b["writers"]
+        lines.append(f"{name}: {w['processes']} writer processes x {w['per_process']} remembers: "
+                     f"{w['remembers_per_s']:,.0f} remembers/s in total ({w['wall_s']} s), errors {w['errors']}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(prog="recallite-mcp bench --db URL", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--db", required=True, help="a fresh PostgreSQL database (postgresql://...)")
+    ap.add_argument("--quick", action="store_true", help="small sizes (1k, 5k) and fewer operations: minutes, not an hour")
+    ap.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",") if x], default=None,
+                    help="comma-separated recall sizes (default 10000,100000)")
+    ap.add_argument("--embedder", choices=("hash", "default"), default="hash")
+    ap.add_argument("--dims", type=int, default=384)
+    ap.add_argument("--writers", type=int, default=8, help="writer processes (default 8)")
+    ap.add_argument("--per-writer", type=int, default=None, help="remembers per writer (default 250; --quick 50)")
+    ap.add_argument("--postgres-only", action="store_true", help="skip the SQLite side")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    result = run(args.db, quick=args.quick, sizes=args.sizes, embedder=args.embedder, dims=args.dims,
+                 processes=args.writers, per_process=args.per_writer, skip_sqlite=args.postgres_only)
+    print(json.dumps(result, indent=2) if args.json else format_report(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
