@@ -505,7 +505,7 @@ def created_at(session: Session, ids: Sequence[int]) -> dict[int, float]:
     return session.memories.created_at(ids)
 
 
-def outcome_reasons(a: Assessment, change_after: int = 2) -> list[str]:
+def outcome_reasons(a: Assessment, change_after: int = 3) -> list[str]:
     """Reason tags saying what feedback did to a hit."""
     if a.outcomes == 0:
         if a.newcomer:
