@@ -63,11 +63,17 @@ def handle_errors(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from recallite_core import RecalliteError
+        from recallite_core.storage.postgres.errors import explain, is_driver_error
 
         try:
             return fn(*args, **kwargs)
         except RecalliteError as exc:
             raise click.ClickException(str(exc)) from exc
+        except Exception as exc:
+            if not is_driver_error(exc):
+                raise
+            # A PostgreSQL error the store did not wrap: one masked line with the next step, no traceback.
+            raise click.ClickException(str(explain(exc, None, fn.__name__.removesuffix("_cmd")))) from exc
 
     return wrapper
 
