@@ -484,17 +484,20 @@ def import_cmd(ctx, db, scope, embedder, log_level, path, trust):
 @click.option("--to", "target", required=True, help="Where to copy it: a SQLite file or a postgresql:// URL (empty).")
 @click.option("--into-nonempty", is_flag=True, help="Add to a target that already holds memories.")
 @click.option("--embedder", type=click.Choice(["default", "onnx", "hash"]), default=None,
-              help="The embedder both stores use (vectors are recomputed with it). Env: RECALLITE_EMBEDDER.")
+              help="The embedder both stores use (its vectors are copied; another one's are recomputed). "
+                   "Env: RECALLITE_EMBEDDER.")
+@click.option("--batch", type=click.IntRange(1, 100_000), default=None,
+              help="Memories read and written per step (default 500): bounds memory; still one transaction.")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default=None)
 @click.pass_context
 @handle_errors
-def migrate_cmd(ctx, source, target, into_nonempty, embedder, log_level):
+def migrate_cmd(ctx, source, target, into_nonempty, embedder, batch, log_level):
     """Copy a whole store (memories, relations, retrieval log, feedback) to another; verify counts."""
     from .migrate import migrate
 
     settings_from(ctx, embedder=embedder, log_level=log_level)
     if not migrate(source, target, embedder=embedder, into_nonempty=into_nonempty,
-                   load_settings=load_settings, open_engine=open_engine):
+                   load_settings=load_settings, open_engine=open_engine, batch=batch):
         click.echo("counts differ: check the target before using it", err=True)
         ctx.exit(1)
 
