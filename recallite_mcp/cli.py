@@ -349,7 +349,8 @@ def forget(ctx, db, scope, embedder, log_level, all_scopes, types, statuses, sou
         n = sum(1 for m in targets if mem.forget(m.id).deleted)
         if vacuum and n:
             mem.vacuum()
-    click.echo(f"forgot {n} memor{'y' if n == 1 else 'ies'}" + (" (file vacuumed)" if vacuum and n else ""))
+    what = "tables" if s.is_postgres else "file"
+    click.echo(f"forgot {n} memor{'y' if n == 1 else 'ies'}" + (f" ({what} vacuumed)" if vacuum and n else ""))
 
 
 @main.command()
@@ -436,7 +437,7 @@ def stats(ctx, db, scope, embedder, log_level, all_scopes, as_json):
         ["tokens served", f"{st.tokens_served} (median {st.tokens_served_median:.0f}, p95 {st.tokens_served_p95:.0f} per call)"],
         ["tokens saved", f"{st.tokens_saved} vs injecting every match in full ({st.tokens_matched})"],
         ["tokens stored", st.tokens_stored],
-        ["database", f"{st.db_path or ':memory:'} ({st.db_bytes:,} bytes + {st.wal_bytes:,} WAL)"],
+        ["database", f"{st.db_path or ':memory:'} ({_size(st)})"],
         ["schema", st.schema_version],
     ]
     click.echo(table(["stat", "value"], rows))
@@ -444,6 +445,14 @@ def stats(ctx, db, scope, embedder, log_level, all_scopes, as_json):
         from .scoping import DEFAULT_NOTE
 
         click.echo(f"\nnote: {DEFAULT_NOTE}")
+
+
+def _size(st) -> str:
+    from recallite_core.storage import is_postgres_url
+
+    if is_postgres_url(st.db_path):  # the server's WAL is shared by every database on it: none is this store's
+        return f"{st.db_bytes:,} bytes in recallite's tables and indexes; the server's WAL is not counted"
+    return f"{st.db_bytes:,} bytes + {st.wal_bytes:,} WAL"
 
 
 def _kv(d: dict) -> str:
@@ -556,7 +565,11 @@ def vacuum(ctx, db, scope, embedder, log_level):
         before = sum(mem.store.file_sizes())
         mem.vacuum()
         after = sum(mem.store.file_sizes())
-    click.echo(f"vacuumed {s.db_label}: {before:,} -> {after:,} bytes")
+    if s.is_postgres:  # VACUUM FULL rewrote the tables; the server's WAL and backups age out on their own
+        click.echo(f"vacuumed recallite's tables in {s.db_label} (VACUUM FULL): {before:,} -> {after:,} bytes; "
+                   "copies in the server's WAL and backups age out as the server recycles them")
+    else:
+        click.echo(f"vacuumed {s.db_label}: {before:,} -> {after:,} bytes")
 
 
 @main.command()
@@ -575,6 +588,8 @@ def doctor(ctx, db, scope, embedder, log_level, as_json):
         click.echo(table(["check", "ok", "detail"], [[c["check"], "yes" if c["ok"] else "NO", c["detail"]] for c in report["checks"]]))
         click.echo("\nPaste into your MCP client's config (Claude Desktop: claude_desktop_config.json):\n")
         click.echo(json.dumps(report["mcp_config"], indent=2))
+        if s.is_postgres and ":***@" in json.dumps(report["mcp_config"]):
+            click.echo("\nnote: the password is shown as ***; keep it out of the config with PGPASSWORD or ~/.pgpass.")
     if not all(c["ok"] for c in report["checks"]):
         sys.exit(1)
 
