@@ -463,13 +463,15 @@ def _kv(d: dict) -> str:
 @common_options
 @click.argument("path")
 @click.option("--this-scope", is_flag=True, help="Only the --scope scope.")
+@click.option("--vectors", is_flag=True, help="Also write the stored vectors (about 2 KB per memory), so an import "
+              "with the same embedder copies them instead of embedding again.")
 @click.pass_context
 @handle_errors
-def export_cmd(ctx, db, scope, embedder, log_level, path, this_scope):
+def export_cmd(ctx, db, scope, embedder, log_level, path, this_scope, vectors):
     """Write every memory, relation, retrieval and feedback as JSON lines."""
     s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
     with open_engine(s) as mem:
-        n = mem.export_jsonl(path, scope=s.default_scope if this_scope else None)
+        n = mem.export_jsonl(path, scope=s.default_scope if this_scope else None, vectors=vectors)
     click.echo(f"wrote {n} lines to {path}")
 
 

@@ -59,6 +59,8 @@ _BY_MESSAGE = [
     (r"invalid (uri|connection option|integer value)|missing \"=\"|invalid percent-encoded",
      "Fix the URL: postgresql://user@host:5432/dbname?sslmode=require (see docs/postgres.md)."),
 ]
+_NO_VECTOR_TYPE = ("The `vector` extension is in a schema this connection does not search: put that schema on the "
+                   "search_path too (options=-csearch_path=recallite,public) or CREATE EXTENSION vector SCHEMA recallite.")
 _LOST_AT_COMMIT = ("The connection was lost while committing, so the write may or may not have been kept: "
                    "check (recallite-mcp list / stats) before repeating it.")
 
@@ -88,6 +90,8 @@ def next_step(exc: BaseException, doing: str = "") -> str:
     sqlstate = str(getattr(exc, "sqlstate", None) or "")
     lost = sqlstate[:2] in ("08", "57") and sqlstate not in ("57014", "57P03")
     text = str(exc).lower()
+    if 'type "vector" does not exist' in text:
+        return _NO_VECTOR_TYPE
     if not sqlstate:
         for pattern, hint in _BY_MESSAGE:
             if re.search(pattern, text):
