@@ -156,3 +156,26 @@ def test_an_export_without_vectors_still_imports(tmp_path):
         assert got["memories"] == 9 and "vectors_copied" not in got
         vec = np.frombuffer(vectors_of(dst)["Service 3 listens on port 8003."], dtype="<f4")
         assert vec.shape == (384,)
+
+
+def window_hits(m, query: str) -> list[int]:
+    from recallite_core.storage.base import MemoryFilter
+
+    with m.store.reading() as s:
+        return [mid for mid, _ in s.keywords.windows_top(query, MemoryFilter(scopes=("p",)), 10)]
+
+
+def test_import_writes_the_keyword_windows_of_imported_turns(tmp_path, backend_location):
+    """Import wrote turns without their keyword windows (a turn with its neighbours), so a migrated
+    conversation lost that channel: LoCoMo R@5 on a migrated store fell from .673 to .628."""
+    src = str(tmp_path / "src.db")
+    with Recallite.open(src, embedder="hash") as m:
+        m.record_turns([{"role": "user", "content": "Where did you go last summer?"},
+                        {"role": "assistant", "content": "We hiked the Dolomites."},
+                        {"role": "user", "content": "Nice, bring photos."}], session="trip", scope="p")
+        m.export_jsonl(str(tmp_path / "d.jsonl"), vectors=True)
+        want = sorted(m.get(f"mem_{i}").content for i in window_hits(m, "summer Dolomites"))
+    assert want  # the source finds the turns through their windows
+    with Recallite.open(backend_location, embedder="hash") as dst:
+        dst.import_jsonl(str(tmp_path / "d.jsonl"), trust="restore", batch=2)
+        assert sorted(dst.get(f"mem_{i}").content for i in window_hits(dst, "summer Dolomites")) == want
