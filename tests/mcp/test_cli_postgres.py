@@ -107,6 +107,11 @@ def test_export_then_import_into_another_database(url, postgres_db_url, tmp_path
     fresh = tmp_path / "fresh.db"
     res = CliRunner().invoke(main, ["import", "--db", str(fresh), "--embedder", "hash", dump, "--trust", "restore"])
     assert res.exit_code == 0 and "memories 1" in res.output, res.output
+    with_vectors = str(tmp_path / "vectors.jsonl")
+    run(url, "export", with_vectors, "--vectors")
+    res = CliRunner().invoke(main, ["import", "--db", str(tmp_path / "copy.db"), "--embedder", "hash", with_vectors,
+                                    "--trust", "restore"])
+    assert res.exit_code == 0 and "memories 1" in res.output and "vectors_copied 1" in res.output, res.output
 
 
 def test_demo_runs_on_postgres(url):
