@@ -63,11 +63,17 @@ def handle_errors(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from recallite_core import RecalliteError
+        from recallite_core.storage.postgres.errors import explain, is_driver_error
 
         try:
             return fn(*args, **kwargs)
         except RecalliteError as exc:
             raise click.ClickException(str(exc)) from exc
+        except Exception as exc:
+            if not is_driver_error(exc):
+                raise
+            # A PostgreSQL error the store did not wrap: one masked line with the next step, no traceback.
+            raise click.ClickException(str(explain(exc, None, fn.__name__.removesuffix("_cmd")))) from exc
 
     return wrapper
 
@@ -343,7 +349,8 @@ def forget(ctx, db, scope, embedder, log_level, all_scopes, types, statuses, sou
         n = sum(1 for m in targets if mem.forget(m.id).deleted)
         if vacuum and n:
             mem.vacuum()
-    click.echo(f"forgot {n} memor{'y' if n == 1 else 'ies'}" + (" (file vacuumed)" if vacuum and n else ""))
+    what = "tables" if s.is_postgres else "file"
+    click.echo(f"forgot {n} memor{'y' if n == 1 else 'ies'}" + (f" ({what} vacuumed)" if vacuum and n else ""))
 
 
 @main.command()
@@ -430,7 +437,7 @@ def stats(ctx, db, scope, embedder, log_level, all_scopes, as_json):
         ["tokens served", f"{st.tokens_served} (median {st.tokens_served_median:.0f}, p95 {st.tokens_served_p95:.0f} per call)"],
         ["tokens saved", f"{st.tokens_saved} vs injecting every match in full ({st.tokens_matched})"],
         ["tokens stored", st.tokens_stored],
-        ["database", f"{st.db_path or ':memory:'} ({st.db_bytes:,} bytes + {st.wal_bytes:,} WAL)"],
+        ["database", f"{st.db_path or ':memory:'} ({_size(st)})"],
         ["schema", st.schema_version],
     ]
     click.echo(table(["stat", "value"], rows))
@@ -438,6 +445,14 @@ def stats(ctx, db, scope, embedder, log_level, all_scopes, as_json):
         from .scoping import DEFAULT_NOTE
 
         click.echo(f"\nnote: {DEFAULT_NOTE}")
+
+
+def _size(st) -> str:
+    from recallite_core.storage import is_postgres_url
+
+    if is_postgres_url(st.db_path):  # the server's WAL is shared by every database on it: none is this store's
+        return f"{st.db_bytes:,} bytes in recallite's tables and indexes; the server's WAL is not counted"
+    return f"{st.db_bytes:,} bytes + {st.wal_bytes:,} WAL"
 
 
 def _kv(d: dict) -> str:
@@ -448,13 +463,15 @@ def _kv(d: dict) -> str:
 @common_options
 @click.argument("path")
 @click.option("--this-scope", is_flag=True, help="Only the --scope scope.")
+@click.option("--vectors", is_flag=True, help="Also write the stored vectors (about 2 KB per memory), so an import "
+              "with the same embedder copies them instead of embedding again.")
 @click.pass_context
 @handle_errors
-def export_cmd(ctx, db, scope, embedder, log_level, path, this_scope):
+def export_cmd(ctx, db, scope, embedder, log_level, path, this_scope, vectors):
     """Write every memory, relation, retrieval and feedback as JSON lines."""
     s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
     with open_engine(s) as mem:
-        n = mem.export_jsonl(path, scope=s.default_scope if this_scope else None)
+        n = mem.export_jsonl(path, scope=s.default_scope if this_scope else None, vectors=vectors)
     click.echo(f"wrote {n} lines to {path}")
 
 
@@ -478,17 +495,20 @@ def import_cmd(ctx, db, scope, embedder, log_level, path, trust):
 @click.option("--to", "target", required=True, help="Where to copy it: a SQLite file or a postgresql:// URL (empty).")
 @click.option("--into-nonempty", is_flag=True, help="Add to a target that already holds memories.")
 @click.option("--embedder", type=click.Choice(["default", "onnx", "hash"]), default=None,
-              help="The embedder both stores use (vectors are recomputed with it). Env: RECALLITE_EMBEDDER.")
+              help="The embedder both stores use (its vectors are copied; another one's are recomputed). "
+                   "Env: RECALLITE_EMBEDDER.")
+@click.option("--batch", type=click.IntRange(1, 100_000), default=None,
+              help="Memories read and written per step (default 500): bounds memory; still one transaction.")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default=None)
 @click.pass_context
 @handle_errors
-def migrate_cmd(ctx, source, target, into_nonempty, embedder, log_level):
+def migrate_cmd(ctx, source, target, into_nonempty, embedder, batch, log_level):
     """Copy a whole store (memories, relations, retrieval log, feedback) to another; verify counts."""
     from .migrate import migrate
 
     settings_from(ctx, embedder=embedder, log_level=log_level)
     if not migrate(source, target, embedder=embedder, into_nonempty=into_nonempty,
-                   load_settings=load_settings, open_engine=open_engine):
+                   load_settings=load_settings, open_engine=open_engine, batch=batch):
         click.echo("counts differ: check the target before using it", err=True)
         ctx.exit(1)
 
@@ -547,7 +567,11 @@ def vacuum(ctx, db, scope, embedder, log_level):
         before = sum(mem.store.file_sizes())
         mem.vacuum()
         after = sum(mem.store.file_sizes())
-    click.echo(f"vacuumed {s.db_label}: {before:,} -> {after:,} bytes")
+    if s.is_postgres:  # VACUUM FULL rewrote the tables; the server's WAL and backups age out on their own
+        click.echo(f"vacuumed recallite's tables in {s.db_label} (VACUUM FULL): {before:,} -> {after:,} bytes; "
+                   "copies in the server's WAL and backups age out as the server recycles them")
+    else:
+        click.echo(f"vacuumed {s.db_label}: {before:,} -> {after:,} bytes")
 
 
 @main.command()
@@ -566,6 +590,8 @@ def doctor(ctx, db, scope, embedder, log_level, as_json):
         click.echo(table(["check", "ok", "detail"], [[c["check"], "yes" if c["ok"] else "NO", c["detail"]] for c in report["checks"]]))
         click.echo("\nPaste into your MCP client's config (Claude Desktop: claude_desktop_config.json):\n")
         click.echo(json.dumps(report["mcp_config"], indent=2))
+        if s.is_postgres and ":***@" in json.dumps(report["mcp_config"]):
+            click.echo("\nnote: the password is shown as ***; keep it out of the config with PGPASSWORD or ~/.pgpass.")
     if not all(c["ok"] for c in report["checks"]):
         sys.exit(1)
 

@@ -1,10 +1,12 @@
 """`recallite-mcp migrate`: copy a whole store to another (SQLite file or PostgreSQL URL).
 
-Built on the export/import path: the source is exported to a private temporary file and read
-into the target with ``trust="restore"`` in one transaction (all or nothing), so statuses,
-sources, scores, superseded_by, relations, citations, session summaries, the retrieval log and
-the feedback history arrive as they were. Vectors are recomputed by the target with the same
-embedder (deterministic, so recall ranks the same). Counts per noun are compared at the end.
+Built on the export/import path: the source is exported, with its stored vectors, to a private
+temporary file and read into the target with ``trust="restore"`` in one transaction (all or
+nothing), so statuses, sources, scores, superseded_by, relations, citations, session summaries,
+the retrieval log and the feedback history arrive as they were. The import runs in batches
+(bounded memory, the bar moves per batch). When both stores use the same embedder (name and
+dimensions) the vectors are copied, not recomputed; otherwise the target embeds again and the
+summary says so. Counts per noun are compared at the end.
 May import click, the settings, the app and the core's storage helpers.
 """
 
@@ -65,7 +67,8 @@ def _bar(label: str):
     return report
 
 
-def migrate(source: str, target: str, *, embedder: str | None, into_nonempty: bool, load_settings, open_engine) -> bool:
+def migrate(source: str, target: str, *, embedder: str | None, into_nonempty: bool, load_settings, open_engine,
+            batch: int | None = None) -> bool:
     """Copy ``source`` into ``target``; print the counts; True when they match."""
     check_locations(source, target)
     src_label, dst_label = masked_location(source), masked_location(target)
@@ -75,17 +78,23 @@ def migrate(source: str, target: str, *, embedder: str | None, into_nonempty: bo
         dump = os.path.join(folder, "store.jsonl")
         with open_engine(src_settings) as src:
             before_src = counts(src)
+            src_embedder = (src.embedder.name, src.embedder.dimensions)
             click.echo(f"exporting {src_label} ({before_src['memories']} memories)", err=True)
-            src.export_jsonl(dump)
+            src.export_jsonl(dump, vectors=True)
         with open_engine(dst_settings) as dst:
             before_dst = counts(dst)
             if any(before_dst.values()) and not into_nonempty:
                 raise click.ClickException(
                     f"{dst_label} is not empty ({before_dst['memories']} memories); pass --into-nonempty to add to it. "
                     "Nothing was copied.")
-            click.echo(f"importing into {dst_label}", err=True)
-            got = dst.import_jsonl(dump, trust="restore", progress=_bar("memories"))
+            same = src_embedder == (dst.embedder.name, dst.embedder.dimensions)
+            click.echo(f"importing into {dst_label}"
+                       + ("" if same else f" (re-embedding with {dst.embedder.name}: the source used {src_embedder[0]})"),
+                       err=True)
+            got = dst.import_jsonl(dump, trust="restore", progress=_bar("copying memories (check, then write)"),
+                                   **({"batch": batch} if batch else {}))
             after_dst = counts(dst)
+            dst_embedder = dst.embedder.name
     ok = True
     click.echo(f"migrated {src_label} -> {dst_label}")
     for noun in NOUNS:
@@ -93,6 +102,12 @@ def migrate(source: str, target: str, *, embedder: str | None, into_nonempty: bo
         same = added == before_src[noun]
         ok = ok and same
         click.echo(f"  {noun:<18} source {before_src[noun]:>7}  copied {added:>7}  {'ok' if same else 'MISMATCH'}")
+    copied = got.get("vectors_copied", 0)
+    if copied == got.get("memories", 0):
+        click.echo(f"  vectors copied ({dst_embedder}), none recomputed")
+    else:
+        click.echo(f"  vectors: {copied} copied, {got.get('memories', 0) - copied} recomputed with {dst_embedder}"
+                   + ("" if src_embedder[0] == dst_embedder else f" (the source used {src_embedder[0]})"))
     if got.get("duplicates"):
         click.echo(f"  {got['duplicates']} memories matched ones already in the target and were not copied again")
     return ok

@@ -176,8 +176,12 @@ def evaluate(
     if not chunks:
         config.chunk_types = ()  # ablation: long turns get no sentence chunks
     t0 = time.perf_counter()
-    reuse = bool(store) and os.path.exists(store)
+    from recallite_core.storage import is_postgres_url
+
+    reuse = bool(store) and not is_postgres_url(store) and os.path.exists(store)
     mem = Recallite.open(store, embedder=embedder, config=config)
+    # A PostgreSQL database that already holds the turns (an earlier run's) is reused as well.
+    reuse = reuse or (is_postgres_url(store) and mem.stats().memories > 0)
     if reuse:  # a store built by an earlier run: embed nothing again
         wanted = {r["id"] for r in corpus}
         mapping = {}
@@ -191,6 +195,7 @@ def evaluate(
     results: dict[str, Any] = {
         "dataset": str(root), "embedder": mem.embedder.name, "memories": len(mapping), "queries": len(queries),
         "conversations": len({r["conversation"] for r in corpus}), "load_seconds": round(load_s, 1), "modes": {},
+        "backend": "postgresql" if is_postgres_url(store) else "sqlite",
     }
     per_mode: dict[str, list] = {}
     for mode in modes:
@@ -225,7 +230,7 @@ def format_report(res: dict[str, Any]) -> str:
     w = max([14] + [len(m) + 2 for m in res["modes"]])
     lines = [
         f"LoCoMo, turn level: {res['memories']} memories in {res['conversations']} scopes, {res['queries']} questions, "
-        f"embedder {res['embedder']} (load {res['load_seconds']} s, total {res['total_seconds']} s)",
+        f"embedder {res['embedder']}, {res.get('backend', 'sqlite')} (load {res['load_seconds']} s, total {res['total_seconds']} s)",
         "",
         f"{'mode':<{w}}{'category':<13}{'n':>6}{'R@1':>8}{'R@5':>8}{'R@10':>8}{'nDCG@10':>9}{'MRR@10':>8}",
     ]
@@ -257,8 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--modes", default=",".join(DEFAULT_MODES), help="comma-separated: " + ", ".join(MODES))
     ap.add_argument("--out", default="bench-results", help="folder for run files (scorer format)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
-    ap.add_argument("--store", default=None,
-                    help="keep the embedded turns in this database file and reuse it on the next run (development)")
+    ap.add_argument("--store", "--db", dest="store", default=None,
+                    help="keep the embedded turns in this database (a file or a postgresql:// URL, to measure "
+                         "through PostgreSQL) and reuse them on the next run")
     ap.add_argument("--no-chunks", action="store_true", help="ablation: store long turns without sentence chunks")
     ap.add_argument("--ceiling", action="store_true",
                     help=f"also report '{CEILING}': each question scored by the mode that ranked it best (a ceiling, not a retriever)")

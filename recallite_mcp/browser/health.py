@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from recallite_core.storage import is_postgres_url
+
 from .markup import Safe, h, join, layout, table, url, when
 
 
@@ -14,7 +16,7 @@ def health_page(ctx):
               ["tokens", f"{st.tokens_served:,} served, {st.tokens_saved:,} saved, {st.tokens_stored:,} stored"],
               ["trust", f"mean {st.trust.get('mean')}, {kv(st.trust.get('buckets', {}))}" if st.trust else "—"],
               ["expired", st.expired], ["secrets redacted", st.redactions]]
-    store = [["file", st.db_path or ":memory:"], ["size", f"{st.db_bytes:,} bytes + {st.wal_bytes:,} WAL"],
+    store = [["database" if is_postgres_url(st.db_path) else "file", st.db_path or ":memory:"], ["size", size(st)],
              ["schema", st.schema_version], ["embedder", f"{st.embedder} ({st.dimensions} dimensions)"],
              ["vectors", f"{st.vectors:,} of {st.memories:,} memories"],
              ["last repair", when(last) if last else "never (reconcile --repair has not run)"]]
@@ -34,6 +36,13 @@ def reconcile_report(report) -> Safe:
         return Safe('<p class="notice">No drift: every projection matches the memories table.</p>')
     return join([table(["drift", "count", "fix", "ids"], [[d.kind, d.count, d.fix, ", ".join(d.ids)] for d in report.drift]),
                  Safe("<p>Repair with <code>recallite-mcp reconcile --repair</code>.</p>")])
+
+
+def size(st) -> str:
+    # A PostgreSQL server's write-ahead log is shared by all its databases: none of it is this store's.
+    if is_postgres_url(st.db_path):
+        return f"{st.db_bytes:,} bytes in recallite's tables and indexes (the server's WAL is not counted)"
+    return f"{st.db_bytes:,} bytes + {st.wal_bytes:,} WAL"
 
 
 def kv(d: dict) -> str:

@@ -11,6 +11,7 @@ from mcp_types import ToolAnnotations
 
 from recallite_core import RecalliteError
 from recallite_core.errors import MemoryNotFoundError
+from recallite_core.storage.postgres.errors import explain, is_driver_error
 
 log = logging.getLogger("recallite.server")
 
@@ -46,6 +47,9 @@ def edge(fn: Callable[..., T]) -> Callable[..., T]:
         except RecalliteError as exc:
             raise ToolError(str(exc)) from exc
         except Exception as exc:
+            if is_driver_error(exc):  # a PostgreSQL error the store did not wrap: still one line, masked
+                log.warning("PostgreSQL error in %s: %s", fn.__name__, type(exc).__name__)
+                raise ToolError(str(explain(exc, None, fn.__name__.removeprefix("recallite_")))) from exc
             log.exception("Unexpected error in %s", fn.__name__)
             raise ToolError(
                 f"Internal error in {fn.__name__} ({type(exc).__name__}); nothing was changed. "

@@ -29,6 +29,7 @@ from typing import Any, Iterator, Sequence
 from recallite_core.errors import SchemaVersionError, StoreError
 from recallite_core.storage.postgres import driver
 from recallite_core.storage.postgres.driver import masked
+from recallite_core.storage.postgres.errors import explain
 from recallite_core.storage.postgres.lazy import LazyBegin
 from recallite_core.storage.postgres.locking import MIGRATE_LOCK, WRITE_LOCK, UnitLocks
 from recallite_core.storage.postgres.migrations import MIGRATIONS, SCHEMA_VERSION, TABLES
@@ -74,17 +75,9 @@ class PostgresStore:
             return None
 
     def _explain(self, exc: BaseException, doing: str) -> StoreError:
-        """A driver error as a StoreError naming the server (never its password) and the step."""
-        text = masked(" ".join(str(exc).split()))
-        if self._secret:
-            text = text.replace(self._secret, "***")
-        sqlstate = getattr(exc, "sqlstate", None)
-        hint = ""
-        if sqlstate == "55P03":
-            hint = " Another recallite process held the write lock for too long; retry shortly."
-        elif sqlstate in ("08006", "08001", "08003", "57P01"):
-            hint = " Check that the server is running and the URL is right."
-        return StoreError(f"PostgreSQL {self.where}: {doing} failed: {text}.{hint}")
+        """A driver error as a StoreError naming the server (never its password), the step and
+        what to do next (errors.py)."""
+        return explain(exc, self.where, doing, self._secret)
 
     def _connect(self, url: str) -> Any:
         try:
