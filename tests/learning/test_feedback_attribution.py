@@ -33,7 +33,7 @@ def mem():
 
 def logged(mem, retrieval_id):
     rid = int(retrieval_id[4:])
-    with mem.store.reading() as conn:
+    with mem.store.reading():
         return mem.store.conn.execute("SELECT memory_id, served FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank",
                             (rid,)).fetchall()
 
@@ -118,7 +118,7 @@ async def test_feedback_without_retrieval_id_lands_on_another_sessions_retrieval
     server = build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False), memory=shared)
     try:
         async with Client(server) as one, Client(server) as two:
-            a, b = await _seed(one)
+            a, _b = await _seed(one)
             r1 = await call(one, "recallite_context", query="install node packages")
             r2 = await call(two, "recallite_context", query="restart after config change")
             fb2 = await call(two, "recallite_feedback", outcome="failure")
@@ -156,7 +156,7 @@ async def test_feedback_without_retrieval_id_lands_on_another_sessions_retrieval
     with http_server(tmp_path) as url:
         # Two client sessions (initialize handshake, Mcp-Session-Id), used concurrently.
         async with Client(url, mode="legacy") as one, Client(url, mode="legacy") as two:
-            a, b = await _seed(one)
+            _a, b = await _seed(one)
             r1 = await call(one, "recallite_context", query="install node packages")
             r2 = await call(two, "recallite_context", query="restart after config change")  # served last
             fb1 = await call(one, "recallite_feedback", outcome="failure")
@@ -192,3 +192,23 @@ def test_a_failed_attempt_is_not_also_marked_unused_when_the_fallback_succeeds(m
     assert by_memory[int(second[4:])] == [("credit", 1.0)]
     assert [k for k, _ in by_memory[int(third[4:])]] == ["unused"]
     assert len(ids) == len(STEPS)
+
+
+# -- a partial without ids marked a needed rule poor (agent day, dev `coupon`, day 5) -------------------------
+def test_partial_without_ids_marked_a_needed_rule_shown_in_every_task_poor(mem):
+    rule = mem.remember("Coupons never stack: apply at most one coupon per order.", type="constraint").id
+    mem.remember_many([{"content": s, "type": "procedure"} for s in STEPS[:3]])
+    for _ in range(3):  # the task keeps missing something else; the rule is shown first every time
+        ctx = mem.build_context("apply a coupon to the order")
+        assert rule in ctx.memory_ids
+        fb = mem.feedback(ctx.retrieval_id, "partial")
+        assert fb.changes == []  # nothing says which shown memory fell short
+    assert usefulness(mem, [rule])[rule] == 0.5
+    # a partial that names what it used still credits exactly that
+    ctx = mem.build_context("apply a coupon to the order")
+    fb = mem.feedback(ctx.retrieval_id, "partial", used_memory_ids=[rule])
+    assert [c.id for c in fb.changes] == [rule]
+    # and a success without ids still credits what was shown, by rank
+    ctx = mem.build_context("apply a coupon to the order")
+    fb = mem.feedback(ctx.retrieval_id, "success")
+    assert [c.id for c in fb.changes] == ctx.memory_ids

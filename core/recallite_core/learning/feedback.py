@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from recallite_core.catalog import Catalog
 from recallite_core.errors import InvalidInputError, MemoryNotFoundError, RetrievalNotFoundError
@@ -47,7 +47,8 @@ class FeedbackRecorder:
     ) -> FeedbackResult:
         """Report how the task went. Used memories (or, if none are named, the ones the agent
         opened, else every memory it was shown, with rank-decayed weight; hits a context left
-        out for its budget were not shown) move their usefulness toward the outcome.
+        out for its budget were not shown) move their usefulness toward the outcome. A 'partial'
+        that names and opened none credits no memory: it does not say which shown one fell short.
         A success may validate candidates that earned it (policy.earns_validation; listed in
         ``promoted``); nothing else changes status.
         A repeated ``client_key`` is applied once. Working-memory ids (``wm_…``) in
@@ -102,6 +103,11 @@ class FeedbackRecorder:
                 credits = [(i, 1.0) for i in used]
             elif any(e for _, _, e, _ in shown):
                 credits = [(mid, 1.0) for mid, _, e, _ in shown if e]  # the ones the agent opened
+            elif outcome == "partial":
+                # Some of what the task needed was missing, and nothing says which of what was
+                # shown worked: crediting 'partial' to every memory shown marked a needed rule,
+                # shown in each such task, as poor for gaps it did not cause. No memory is credited.
+                credits = []
             else:
                 # Only what the agent was shown, weighted by its place in what it saw.
                 credits = [(mid, policy.rank_weight(place))
