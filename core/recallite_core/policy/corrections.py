@@ -328,8 +328,8 @@ def compare(old: str, new: str) -> Verdict | None:
         # gives way to a plain word of another (the growth team vs the payments team).
         if not _same_subject(ow, nw, oset, nset) or _name_clash(ow, nw, oset, nset):
             return None
-        if _plain_clash(ow, nw, diff_o, diff_n) and (not _quoted(ow, nset) or _qualifies(ow, diff_o, shared)
-                                                     or _qualifies(nw, diff_n, shared)):
+        if _plain_clash(ow, nw, diff_o, diff_n) and (not _quoted(ow, nset) or qualifies(ow, diff_o, shared)
+                                                     or qualifies(nw, diff_n, shared)):
             return None
         return Verdict(True, why) if diff_n or flip else None
 
@@ -429,9 +429,9 @@ def _reworded(ow, nw, diff_o: list[int], diff_n: list[int], head_o: bool, head_n
     pn = [j for j in diff_n if not nw[j].value]
     if len(po) > 2 or len(pn) > 2:
         return None
-    if _plain_clash(ow, nw, diff_o, diff_n) or _qualifies(ow, diff_o, shared) or _qualifies(nw, diff_n, shared):
+    if _plain_clash(ow, nw, diff_o, diff_n) or qualifies(ow, diff_o, shared) or qualifies(nw, diff_n, shared):
         return None
-    if _qualified(ow, nw, shared) or _qualified(nw, ow, shared):
+    if qualified(ow, nw, shared) or qualified(nw, ow, shared):
         return None
     return Verdict(False, why)
 
@@ -472,7 +472,7 @@ def _quoted(ow, nset: set[str]) -> bool:
     return not ow[-1].lead and ow[-1].key in nset
 
 
-def _qualified(ws, other, shared: set[str]) -> bool:
+def qualified(ws, other, shared: set[str]) -> bool:
     """A shared word qualifies a plain word of its own in one text and not that word in the other:
     "the public API gateway" is not "the public API", "the worker pool" not "the worker"."""
     heads = {w.key: w.head for w in other}
@@ -480,7 +480,7 @@ def _qualified(ws, other, shared: set[str]) -> bool:
                for w, nxt in zip(ws, ws[1:]))
 
 
-def _qualifies(ws, positions: list[int], shared: set[str]) -> bool:
+def qualifies(ws, positions: list[int], shared: set[str]) -> bool:
     """A word of its own right before a word both share: it names which one (the staging server)."""
     return any(ws[i].head in shared and not ws[i].digits for i in positions)
 
@@ -675,97 +675,3 @@ def was_notes(session: Session, ids: list[str]) -> dict[str, str]:
             text = text[:WAS_CHARS].rsplit(" ", 1)[0] + " …"
         out[key] = f"was: {text} (mem_{old_id})"
     return out
-
-
-# -- ranking --------------------------------------------------------------------------------------------------------
-def newer_first(session: Session, scored: list[tuple], query: str | None = None, links: bool = True) -> list[tuple]:
-    """A replacement ranks above what it superseded, and of two memories linked as contradicting
-    each other the newer ranks first, whatever their scores (feedback included): the older one's
-    final score is capped just under the newer one's. With the ``query``, also two unlinked
-    memories near the top that may state one thing two ways (``maybe_changed``) when the question
-    asks about what both share and about nothing only the older one says: detection left them
-    apart, the question cannot tell them apart, so the newer goes first. ``scored``: (final, key,
-    id, ...) tuples, best first; returns them re-sorted. ``links``: False when the store holds no
-    relations at all (nothing to read for the linked pairs)."""
-    if len(scored) < 2 or not (links or query):
-        return scored
-    ids = [t[2] for t in scored]
-    pairs = session.relations.pairs_among(ids, ("supersedes", "contradicts")) if links else []
-    above: list[tuple[int, int]] = []  # (newer, older)
-    for link in pairs:
-        a, b, kind, ta, tb = link.from_id, link.to_id, link.type, link.from_created_at, link.to_created_at
-        a_failed, b_failed = link.from_failing, link.to_failing
-        if kind == "supersedes":
-            above.append((a, b))  # final: only undo_supersede brings the old one back
-            continue
-        newer, older, failed = (a, b, a_failed) if (ta, a) > (tb, b) else (b, a, b_failed)
-        if not failed:  # an unsure conflict: recency decides until outcomes fail the newer one
-            above.append((newer, older))
-    if query:
-        linked = {frozenset((p.from_id, p.to_id)) for p in pairs}
-        above += _unsure_pairs(session, ids[:QUERY_WINDOW], query, linked)
-    if not above:
-        return scored
-    final = {t[2]: t[0] for t in scored}
-    for _ in range(len(above)):  # chains (a replaced b replaced c) settle in as many passes
-        moved = False
-        for newer, older in above:
-            if final[older] >= final[newer]:
-                final[older] = final[newer] * policy.CORRECTION_YIELD
-                moved = True
-        if not moved:
-            break
-    out = [(final[t[2]], *t[1:]) for t in scored]
-    out.sort(key=lambda t: (-t[0], t[1]))
-    return out
-
-
-# How many of the best hits the question-aware step looks at (pairs among them: at most 28).
-QUERY_WINDOW = 8
-
-
-def _unsure_pairs(session: Session, ids: list[int], query: str, linked: set[frozenset]) -> list[tuple[int, int]]:
-    """(newer, older) among ``ids``: unlinked memories of one scope that may state one thing two
-    ways, for a question that asks nothing only the older one says. Memories written in one batch
-    (one ``remember_many``: the same created_at) state one state of things, not a change of it."""
-    if len(ids) < 2:
-        return []
-    rows = [(mid, m.content, m.created_at, m.scope, m.failure_count > m.success_count)
-            for mid, m in session.memories.load(ids).items() if m.type in COMPARED_TYPES and m.status in LIVE]
-    if len(rows) < 2:
-        return []
-    asked = {w.key for w in words(query)}
-    out = []
-    rows.sort(key=lambda r: (r[2], r[0]))  # oldest first
-    for n, (old_id, old_text, old_at, scope, _) in enumerate(rows):
-        for new_id, new_text, new_at, new_scope, new_failed in rows[n + 1:]:
-            if new_scope != scope or new_failed or new_at == old_at or frozenset((old_id, new_id)) in linked:
-                continue
-            if maybe_changed(old_text, new_text, asked):
-                out.append((new_id, old_id))
-    return out
-
-
-def maybe_changed(old: str, new: str, asked: set[str]) -> bool:
-    """Whether ``new`` may state another value for what ``old`` states, as far as a question with
-    the content words ``asked`` can tell: the question names words both share and none that only
-    the older one has, both say something of their own, and nothing of their own names another
-    subject (a word qualifying a shared one, another opening name or number)."""
-    ow, nw = words(old), words(new)
-    if not ow or not nw:
-        return False
-    oset, nset = {w.key for w in ow}, {w.key for w in nw}
-    shared = oset & nset
-    own_o, own_n = oset - nset, nset - oset
-    if not own_o or not own_n or not (asked & shared) or asked & own_o:
-        return False
-    if not any(w.key in shared and not w.unit and not w.digits for w in ow):
-        return False  # only numbers or units in common
-    diff_o = [i for i, w in enumerate(ow) if w.key in own_o]
-    diff_n = [j for j, w in enumerate(nw) if w.key in own_n]
-    if _qualifies(ow, diff_o, shared) or _qualifies(nw, diff_n, shared) \
-            or _qualified(ow, nw, shared) or _qualified(nw, ow, shared):
-        return False
-    lead_o = [ow[i] for i in diff_o if ow[i].lead and (ow[i].value or ow[i].digits)]
-    lead_n = [nw[j] for j in diff_n if nw[j].lead and (nw[j].value or nw[j].digits)]
-    return not (lead_o and lead_n)
