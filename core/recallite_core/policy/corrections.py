@@ -18,6 +18,7 @@ What the engine does with a finding (supersede or link as a contradiction) is de
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Sequence
@@ -290,6 +291,7 @@ def compare(old: str, new: str) -> Verdict | None:
     ow, nw = words(old), words(new)
     if not ow or not nw:
         return None
+    nw = _same_stems(ow, nw)
     oset, nset = {w.key for w in ow}, {w.key for w in nw}
     shared = oset & nset
     if not shared:
@@ -326,7 +328,7 @@ def compare(old: str, new: str) -> Verdict | None:
         # must still be about the old one's subject: most of its subject words (those before its
         # verb, and plain words; not numbers) are repeated, and no plain word of the old subject
         # gives way to a plain word of another (the growth team vs the payments team).
-        if not _same_subject(ow, nw, oset, nset) or _name_clash(ow, nw, oset, nset):
+        if not _same_subject(old, new, ow, nw, oset, nset) or _name_clash(ow, nw, oset, nset):
             return None
         if _plain_clash(ow, nw, diff_o, diff_n) and (not _quoted(ow, nset) or qualifies(ow, diff_o, shared)
                                                      or qualifies(nw, diff_n, shared)):
@@ -342,6 +344,35 @@ def compare(old: str, new: str) -> Verdict | None:
         return None  # words added or left out: more or less detail, not another value
     return _plain_change(old, new, ow, nw, diff_o, diff_n, head_o, head_n, why) \
         or _reworded(ow, nw, diff_o, diff_n, head_o, head_n, why)
+
+
+_DERIVED = ("ation", "ing", "or")  # "indentation" / "indents", "editing" / "editor"
+
+
+@functools.lru_cache(maxsize=8192)
+def _stem(key: str) -> str:
+    for suffix in _DERIVED:
+        if key.endswith(suffix) and len(key) - len(suffix) >= 4:
+            key = key[:-len(suffix)]
+            break
+    if len(key) > 4 and key[-1] == key[-2] and key[-1] not in "aeiouls":
+        key = key[:-1]  # "running" -> "run"
+    return key.removesuffix("e") if len(key) > 4 else key
+
+
+def _same_stems(ow: Sequence[Word], nw: Sequence[Word]) -> tuple[Word, ...]:
+    """``nw`` with a plain word of its own that derives from the same stem as a plain word only the
+    old text has taking that word's key: "for editing" and "as editor" name one thing. Only
+    between the two compared texts, so nothing else merges such words."""
+    oset, nset = {w.key for w in ow}, {w.key for w in nw}
+    stems = {_stem(w.key): w.key for w in ow if w.key not in nset and not w.value and not w.digits}
+    if not stems:
+        return tuple(nw)
+    out = []
+    for w in nw:
+        k = stems.get(_stem(w.key)) if w.key not in oset and not w.value and not w.digits else None
+        out.append(dataclasses.replace(w, key=k) if k else w)
+    return tuple(out)
 
 
 def _plain_change(old: str, new: str, ow, nw, diff_o: list[int], diff_n: list[int], head_o: bool, head_n: bool,
@@ -383,11 +414,24 @@ def _plain_change(old: str, new: str, ow, nw, diff_o: list[int], diff_n: list[in
             return Verdict(True, why)
         return None
     verb = _relation_before(old, ow[diff_o[0]])
-    if tails and verb and verb == _relation_before(new, nw[diff_n[0]]):
+    if tails and verb and verb == _relation_before(new, nw[diff_n[0]]) \
+            and not _occasion(old, ow[diff_o[0]]) and not _occasion(new, nw[diff_n[0]]):
         # Words at the end, right after the same relation in both ("prefers tabs" -> "prefers
-        # spaces"): likely a new value, but words in that place also tell things apart.
+        # spaces", "loves curry" -> "picks ramen"): likely a new value, but words in that place
+        # also tell things apart. A value said with its occasion ("likes standing meetings
+        # before lunch", "prefers vegetarian meals at team dinners") is a preference about that
+        # occasion, one of a person's many: not a change of another one.
         return Verdict(False, why)
     return None
+
+
+_OCCASION = re.compile(r"\b(?:on|at|for|before|after|during|over|with|when|while|in)\s+\S", re.IGNORECASE)
+
+
+def _occasion(text: str, first: Word) -> bool:
+    """Whether the value starting at ``first`` goes on with an occasion: a preposition after it."""
+    m = re.search(rf"(?<![\w-]){re.escape(first.text)}(?![\w-])", text)
+    return bool(m and _OCCASION.search(text, m.end()))
 
 
 
@@ -485,7 +529,7 @@ def qualifies(ws, positions: list[int], shared: set[str]) -> bool:
     return any(ws[i].head in shared and not ws[i].digits for i in positions)
 
 
-def _same_subject(ow: Sequence[Word], nw: Sequence[Word], oset: set[str], nset: set[str]) -> bool:
+def _same_subject(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word], oset: set[str], nset: set[str]) -> bool:
     """An announced change is about the old statement when each text repeats most of the other's
     subject (its words before the verb, numbers aside) and the new one mentions something of the
     old one's predicate (the attribute, or the old value it replaces)."""
@@ -510,6 +554,14 @@ def _same_subject(ow: Sequence[Word], nw: Sequence[Word], oset: set[str], nset: 
     if new_lead and not new_lead & oset and not {w.key for w in predicate} - HOLDERS <= nset:
         return False
     if not predicate or {w.key for w in predicate} & nset:
+        return True
+    # Or it states the same relation with another value ("infrastructure changes need three
+    # approvals" -> "we changed the rule: infrastructure changes require a lead's sign-off").
+    # Only with the whole old subject said again and no name or number of its own before the
+    # verb: the client from Globex is not the client from Acme, whatever each prefers.
+    verb = _relation_before(old, predicate[0])
+    if verb and verb not in ("is", "be") and verb == _first_relation(new) and lead <= nset \
+            and not any(w.lead and (w.value or w.digits) and w.key not in oset for w in nw):
         return True
     # The old number gave way to another ("region eu-central-1" -> "moved to us-east-1"); a name
     # does not count (a person's other facts name other things).
@@ -553,11 +605,30 @@ _LINKS = "the|a|an|on|in|at|to|for|with|as|by|of|from|into|its|their|our|his|her
 
 def _relation_before(text: str, word: Word) -> str | None:
     """The relation verb right before ``word`` (an article or preposition or two between), as
-    compared (stemmed); None when there is none."""
+    compared (its kind: ``VERB_KINDS``); None when there is none."""
     for m in _RELATION.finditer(_ON_CALL.sub("on-call", text)):
         if m.group(2).lower() == word.text.lower():
-            return _key(m.group(1))
+            return _verb_kind(m.group(1))
     return None
+
+
+def _first_relation(text: str) -> str | None:
+    """The kind of the first relation verb of ``text`` (None: it has none)."""
+    m = _RELATION.search(_ON_CALL.sub("on-call", text))
+    return _verb_kind(m.group(1)) if m else None
+
+
+# Relation verbs that state one relation in other words (written for this comparison): someone
+# who "loves curry" and then "picks ramen", a rule that "needs" and then "requires".
+VERB_KINDS = {
+    **dict.fromkeys("prefer like love want pick favourite favorite".split(), "prefer"),
+    **dict.fromkeys("need require".split(), "need"),
+}
+
+
+def _verb_kind(verb: str) -> str:
+    key = _key(verb)
+    return VERB_KINDS.get(key, key)
 
 
 _RELATION = re.compile(
