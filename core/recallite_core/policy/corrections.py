@@ -166,6 +166,7 @@ def words(text: str) -> tuple[Word, ...]:
     first = True
     after_number = False
     verb_seen = False
+    after_modal = False
     text = _ON_CALL.sub("on-call", text)  # a duty, not the verb "call"
     if _WORDING_HINT.search(text):
         for pattern, repl in _SAME_WORDING:
@@ -182,6 +183,12 @@ def words(text: str) -> tuple[Word, ...]:
         if (low in CUES and low not in _ADVERBS) or low in RELATION_VERBS:
             verb_seen = True  # "is", "moved", "replaced", "left": what follows is the value
         emitted = False
+        if after_modal and not skip:
+            # The word after "may", "can", "must" is a verb ("signed-in users may make at most
+            # 1000 requests"): what follows is the value, and the verb itself is wording.
+            after_modal, skip, verb_seen = False, True, True
+        elif low in _MODALS:
+            after_modal = True
         if not skip:
             key = _key(tok)
             unit = after_number and low in UNITS
@@ -205,7 +212,7 @@ def words(text: str) -> tuple[Word, ...]:
         first = nxt in ";:!?" and nxt != "" or (nxt == "." and (e + 1 >= n or text[e + 1].isspace())) \
             or (tok.endswith(".") and not _DIGIT.search(tok))
         if first:
-            verb_seen = False
+            verb_seen = after_modal = False
             prev_end = -1
     return tuple(out)
 
@@ -221,6 +228,7 @@ def _named(token: str, following: str) -> bool:
 
 
 _BE = frozenset("is are was were be am".split())
+_MODALS = frozenset("may can must should will would could might shall cannot".split())
 # Verbs of one subject that say who holds or carries something ("Redis backs the analytics stack").
 _SINGULAR_VERBS = frozenset("""
 backs carries watches leads owns runs handles hosts picks indents reads answers sits left took
@@ -623,6 +631,7 @@ def _first_relation(text: str) -> str | None:
 VERB_KINDS = {
     **dict.fromkeys("prefer like love want pick favourite favorite".split(), "prefer"),
     **dict.fromkeys("need require".split(), "need"),
+    **dict.fromkeys("use follow".split(), "use"),  # a way of working: "we follow GitFlow", "uses release branches"
 }
 
 
