@@ -234,7 +234,7 @@ _SINGULAR_VERBS = frozenset("""
 backs carries watches leads owns runs handles hosts picks indents reads answers sits left took
 """.split())
 # Words that say how a statement is put, not what it states.
-_SAID = frozenset("most least always".split())
+_SAID = frozenset("most least always usually often mostly generally typically normally".split())
 # One relation worded two ways: "times out after" and "the timeout is", "rate limited" and "the
 # rate limit", "are retained for" and "the retention is", "costs" and "the price is".
 # Only texts with one of these go through the rewordings below (most writes have none).
