@@ -238,7 +238,7 @@ _SAID = frozenset("most least always usually often mostly generally typically no
 # One relation worded two ways: "times out after" and "the timeout is", "rate limited" and "the
 # rate limit", "are retained for" and "the retention is", "costs" and "the price is".
 # Only texts with one of these go through the rewordings below (most writes have none).
-_WORDING_HINT = re.compile(r"tim(?:e|es|ed|ing)[ -]out|rate[ -]limit|price|cost|retention|lead|owns|manages|heads|"
+_WORDING_HINT = re.compile(r"tim(?:e|es|ed|ing)[ -]out|rate[ -]limit|price|cost|retention|lead|owns|manages|heads|as of|"
                            r"(?:changed?|updated?|correction)\b[^:;.]{0,20}:", re.I)
 _SAME_WORDING = [(re.compile(p, re.I), r) for p, r in (
     (r"\btim(?:es|ed|ing)[ -]out\b", "has timeout"),
@@ -249,6 +249,7 @@ _SAME_WORDING = [(re.compile(p, re.I), r) for p, r in (
     (r"\bteam\s+lead\b", "lead"),
     (r"\b(?:leads|owns|manages|heads)\b", "is lead of"),
     (r"^[^:;.]{0,40}\b(?:changed?|updated?|correction)\b[^:;.]{0,20}:\s*", ""),
+    (r"\bas of (?:this|the|today's|next|last) \w+,?\s*", ""),  # when, not what: "as of this release"
 )]
 
 
@@ -327,6 +328,12 @@ def compare(old: str, new: str) -> Verdict | None:
     # ledger API are cut off" -> "the timeout for the ledger API was raised").
     worded = cue and not ow[0].value and not nw[0].value and ow[0].head not in oset & nset \
         and nw[0].head not in oset & nset
+    # "The lead of the payments team is Priya" -> "Ines took over the payments team from Priya":
+    # the role gives way to the one who now holds it.
+    worded = worded or (cue and ow[0].key in HOLDERS and nw[0].value and not nw[0].digits)
+    if cue:  # numbers and units say the value, not what it is about ("cut off after 90 seconds")
+        plain = {w.key for w in ow if not w.digits}
+        cover = len(shared & plain) / max(1, len(plain))
     if (head_o and head_n and not worded) or (cover < policy.CORRECTION_MIN_COVER and not same_subject):
         return None
 
@@ -574,7 +581,20 @@ def _same_subject(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word], os
     # The old number gave way to another ("region eu-central-1" -> "moved to us-east-1"); a name
     # does not count (a person's other facts name other things).
     gone = {w.shape for w in predicate if w.digits}
-    return bool(gone & {w.shape for w in nw if w.digits and w.key not in oset})
+    came = [w for w in nw if w.value and w.key not in oset]
+    if gone & {w.shape for w in came if w.digits}:
+        return True
+    # A product with its release number for another ("depends on React 17" -> "is now pinned to
+    # Spring Boot 3.2").
+    if _versioned([w for w in predicate if w.value]) and _versioned(came):
+        return True
+    # A short announcement: the whole subject again (plain words, not only a name) and nothing of
+    # its own but a typed value of the old one's kind ("audit events go through Pub/Sub" -> "we
+    # switched audit events to Redis Streams").
+    own = [w for w in nw if w.key not in oset]
+    typed_o = {w.shape for w in predicate if w.value and not w.unit}
+    return bool(came) and len(own) == len(came) and any(not w.value for w in ow if w.lead) \
+        and typed_o == {w.shape for w in came} and lead <= nset
 
 
 def _name_clash(ow: Sequence[Word], nw: Sequence[Word], oset: set[str], nset: set[str]) -> bool:
@@ -609,6 +629,7 @@ def _plain_clash(ow: Sequence[Word], nw: Sequence[Word], diff_o: list[int], diff
 
 
 _LINKS = "the|a|an|on|in|at|to|for|with|as|by|of|from|into|its|their|our|his|her"
+_MOVES = frozenset("relocated relocates".split())  # a change of place: compared as "based in", "lives in"
 
 
 def _relation_before(text: str, word: Word) -> str | None:
@@ -631,6 +652,7 @@ def _first_relation(text: str) -> str | None:
 VERB_KINDS = {
     **dict.fromkeys("prefer like love want pick favourite favorite".split(), "prefer"),
     **dict.fromkeys("need require".split(), "need"),
+    **dict.fromkeys("based located live relocated relocate relocates".split(), "place"),
     **dict.fromkeys("use follow".split(), "use"),  # a way of working: "we follow GitFlow", "uses release branches"
 }
 
@@ -640,8 +662,10 @@ def _verb_kind(verb: str) -> str:
     return VERB_KINDS.get(key, key)
 
 
+# A lookahead, so that in "is based in Dublin" both "is" and "based" are found, each with what follows.
 _RELATION = re.compile(
-    rf"\b({'|'.join(sorted(RELATION_VERBS, key=len, reverse=True))})\s+(?:(?:{_LINKS})\s+){{0,2}}([^\s,.;:!?]+)", re.I)
+    rf"(?<![\w-])({'|'.join(sorted(RELATION_VERBS | _MOVES, key=len, reverse=True))})"
+    rf"(?=\s+(?:(?:{_LINKS})\s+){{0,2}}([^\s,.;:!?]+))", re.I)
 
 
 def _why(ow: Sequence[Word], nw: Sequence[Word]) -> str:
