@@ -430,12 +430,12 @@ def _plain_change(old: str, new: str, ow, nw, diff_o: list[int], diff_n: list[in
         return None
     verb = _relation_before(old, ow[diff_o[0]])
     if tails and verb and verb == _relation_before(new, nw[diff_n[0]]) \
-            and not _occasion(old, ow[diff_o[0]]) and not _occasion(new, nw[diff_n[0]]):
+            and not (verb == "prefer" and (_occasion(old, ow[diff_o[0]]) or _occasion(new, nw[diff_n[0]]))):
         # Words at the end, right after the same relation in both ("prefers tabs" -> "prefers
         # spaces", "loves curry" -> "picks ramen"): likely a new value, but words in that place
-        # also tell things apart. A value said with its occasion ("likes standing meetings
-        # before lunch", "prefers vegetarian meals at team dinners") is a preference about that
-        # occasion, one of a person's many: not a change of another one.
+        # also tell things apart. A preference said with its occasion ("likes standing meetings
+        # before lunch", "prefers vegetarian meals at team dinners") is about that occasion, one
+        # of a person's many: not a change of another one.
         return Verdict(False, why)
     return None
 
