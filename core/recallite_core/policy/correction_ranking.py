@@ -23,7 +23,9 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
     final score is capped just under the newer one's. With the ``query``, also two unlinked
     memories near the top that may state one thing two ways (``maybe_changed``) when the question
     asks about what both share and about nothing only the older one says: detection left them
-    apart, the question cannot tell them apart, so the newer goes first. ``scored``: (final, key,
+    apart, the question cannot tell them apart, so the newer goes first; and of two look-alikes
+    with no feedback, the one whose own subject the question names (``named_first``) is lifted
+    just above its twin, before the caps. ``scored``: (final, key,
     id, ...) tuples, best first; returns them re-sorted. ``links``: False when the store holds no
     relations at all (nothing to read for the linked pairs)."""
     if len(scored) < 2 or not (links or query):
@@ -43,8 +45,8 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
     named: list[tuple[int, int]] = []  # (named, twin)
     if query:
         linked = {frozenset((p.from_id, p.to_id)) for p in pairs}
-        newer, named = _question_pairs(session, ids[:QUERY_WINDOW], query, linked)
-        above += newer
+        unsure, named = _question_pairs(session, ids[:QUERY_WINDOW], query, linked)
+        above += unsure
     if not above and not named:
         return scored
     final = {t[2]: t[0] for t in scored}
@@ -80,8 +82,11 @@ def _question_pairs(session: Session, ids: list[int], query: str,
     things, not a change of it."""
     if len(ids) < 2:
         return [], []
+    loaded = session.memories.load(ids)
     rows = [(mid, m.content, m.created_at, m.scope, m.failure_count > m.success_count)
-            for mid, m in session.memories.load(ids).items() if m.type in COMPARED_TYPES and m.status in LIVE]
+            for mid, m in loaded.items() if m.type in COMPARED_TYPES and m.status in LIVE]
+    # Outcomes outrank wording: a memory with feedback is never lifted or passed over by it.
+    judged = {mid for mid, m in loaded.items() if m.success_count or m.failure_count}
     if len(rows) < 2:
         return [], []
     asked = {w.key for w in words(query)}
@@ -95,7 +100,7 @@ def _question_pairs(session: Session, ids: list[int], query: str,
             if not new_failed and new_at != old_at and maybe_changed(old_text, new_text, asked):
                 out.append((new_id, old_id))
                 continue
-            side = named_first(old_text, new_text, asked)
+            side = 0 if old_id in judged or new_id in judged else named_first(old_text, new_text, asked)
             if side:
                 named.append((new_id, old_id) if side > 0 else (old_id, new_id))
     return out, named
@@ -132,6 +137,26 @@ def _marks(ws, own: set[str], shared: set[str]) -> set[str]:
     return {w.key for w in ws if w.key in own and not w.digits and (w.lead or w.head in shared)}
 
 
+# Share of the plain words of the shorter of two memories the other one repeats, for them to be
+# twins that differ in their subject only.
+TWIN_SHARE = 0.5
+
+
+def _twins(aw, bw) -> bool:
+    """Two statements of one kind about two subjects: each opens with a name that is all of its
+    subject ("Omar prefers ...", "Zara wants ..."), or they repeat most of each other's plain
+    words (two at least). Two memories that only share a word or two of a question (a near miss and the
+    memory that answers it in other words) are not twins: the question's words must not decide."""
+    def opener(ws) -> bool:
+        return ws[0].lead and ws[0].value and not ws[0].digits and sum(w.lead for w in ws) == 1
+    if opener(aw) and opener(bw):
+        return True
+    plain_a = {w.key for w in aw if not w.value and not w.digits}
+    plain_b = {w.key for w in bw if not w.value and not w.digits}
+    common = plain_a & plain_b
+    return len(common) >= max(2, TWIN_SHARE * min(len(plain_a), len(plain_b)))
+
+
 def named_first(a: str, b: str, asked: set[str]) -> int:
     """Of two look-alikes (they share a plain word, or both open with a name: "Zara wants ...", "Omar
     prefers ..."), the one whose own subject the question names goes first when the question names
@@ -143,11 +168,8 @@ def named_first(a: str, b: str, asked: set[str]) -> int:
         return 0
     aset, bset = {w.key for w in aw}, {w.key for w in bw}
     shared = aset & bset
-    names = aw[0].lead and aw[0].value and bw[0].lead and bw[0].value and not aw[0].digits and not bw[0].digits
-    if not names and not any(not w.digits and not w.value for w in aw if w.key in shared):
-        return 0  # nothing alike but a name or a number: not twins
     ma, mb = _marks(aw, aset - bset, shared), _marks(bw, bset - aset, shared)
-    if not ma or not mb:
+    if not ma or not mb or not _twins(aw, bw):
         return 0
     hit_a, hit_b = bool(asked & ma), bool(asked & mb)
     return 0 if hit_a == hit_b else (1 if hit_b else -1)

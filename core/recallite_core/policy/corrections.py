@@ -228,13 +228,13 @@ def _named(token: str, following: str) -> bool:
 
 
 _BE = frozenset("is are was were be am".split())
-_MODALS = frozenset("may can must should will would could might shall cannot".split())
+_MODALS = frozenset({"may", "can", "must", "should", "will", "would", "could", "might", "shall", "cannot"})
 # Verbs of one subject that say who holds or carries something ("Redis backs the analytics stack").
 _SINGULAR_VERBS = frozenset("""
 backs carries watches leads owns runs handles hosts picks indents reads answers sits left took
 """.split())
 # Words that say how a statement is put, not what it states.
-_SAID = frozenset("most least always usually often mostly generally typically normally".split())
+_SAID = frozenset({"most", "least", "always", "usually", "often", "mostly", "generally", "typically", "normally"})
 # One relation worded two ways: "times out after" and "the timeout is", "rate limited" and "the
 # rate limit", "are retained for" and "the retention is", "costs" and "the price is".
 # Only texts with one of these go through the rewordings below (most writes have none).
@@ -629,7 +629,7 @@ def _plain_clash(ow: Sequence[Word], nw: Sequence[Word], diff_o: list[int], diff
 
 
 _LINKS = "the|a|an|on|in|at|to|for|with|as|by|of|from|into|its|their|our|his|her"
-_MOVES = frozenset("relocated relocates".split())  # a change of place: compared as "based in", "lives in"
+_MOVES = frozenset({"relocated", "relocates"})  # a change of place: compared as "based in", "lives in"
 
 
 def _relation_before(text: str, word: Word) -> str | None:
@@ -650,10 +650,10 @@ def _first_relation(text: str) -> str | None:
 # Relation verbs that state one relation in other words (written for this comparison): someone
 # who "loves curry" and then "picks ramen", a rule that "needs" and then "requires".
 VERB_KINDS = {
-    **dict.fromkeys("prefer like love want pick favourite favorite".split(), "prefer"),
-    **dict.fromkeys("need require".split(), "need"),
-    **dict.fromkeys("based located live relocated relocate relocates".split(), "place"),
-    **dict.fromkeys("use follow".split(), "use"),  # a way of working: "we follow GitFlow", "uses release branches"
+    **dict.fromkeys(("prefer", "like", "love", "want", "pick", "favourite", "favorite"), "prefer"),
+    **dict.fromkeys(("need", "require"), "need"),
+    **dict.fromkeys(("based", "located", "live", "relocated", "relocate", "relocates"), "place"),
+    **dict.fromkeys(("use", "follow"), "use"),  # a way of working: "we follow GitFlow", "uses release branches"
 }
 
 
