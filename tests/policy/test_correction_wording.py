@@ -55,13 +55,16 @@ def test_one_persons_two_preferences_with_two_verbs_were_linked(old, new):
 @pytest.mark.parametrize("a, b, question, side", [
     ("No canary deploys on Fridays.", "Blue-green deploys are not allowed on Fridays.",
      "When are canary deploys not allowed?", -1),
-    ("The frontend repo uses merge commits.", "The data repo uses stacked diffs.",
-     "Which merge style does the data repo use?", 1),
+    ("The frontend repo uses merge commits.", "The data repo uses squash commits.",
+     "Which commits does the data repo use?", 1),
     ("Noor prefers dark mode.", "Lucas wants updates as short videos.", "How does Noor want updates?", -1),
     # the question names neither subject, or both: it cannot tell them apart
-    ("The frontend repo uses merge commits.", "The data repo uses stacked diffs.", "Which merge style do we use?", 0),
-    ("The frontend repo uses merge commits.", "The data repo uses stacked diffs.",
+    ("The frontend repo uses merge commits.", "The data repo uses squash commits.", "Which commits do we use?", 0),
+    ("The frontend repo uses merge commits.", "The data repo uses squash commits.",
      "Do the frontend and data repos differ?", 0),
+    # a near miss that shares a word of the question is no twin of the memory that answers it
+    ("Paracetamol upsets her stomach unless she eats first.", "Sleep apps make the user anxious.",
+     "Which app upsets the user?", 0),
 ])
 def test_named_first_reads_the_subject_the_question_names(a, b, question, side):
     assert named_first(a, b, asked(question)) == side

@@ -137,24 +137,25 @@ def _marks(ws, own: set[str], shared: set[str]) -> set[str]:
     return {w.key for w in ws if w.key in own and not w.digits and (w.lead or w.head in shared)}
 
 
-# Share of the plain words of the shorter of two memories the other one repeats, for them to be
+# Share of the words of the shorter of two memories the other one repeats, for them to be
 # twins that differ in their subject only.
 TWIN_SHARE = 0.5
 
 
 def _twins(aw, bw) -> bool:
     """Two statements of one kind about two subjects: each opens with a name that is all of its
-    subject ("Omar prefers ...", "Zara wants ..."), or they repeat most of each other's plain
-    words (two at least). Two memories that only share a word or two of a question (a near miss and the
+    subject ("Omar prefers ...", "Zara wants ..."), or they repeat half the words of the shorter
+    one (two at least, numbers aside, one of them plain). Two memories that only share a word or two of a question (a near miss and the
     memory that answers it in other words) are not twins: the question's words must not decide."""
     def opener(ws) -> bool:
         return ws[0].lead and ws[0].value and not ws[0].digits and sum(w.lead for w in ws) == 1
     if opener(aw) and opener(bw):
         return True
-    plain_a = {w.key for w in aw if not w.value and not w.digits}
-    plain_b = {w.key for w in bw if not w.value and not w.digits}
-    common = plain_a & plain_b
-    return len(common) >= max(2, TWIN_SHARE * min(len(plain_a), len(plain_b)))
+    keys_a = {w.key for w in aw if not w.digits}
+    keys_b = {w.key for w in bw if not w.digits}
+    common = keys_a & keys_b
+    return any(not w.value for w in aw if w.key in common) \
+        and len(common) >= max(2, TWIN_SHARE * min(len(keys_a), len(keys_b)))
 
 
 def named_first(a: str, b: str, asked: set[str]) -> int:

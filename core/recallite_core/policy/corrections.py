@@ -333,7 +333,8 @@ def compare(old: str, new: str) -> Verdict | None:
     worded = worded or (cue and ow[0].key in HOLDERS and nw[0].value and not nw[0].digits)
     if cue:  # numbers and units say the value, not what it is about ("cut off after 90 seconds")
         plain = {w.key for w in ow if not w.digits}
-        cover = len(shared & plain) / max(1, len(plain))
+        if len(shared & plain) >= 2:  # one shared word is no subject ("audit logs" / "audit events")
+            cover = max(cover, len(shared & plain) / len(plain))
     if (head_o and head_n and not worded) or (cover < policy.CORRECTION_MIN_COVER and not same_subject):
         return None
 
@@ -572,11 +573,11 @@ def _same_subject(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word], os
         return True
     # Or it states the same relation with another value ("infrastructure changes need three
     # approvals" -> "we changed the rule: infrastructure changes require a lead's sign-off").
-    # Only with the whole old subject said again and no name or number of its own before the
-    # verb: the client from Globex is not the client from Acme, whatever each prefers.
+    # Only with the whole old subject said again and no word of its own before the verb: the
+    # client from Globex is not the client from Acme, nor Zara's side project Zara.
     verb = _relation_before(old, predicate[0])
     if verb and verb not in ("is", "be") and verb == _first_relation(new) and lead <= nset \
-            and not any(w.lead and (w.value or w.digits) and w.key not in oset for w in nw):
+            and not any(w.lead and w.key not in oset for w in nw):
         return True
     # The old number gave way to another ("region eu-central-1" -> "moved to us-east-1"); a name
     # does not count (a person's other facts name other things).
@@ -586,7 +587,9 @@ def _same_subject(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word], os
         return True
     # A product with its release number for another ("depends on React 17" -> "is now pinned to
     # Spring Boot 3.2").
-    if _versioned([w for w in predicate if w.value]) and _versioned(came):
+    released_o = [w for w in predicate if w.value]
+    if any(w.digits for w in released_o) and any(w.digits for w in came) \
+            and _versioned(released_o) and _versioned(came):
         return True
     # A short announcement: the whole subject again (plain words, not only a name) and nothing of
     # its own but a typed value of the old one's kind ("audit events go through Pub/Sub" -> "we
