@@ -187,6 +187,38 @@ def speed(embedder: str = "default", store_size: int = 2000, writes: int = 150, 
     return out
 
 
+def history_updates(embedder: str = "default") -> dict[str, dict[str, float]]:
+    """The knowledge-update questions of the long-history set (`eval history`): conversation turns
+    stored with record_turns, each question's evidence a turn of an earlier session and one of a
+    later session that changes it. Per part: the newest evidence ranks above the older evidence
+    (``newest_first``, found in the top 10 and above every older one) and ranks first (``@1``).
+    Turns are records of what was said, so detection leaves them alone: this is recall's order."""
+    from recallite_core import Recallite
+
+    from .evalsets import history_set, load_history
+
+    when = {t["id"]: t["timestamp"] for u in load_history() for t in u["turns"]}
+    es = history_set()
+    mem = Recallite.open(None, embedder=embedder)
+    key_of = es.store(mem)
+    out: dict[str, dict[str, float]] = {}
+    for q in es.questions:
+        if q.kind != "update":
+            continue
+        ids = [key_of.get(i, i) for i in mem.recall(q.text, limit=10, scope=q.scope).ids]
+        newest = max(q.gold, key=lambda g: when[g])
+        older = [g for g in q.gold if g != newest]
+        row = out.setdefault(q.part, {"questions": 0, "newest_first": 0, "at1": 0})
+        row["questions"] += 1
+        row["newest_first"] += all(_order(ids, newest, g) for g in older)
+        row["at1"] += bool(ids) and ids[0] == newest
+    mem.close()
+    for row in out.values():
+        row["newest_first"] /= max(1, row["questions"])
+        row["at1"] /= max(1, row["questions"])
+    return out
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:5.1f}%"
 
@@ -222,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--off", action="store_true", help="with detection turned off: the figures before it")
     ap.add_argument("--speed", action="store_true", help="remember() p50 with detection off and on, instead")
+    ap.add_argument("--history", action="store_true",
+                    help="the knowledge-update questions of `eval history`: does the newest session's answer rank first")
     ap.add_argument("--store-size", type=int, default=2000)
     ap.add_argument("--writes", type=int, default=150)
     args = ap.parse_args(argv)
@@ -233,6 +267,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"remember() on {args.store_size} facts, {args.writes} writes: p50 {s['off_p50_ms']:.1f} ms without "
                   f"detection, {s['on_p50_ms']:.1f} ms with it ({s['ratio_p50']:.2f}x); "
                   f"p90 {s['off_p90_ms']:.1f} / {s['on_p90_ms']:.1f} ms")
+        return 0
+    if args.history:
+        h = history_updates(args.embedder)
+        if args.json:
+            print(json.dumps(h))
+        else:
+            for part, row in sorted(h.items()):
+                print(f"history {part}: {row['questions']} knowledge-update questions, newest evidence above the older "
+                      f"{_pct(row['newest_first']).strip()}, first {_pct(row['at1']).strip()}")
         return 0
     splits = ["dev", "holdout"] if args.split == "both" else [args.split]
     results = [evaluate(s, args.embedder, args.source, detection=not args.off) for s in splits]

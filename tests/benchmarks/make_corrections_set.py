@@ -334,6 +334,25 @@ EVENT_LOOKALIKES = [
 ]
 
 
+# Added in session 7, dev only (the holdout is left as drawn): one person's or team's two
+# preferences said with two verbs of one kind ("prefers" / "likes" / "wants"), both true at once.
+# Detection that takes "loves curry" -> "picks ramen" for a change must leave these apart.
+DEV_PREFERENCE_LOOKALIKES = [
+    ("Lucas prefers dark roast coffee.", "Lucas likes standing meetings before lunch.",
+     "What coffee does Lucas drink?", "When does Lucas like to meet?"),
+    ("Kenji likes short commit messages with a ticket number.", "Kenji prefers tabs.",
+     "How does Kenji write commit messages?", "Does Kenji indent with tabs?"),
+    ("The CFO wants weekly cost reports.", "The CFO prefers meetings on Thursdays.",
+     "How often does the CFO want cost reports?", "Which day does the CFO meet?"),
+    ("Aisha loves pair programming on Fridays.", "Aisha prefers email over chat for code reviews.",
+     "When does Aisha pair program?", "How does Aisha want code reviews?"),
+    ("The design team picks Figma for mockups.", "The design team wants written feedback after each sprint.",
+     "Which tool does the design team use for mockups?", "How does the design team want feedback?"),
+    ("Omar likes window seats on long flights.", "Omar prefers vegetarian meals at team dinners.",
+     "Where does Omar sit on flights?", "What does Omar eat at team dinners?"),
+]
+
+
 def _pick(rng: random.Random, seq, not_in=()):
     choices = [x for x in seq if x not in not_in]
     return rng.choice(choices)
@@ -389,6 +408,10 @@ def lookalikes(rng: random.Random, per_pair: int = 3) -> list[dict]:
         pid = f"l-event-{n}"
         out.append({"id": pid, "split": _split(pid), "category": "event", "topic": "event", "subjects": [pid], "first": a, "second": b,
                     "first_questions": [qa], "second_questions": [qb]})
+    for n, (a, b, qa, qb) in enumerate(DEV_PREFERENCE_LOOKALIKES):
+        pid = f"l-preference-{n}"
+        out.append({"id": pid, "split": "dev", "category": "preference", "topic": "preference", "subjects": [pid],
+                    "first": a, "second": b, "first_questions": [qa], "second_questions": [qb]})
     return out
 
 

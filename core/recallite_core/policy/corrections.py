@@ -18,6 +18,7 @@ What the engine does with a finding (supersede or link as a contradiction) is de
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Sequence
@@ -165,6 +166,7 @@ def words(text: str) -> tuple[Word, ...]:
     first = True
     after_number = False
     verb_seen = False
+    after_modal = False
     text = _ON_CALL.sub("on-call", text)  # a duty, not the verb "call"
     if _WORDING_HINT.search(text):
         for pattern, repl in _SAME_WORDING:
@@ -181,6 +183,12 @@ def words(text: str) -> tuple[Word, ...]:
         if (low in CUES and low not in _ADVERBS) or low in RELATION_VERBS:
             verb_seen = True  # "is", "moved", "replaced", "left": what follows is the value
         emitted = False
+        if after_modal and not skip:
+            # The word after "may", "can", "must" is a verb ("signed-in users may make at most
+            # 1000 requests"): what follows is the value, and the verb itself is wording.
+            after_modal, skip, verb_seen = False, True, True
+        elif low in _MODALS:
+            after_modal = True
         if not skip:
             key = _key(tok)
             unit = after_number and low in UNITS
@@ -204,7 +212,7 @@ def words(text: str) -> tuple[Word, ...]:
         first = nxt in ";:!?" and nxt != "" or (nxt == "." and (e + 1 >= n or text[e + 1].isspace())) \
             or (tok.endswith(".") and not _DIGIT.search(tok))
         if first:
-            verb_seen = False
+            verb_seen = after_modal = False
             prev_end = -1
     return tuple(out)
 
@@ -220,16 +228,17 @@ def _named(token: str, following: str) -> bool:
 
 
 _BE = frozenset("is are was were be am".split())
+_MODALS = frozenset({"may", "can", "must", "should", "will", "would", "could", "might", "shall", "cannot"})
 # Verbs of one subject that say who holds or carries something ("Redis backs the analytics stack").
 _SINGULAR_VERBS = frozenset("""
 backs carries watches leads owns runs handles hosts picks indents reads answers sits left took
 """.split())
 # Words that say how a statement is put, not what it states.
-_SAID = frozenset("most least always".split())
+_SAID = frozenset({"most", "least", "always", "usually", "often", "mostly", "generally", "typically", "normally"})
 # One relation worded two ways: "times out after" and "the timeout is", "rate limited" and "the
 # rate limit", "are retained for" and "the retention is", "costs" and "the price is".
 # Only texts with one of these go through the rewordings below (most writes have none).
-_WORDING_HINT = re.compile(r"tim(?:e|es|ed|ing)[ -]out|rate[ -]limit|price|cost|retention|lead|owns|manages|heads|"
+_WORDING_HINT = re.compile(r"tim(?:e|es|ed|ing)[ -]out|rate[ -]limit|price|cost|retention|lead|owns|manages|heads|as of|"
                            r"(?:changed?|updated?|correction)\b[^:;.]{0,20}:", re.I)
 _SAME_WORDING = [(re.compile(p, re.I), r) for p, r in (
     (r"\btim(?:es|ed|ing)[ -]out\b", "has timeout"),
@@ -240,6 +249,7 @@ _SAME_WORDING = [(re.compile(p, re.I), r) for p, r in (
     (r"\bteam\s+lead\b", "lead"),
     (r"\b(?:leads|owns|manages|heads)\b", "is lead of"),
     (r"^[^:;.]{0,40}\b(?:changed?|updated?|correction)\b[^:;.]{0,20}:\s*", ""),
+    (r"\bas of (?:this|the|today's|next|last) \w+,?\s*", ""),  # when, not what: "as of this release"
 )]
 
 
@@ -290,6 +300,7 @@ def compare(old: str, new: str) -> Verdict | None:
     ow, nw = words(old), words(new)
     if not ow or not nw:
         return None
+    nw = _same_stems(ow, nw)
     oset, nset = {w.key for w in ow}, {w.key for w in nw}
     shared = oset & nset
     if not shared:
@@ -317,6 +328,13 @@ def compare(old: str, new: str) -> Verdict | None:
     # ledger API are cut off" -> "the timeout for the ledger API was raised").
     worded = cue and not ow[0].value and not nw[0].value and ow[0].head not in oset & nset \
         and nw[0].head not in oset & nset
+    # "The lead of the payments team is Priya" -> "Ines took over the payments team from Priya":
+    # the role gives way to the one who now holds it.
+    worded = worded or (cue and ow[0].key in HOLDERS and nw[0].value and not nw[0].digits)
+    if cue:  # numbers and units say the value, not what it is about ("cut off after 90 seconds")
+        plain = {w.key for w in ow if not w.digits}
+        if len(shared & plain) >= 2:  # one shared word is no subject ("audit logs" / "audit events")
+            cover = max(cover, len(shared & plain) / len(plain))
     if (head_o and head_n and not worded) or (cover < policy.CORRECTION_MIN_COVER and not same_subject):
         return None
 
@@ -326,10 +344,10 @@ def compare(old: str, new: str) -> Verdict | None:
         # must still be about the old one's subject: most of its subject words (those before its
         # verb, and plain words; not numbers) are repeated, and no plain word of the old subject
         # gives way to a plain word of another (the growth team vs the payments team).
-        if not _same_subject(ow, nw, oset, nset) or _name_clash(ow, nw, oset, nset):
+        if not _same_subject(old, new, ow, nw, oset, nset) or _name_clash(ow, nw, oset, nset):
             return None
-        if _plain_clash(ow, nw, diff_o, diff_n) and (not _quoted(ow, nset) or _qualifies(ow, diff_o, shared)
-                                                     or _qualifies(nw, diff_n, shared)):
+        if _plain_clash(ow, nw, diff_o, diff_n) and (not _quoted(ow, nset) or qualifies(ow, diff_o, shared)
+                                                     or qualifies(nw, diff_n, shared)):
             return None
         return Verdict(True, why) if diff_n or flip else None
 
@@ -342,6 +360,35 @@ def compare(old: str, new: str) -> Verdict | None:
         return None  # words added or left out: more or less detail, not another value
     return _plain_change(old, new, ow, nw, diff_o, diff_n, head_o, head_n, why) \
         or _reworded(ow, nw, diff_o, diff_n, head_o, head_n, why)
+
+
+_DERIVED = ("ation", "ing", "or")  # "indentation" / "indents", "editing" / "editor"
+
+
+@functools.lru_cache(maxsize=8192)
+def _stem(key: str) -> str:
+    for suffix in _DERIVED:
+        if key.endswith(suffix) and len(key) - len(suffix) >= 4:
+            key = key[:-len(suffix)]
+            break
+    if len(key) > 4 and key[-1] == key[-2] and key[-1] not in "aeiouls":
+        key = key[:-1]  # "running" -> "run"
+    return key.removesuffix("e") if len(key) > 4 else key
+
+
+def _same_stems(ow: Sequence[Word], nw: Sequence[Word]) -> tuple[Word, ...]:
+    """``nw`` with a plain word of its own that derives from the same stem as a plain word only the
+    old text has taking that word's key: "for editing" and "as editor" name one thing. Only
+    between the two compared texts, so nothing else merges such words."""
+    oset, nset = {w.key for w in ow}, {w.key for w in nw}
+    stems = {_stem(w.key): w.key for w in ow if w.key not in nset and not w.value and not w.digits}
+    if not stems:
+        return tuple(nw)
+    out = []
+    for w in nw:
+        k = stems.get(_stem(w.key)) if w.key not in oset and not w.value and not w.digits else None
+        out.append(dataclasses.replace(w, key=k) if k else w)
+    return tuple(out)
 
 
 def _plain_change(old: str, new: str, ow, nw, diff_o: list[int], diff_n: list[int], head_o: bool, head_n: bool,
@@ -383,11 +430,24 @@ def _plain_change(old: str, new: str, ow, nw, diff_o: list[int], diff_n: list[in
             return Verdict(True, why)
         return None
     verb = _relation_before(old, ow[diff_o[0]])
-    if tails and verb and verb == _relation_before(new, nw[diff_n[0]]):
+    if tails and verb and verb == _relation_before(new, nw[diff_n[0]]) \
+            and not (verb == "prefer" and (_occasion(old, ow[diff_o[0]]) or _occasion(new, nw[diff_n[0]]))):
         # Words at the end, right after the same relation in both ("prefers tabs" -> "prefers
-        # spaces"): likely a new value, but words in that place also tell things apart.
+        # spaces", "loves curry" -> "picks ramen"): likely a new value, but words in that place
+        # also tell things apart. A preference said with its occasion ("likes standing meetings
+        # before lunch", "prefers vegetarian meals at team dinners") is about that occasion, one
+        # of a person's many: not a change of another one.
         return Verdict(False, why)
     return None
+
+
+_OCCASION = re.compile(r"\b(?:on|at|for|before|after|during|over|with|when|while|in)\s+\S", re.IGNORECASE)
+
+
+def _occasion(text: str, first: Word) -> bool:
+    """Whether the value starting at ``first`` goes on with an occasion: a preposition after it."""
+    m = re.search(rf"(?<![\w-]){re.escape(first.text)}(?![\w-])", text)
+    return bool(m and _OCCASION.search(text, m.end()))
 
 
 
@@ -429,9 +489,9 @@ def _reworded(ow, nw, diff_o: list[int], diff_n: list[int], head_o: bool, head_n
     pn = [j for j in diff_n if not nw[j].value]
     if len(po) > 2 or len(pn) > 2:
         return None
-    if _plain_clash(ow, nw, diff_o, diff_n) or _qualifies(ow, diff_o, shared) or _qualifies(nw, diff_n, shared):
+    if _plain_clash(ow, nw, diff_o, diff_n) or qualifies(ow, diff_o, shared) or qualifies(nw, diff_n, shared):
         return None
-    if _qualified(ow, nw, shared) or _qualified(nw, ow, shared):
+    if qualified(ow, nw, shared) or qualified(nw, ow, shared):
         return None
     return Verdict(False, why)
 
@@ -472,7 +532,7 @@ def _quoted(ow, nset: set[str]) -> bool:
     return not ow[-1].lead and ow[-1].key in nset
 
 
-def _qualified(ws, other, shared: set[str]) -> bool:
+def qualified(ws, other, shared: set[str]) -> bool:
     """A shared word qualifies a plain word of its own in one text and not that word in the other:
     "the public API gateway" is not "the public API", "the worker pool" not "the worker"."""
     heads = {w.key: w.head for w in other}
@@ -480,12 +540,12 @@ def _qualified(ws, other, shared: set[str]) -> bool:
                for w, nxt in zip(ws, ws[1:]))
 
 
-def _qualifies(ws, positions: list[int], shared: set[str]) -> bool:
+def qualifies(ws, positions: list[int], shared: set[str]) -> bool:
     """A word of its own right before a word both share: it names which one (the staging server)."""
     return any(ws[i].head in shared and not ws[i].digits for i in positions)
 
 
-def _same_subject(ow: Sequence[Word], nw: Sequence[Word], oset: set[str], nset: set[str]) -> bool:
+def _same_subject(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word], oset: set[str], nset: set[str]) -> bool:
     """An announced change is about the old statement when each text repeats most of the other's
     subject (its words before the verb, numbers aside) and the new one mentions something of the
     old one's predicate (the attribute, or the old value it replaces)."""
@@ -511,10 +571,33 @@ def _same_subject(ow: Sequence[Word], nw: Sequence[Word], oset: set[str], nset: 
         return False
     if not predicate or {w.key for w in predicate} & nset:
         return True
+    # Or it states the same relation with another value ("infrastructure changes need three
+    # approvals" -> "we changed the rule: infrastructure changes require a lead's sign-off").
+    # Only with the whole old subject said again and no word of its own before the verb: the
+    # client from Globex is not the client from Acme, nor Zara's side project Zara.
+    verb = _relation_before(old, predicate[0])
+    if verb and verb not in ("is", "be") and verb == _first_relation(new) and lead <= nset \
+            and not any(w.lead and w.key not in oset for w in nw):
+        return True
     # The old number gave way to another ("region eu-central-1" -> "moved to us-east-1"); a name
     # does not count (a person's other facts name other things).
     gone = {w.shape for w in predicate if w.digits}
-    return bool(gone & {w.shape for w in nw if w.digits and w.key not in oset})
+    came = [w for w in nw if w.value and w.key not in oset]
+    if gone & {w.shape for w in came if w.digits}:
+        return True
+    # A product with its release number for another ("depends on React 17" -> "is now pinned to
+    # Spring Boot 3.2").
+    released_o = [w for w in predicate if w.value]
+    if any(w.digits for w in released_o) and any(w.digits for w in came) \
+            and _versioned(released_o) and _versioned(came):
+        return True
+    # A short announcement: the whole subject again (plain words, not only a name) and nothing of
+    # its own but a typed value of the old one's kind ("audit events go through Pub/Sub" -> "we
+    # switched audit events to Redis Streams").
+    own = [w for w in nw if w.key not in oset]
+    typed_o = {w.shape for w in predicate if w.value and not w.unit}
+    return bool(came) and len(own) == len(came) and any(not w.value for w in ow if w.lead) \
+        and typed_o == {w.shape for w in came} and lead <= nset
 
 
 def _name_clash(ow: Sequence[Word], nw: Sequence[Word], oset: set[str], nset: set[str]) -> bool:
@@ -549,19 +632,43 @@ def _plain_clash(ow: Sequence[Word], nw: Sequence[Word], diff_o: list[int], diff
 
 
 _LINKS = "the|a|an|on|in|at|to|for|with|as|by|of|from|into|its|their|our|his|her"
+_MOVES = frozenset({"relocated", "relocates"})  # a change of place: compared as "based in", "lives in"
 
 
 def _relation_before(text: str, word: Word) -> str | None:
     """The relation verb right before ``word`` (an article or preposition or two between), as
-    compared (stemmed); None when there is none."""
+    compared (its kind: ``VERB_KINDS``); None when there is none."""
     for m in _RELATION.finditer(_ON_CALL.sub("on-call", text)):
         if m.group(2).lower() == word.text.lower():
-            return _key(m.group(1))
+            return _verb_kind(m.group(1))
     return None
 
 
+def _first_relation(text: str) -> str | None:
+    """The kind of the first relation verb of ``text`` (None: it has none)."""
+    m = _RELATION.search(_ON_CALL.sub("on-call", text))
+    return _verb_kind(m.group(1)) if m else None
+
+
+# Relation verbs that state one relation in other words (written for this comparison): someone
+# who "loves curry" and then "picks ramen", a rule that "needs" and then "requires".
+VERB_KINDS = {
+    **dict.fromkeys(("prefer", "like", "love", "want", "pick", "favourite", "favorite"), "prefer"),
+    **dict.fromkeys(("need", "require"), "need"),
+    **dict.fromkeys(("based", "located", "live", "relocated", "relocate", "relocates"), "place"),
+    **dict.fromkeys(("use", "follow"), "use"),  # a way of working: "we follow GitFlow", "uses release branches"
+}
+
+
+def _verb_kind(verb: str) -> str:
+    key = _key(verb)
+    return VERB_KINDS.get(key, key)
+
+
+# A lookahead, so that in "is based in Dublin" both "is" and "based" are found, each with what follows.
 _RELATION = re.compile(
-    rf"\b({'|'.join(sorted(RELATION_VERBS, key=len, reverse=True))})\s+(?:(?:{_LINKS})\s+){{0,2}}([^\s,.;:!?]+)", re.I)
+    rf"(?<![\w-])({'|'.join(sorted(RELATION_VERBS | _MOVES, key=len, reverse=True))})"
+    rf"(?=\s+(?:(?:{_LINKS})\s+){{0,2}}([^\s,.;:!?]+))", re.I)
 
 
 def _why(ow: Sequence[Word], nw: Sequence[Word]) -> str:
@@ -675,97 +782,3 @@ def was_notes(session: Session, ids: list[str]) -> dict[str, str]:
             text = text[:WAS_CHARS].rsplit(" ", 1)[0] + " …"
         out[key] = f"was: {text} (mem_{old_id})"
     return out
-
-
-# -- ranking --------------------------------------------------------------------------------------------------------
-def newer_first(session: Session, scored: list[tuple], query: str | None = None, links: bool = True) -> list[tuple]:
-    """A replacement ranks above what it superseded, and of two memories linked as contradicting
-    each other the newer ranks first, whatever their scores (feedback included): the older one's
-    final score is capped just under the newer one's. With the ``query``, also two unlinked
-    memories near the top that may state one thing two ways (``maybe_changed``) when the question
-    asks about what both share and about nothing only the older one says: detection left them
-    apart, the question cannot tell them apart, so the newer goes first. ``scored``: (final, key,
-    id, ...) tuples, best first; returns them re-sorted. ``links``: False when the store holds no
-    relations at all (nothing to read for the linked pairs)."""
-    if len(scored) < 2 or not (links or query):
-        return scored
-    ids = [t[2] for t in scored]
-    pairs = session.relations.pairs_among(ids, ("supersedes", "contradicts")) if links else []
-    above: list[tuple[int, int]] = []  # (newer, older)
-    for link in pairs:
-        a, b, kind, ta, tb = link.from_id, link.to_id, link.type, link.from_created_at, link.to_created_at
-        a_failed, b_failed = link.from_failing, link.to_failing
-        if kind == "supersedes":
-            above.append((a, b))  # final: only undo_supersede brings the old one back
-            continue
-        newer, older, failed = (a, b, a_failed) if (ta, a) > (tb, b) else (b, a, b_failed)
-        if not failed:  # an unsure conflict: recency decides until outcomes fail the newer one
-            above.append((newer, older))
-    if query:
-        linked = {frozenset((p.from_id, p.to_id)) for p in pairs}
-        above += _unsure_pairs(session, ids[:QUERY_WINDOW], query, linked)
-    if not above:
-        return scored
-    final = {t[2]: t[0] for t in scored}
-    for _ in range(len(above)):  # chains (a replaced b replaced c) settle in as many passes
-        moved = False
-        for newer, older in above:
-            if final[older] >= final[newer]:
-                final[older] = final[newer] * policy.CORRECTION_YIELD
-                moved = True
-        if not moved:
-            break
-    out = [(final[t[2]], *t[1:]) for t in scored]
-    out.sort(key=lambda t: (-t[0], t[1]))
-    return out
-
-
-# How many of the best hits the question-aware step looks at (pairs among them: at most 28).
-QUERY_WINDOW = 8
-
-
-def _unsure_pairs(session: Session, ids: list[int], query: str, linked: set[frozenset]) -> list[tuple[int, int]]:
-    """(newer, older) among ``ids``: unlinked memories of one scope that may state one thing two
-    ways, for a question that asks nothing only the older one says. Memories written in one batch
-    (one ``remember_many``: the same created_at) state one state of things, not a change of it."""
-    if len(ids) < 2:
-        return []
-    rows = [(mid, m.content, m.created_at, m.scope, m.failure_count > m.success_count)
-            for mid, m in session.memories.load(ids).items() if m.type in COMPARED_TYPES and m.status in LIVE]
-    if len(rows) < 2:
-        return []
-    asked = {w.key for w in words(query)}
-    out = []
-    rows.sort(key=lambda r: (r[2], r[0]))  # oldest first
-    for n, (old_id, old_text, old_at, scope, _) in enumerate(rows):
-        for new_id, new_text, new_at, new_scope, new_failed in rows[n + 1:]:
-            if new_scope != scope or new_failed or new_at == old_at or frozenset((old_id, new_id)) in linked:
-                continue
-            if maybe_changed(old_text, new_text, asked):
-                out.append((new_id, old_id))
-    return out
-
-
-def maybe_changed(old: str, new: str, asked: set[str]) -> bool:
-    """Whether ``new`` may state another value for what ``old`` states, as far as a question with
-    the content words ``asked`` can tell: the question names words both share and none that only
-    the older one has, both say something of their own, and nothing of their own names another
-    subject (a word qualifying a shared one, another opening name or number)."""
-    ow, nw = words(old), words(new)
-    if not ow or not nw:
-        return False
-    oset, nset = {w.key for w in ow}, {w.key for w in nw}
-    shared = oset & nset
-    own_o, own_n = oset - nset, nset - oset
-    if not own_o or not own_n or not (asked & shared) or asked & own_o:
-        return False
-    if not any(w.key in shared and not w.unit and not w.digits for w in ow):
-        return False  # only numbers or units in common
-    diff_o = [i for i, w in enumerate(ow) if w.key in own_o]
-    diff_n = [j for j, w in enumerate(nw) if w.key in own_n]
-    if _qualifies(ow, diff_o, shared) or _qualifies(nw, diff_n, shared) \
-            or _qualified(ow, nw, shared) or _qualified(nw, ow, shared):
-        return False
-    lead_o = [ow[i] for i in diff_o if ow[i].lead and (ow[i].value or ow[i].digits)]
-    lead_n = [nw[j] for j in diff_n if nw[j].lead and (nw[j].value or nw[j].digits)]
-    return not (lead_o and lead_n)

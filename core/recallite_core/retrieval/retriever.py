@@ -21,7 +21,7 @@ from recallite_core.index.vector_index import ScanFilter, VectorIndex, exact_sco
 from recallite_core.learning.learner import Assessment, OutcomeModel, blend_task, outcome_reasons
 from recallite_core.models import Memory, RecallHit, ScoreBreakdown
 from recallite_core.policy import rules as policy
-from recallite_core.policy.corrections import newer_first as corrections_first
+from recallite_core.policy.correction_ranking import newer_first as corrections_first
 from recallite_core.policy.trust import side_tables, trust_scores
 from recallite_core.retrieval.candidates import Fused, QueryVectorCache, RecallFilter, flags_of, scan_filter_for
 from recallite_core.retrieval.conversation_ranking import NO_TURN, EpisodeMap, SqlTurnLinks, expand, named_speakers

@@ -1,0 +1,176 @@
+"""Ranking with corrections: a replacement ranks above what it replaced, the newer of two
+contradicting memories above the older, and, where detection left two memories unlinked, the
+question decides between them (``newer_first``: one step of ``Retriever.rank``).
+
+Two question-aware steps look at the best hits only and write nothing:
+- two memories that may state one thing two ways (``maybe_changed``) rank newer first when the
+  question asks about what both share and names nothing only the older one says;
+- two look-alikes (``named_first``: the staging vs the production server, Zara vs Omar) rank the one
+  whose own subject the question names above the one whose own subject it does not name.
+"""
+
+from __future__ import annotations
+
+from recallite_core.policy import rules as policy
+from recallite_core.policy.corrections import COMPARED_TYPES, LIVE, qualified, qualifies, words
+from recallite_core.storage.base import Session
+
+
+# -- ranking --------------------------------------------------------------------------------------------------------
+def newer_first(session: Session, scored: list[tuple], query: str | None = None, links: bool = True) -> list[tuple]:
+    """A replacement ranks above what it superseded, and of two memories linked as contradicting
+    each other the newer ranks first, whatever their scores (feedback included): the older one's
+    final score is capped just under the newer one's. With the ``query``, also two unlinked
+    memories near the top that may state one thing two ways (``maybe_changed``) when the question
+    asks about what both share and about nothing only the older one says: detection left them
+    apart, the question cannot tell them apart, so the newer goes first; and of two look-alikes
+    with no feedback, the one whose own subject the question names (``named_first``) is lifted
+    just above its twin, before the caps. ``scored``: (final, key,
+    id, ...) tuples, best first; returns them re-sorted. ``links``: False when the store holds no
+    relations at all (nothing to read for the linked pairs)."""
+    if len(scored) < 2 or not (links or query):
+        return scored
+    ids = [t[2] for t in scored]
+    pairs = session.relations.pairs_among(ids, ("supersedes", "contradicts")) if links else []
+    above: list[tuple[int, int]] = []  # (newer, older)
+    for link in pairs:
+        a, b, kind, ta, tb = link.from_id, link.to_id, link.type, link.from_created_at, link.to_created_at
+        a_failed, b_failed = link.from_failing, link.to_failing
+        if kind == "supersedes":
+            above.append((a, b))  # final: only undo_supersede brings the old one back
+            continue
+        newer, older, failed = (a, b, a_failed) if (ta, a) > (tb, b) else (b, a, b_failed)
+        if not failed:  # an unsure conflict: recency decides until outcomes fail the newer one
+            above.append((newer, older))
+    named: list[tuple[int, int]] = []  # (named, twin)
+    if query:
+        linked = {frozenset((p.from_id, p.to_id)) for p in pairs}
+        unsure, named = _question_pairs(session, ids[:QUERY_WINDOW], query, linked)
+        above += unsure
+    if not above and not named:
+        return scored
+    final = {t[2]: t[0] for t in scored}
+    # A look-alike the question names takes its twin's place, just above it: lifted, not the twin
+    # pushed down, so nothing else it ranked above moves (capping would carry the twin, and any
+    # chain behind it, under unrelated hits). The newer-first caps come after and win.
+    for mine, twin in named:
+        if final[mine] <= final[twin]:
+            final[mine] = final[twin] / policy.CORRECTION_YIELD
+    for _ in range(len(above)):  # chains (a replaced b replaced c) settle in as many passes
+        moved = False
+        for newer_id, older_id in above:
+            if final[older_id] >= final[newer_id]:
+                final[older_id] = final[newer_id] * policy.CORRECTION_YIELD
+                moved = True
+        if not moved:
+            break
+    out = [(final[t[2]], *t[1:]) for t in scored]
+    out.sort(key=lambda t: (-t[0], t[1]))
+    return out
+
+
+# How many of the best hits the question-aware step looks at (pairs among them: at most 28).
+QUERY_WINDOW = 8
+
+
+def _question_pairs(session: Session, ids: list[int], query: str,
+                    linked: set[frozenset]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Among ``ids``, unlinked memories of one scope: (newer, older) pairs of two that may state one
+    thing two ways, for a question that asks nothing only the older one says; and (named, twin)
+    pairs of look-alikes whose own subject the question names for one only (``named_first``).
+    Memories written in one batch (one ``remember_many``: the same created_at) state one state of
+    things, not a change of it."""
+    if len(ids) < 2:
+        return [], []
+    loaded = session.memories.load(ids)
+    rows = [(mid, m.content, m.created_at, m.scope, m.failure_count > m.success_count)
+            for mid, m in loaded.items() if m.type in COMPARED_TYPES and m.status in LIVE]
+    # Outcomes outrank wording: a memory with feedback is never lifted or passed over by it.
+    judged = {mid for mid, m in loaded.items() if m.success_count or m.failure_count}
+    if len(rows) < 2:
+        return [], []
+    asked = {w.key for w in words(query)}
+    out: list[tuple[int, int]] = []
+    named: list[tuple[int, int]] = []
+    rows.sort(key=lambda r: (r[2], r[0]))  # oldest first
+    for n, (old_id, old_text, old_at, scope, _) in enumerate(rows):
+        for new_id, new_text, new_at, new_scope, new_failed in rows[n + 1:]:
+            if new_scope != scope or frozenset((old_id, new_id)) in linked:
+                continue
+            if not new_failed and new_at != old_at and maybe_changed(old_text, new_text, asked):
+                out.append((new_id, old_id))
+                continue
+            side = 0 if old_id in judged or new_id in judged else named_first(old_text, new_text, asked)
+            if side:
+                named.append((new_id, old_id) if side > 0 else (old_id, new_id))
+    return out, named
+
+
+def maybe_changed(old: str, new: str, asked: set[str]) -> bool:
+    """Whether ``new`` may state another value for what ``old`` states, as far as a question with
+    the content words ``asked`` can tell: the question names words both share and none that only
+    the older one has, both say something of their own, and nothing of their own names another
+    subject (a word qualifying a shared one, another opening name or number)."""
+    ow, nw = words(old), words(new)
+    if not ow or not nw:
+        return False
+    oset, nset = {w.key for w in ow}, {w.key for w in nw}
+    shared = oset & nset
+    own_o, own_n = oset - nset, nset - oset
+    if not own_o or not own_n or not (asked & shared) or asked & own_o:
+        return False
+    if not any(w.key in shared and not w.unit and not w.digits for w in ow):
+        return False  # only numbers or units in common
+    diff_o = [i for i, w in enumerate(ow) if w.key in own_o]
+    diff_n = [j for j, w in enumerate(nw) if w.key in own_n]
+    if qualifies(ow, diff_o, shared) or qualifies(nw, diff_n, shared) \
+            or qualified(ow, nw, shared) or qualified(nw, ow, shared):
+        return False
+    lead_o = [ow[i] for i in diff_o if ow[i].lead and (ow[i].value or ow[i].digits)]
+    lead_n = [nw[j] for j in diff_n if nw[j].lead and (nw[j].value or nw[j].digits)]
+    return not (lead_o and lead_n)
+
+
+def _marks(ws, own: set[str], shared: set[str]) -> set[str]:
+    """The words of its own that name which thing a memory is about: before its verb (the backend
+    repo, Omar), or right before a word both share (the web client, production deploys)."""
+    return {w.key for w in ws if w.key in own and not w.digits and (w.lead or w.head in shared)}
+
+
+# Share of the words of the shorter of two memories the other one repeats, for them to be
+# twins that differ in their subject only.
+TWIN_SHARE = 0.5
+
+
+def _twins(aw, bw) -> bool:
+    """Two statements of one kind about two subjects: each opens with a name that is all of its
+    subject ("Omar prefers ...", "Zara wants ..."), or they repeat half the words of the shorter
+    one (two at least, numbers aside, one of them plain). Two memories that only share a word or two of a question (a near miss and the
+    memory that answers it in other words) are not twins: the question's words must not decide."""
+    def opener(ws) -> bool:
+        return ws[0].lead and ws[0].value and not ws[0].digits and sum(w.lead for w in ws) == 1
+    if opener(aw) and opener(bw):
+        return True
+    keys_a = {w.key for w in aw if not w.digits}
+    keys_b = {w.key for w in bw if not w.digits}
+    common = keys_a & keys_b
+    return any(not w.value for w in aw if w.key in common) \
+        and len(common) >= max(2, TWIN_SHARE * min(len(keys_a), len(keys_b)))
+
+
+def named_first(a: str, b: str, asked: set[str]) -> int:
+    """Of two look-alikes (they share a plain word, or both open with a name: "Zara wants ...", "Omar
+    prefers ..."), the one whose own subject the question names goes first when the question names
+    nothing of the other's own subject: 1 for ``b``, -1 for ``a``, 0 when the question cannot tell
+    them apart. "When are production deploys not allowed?" puts "No production deploys on Mondays"
+    above "Staging deploys are not allowed on Mondays", whatever the wording shared with the other."""
+    aw, bw = words(a), words(b)
+    if not aw or not bw or not asked:
+        return 0
+    aset, bset = {w.key for w in aw}, {w.key for w in bw}
+    shared = aset & bset
+    ma, mb = _marks(aw, aset - bset, shared), _marks(bw, bset - aset, shared)
+    if not ma or not mb or not _twins(aw, bw):
+        return 0
+    hit_a, hit_b = bool(asked & ma), bool(asked & mb)
+    return 0 if hit_a == hit_b else (1 if hit_b else -1)
