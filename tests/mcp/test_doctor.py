@@ -116,7 +116,9 @@ def test_uvx_from_a_checkout_rebuilds_after_an_edit(tmp_path):
 
     def run() -> str:
         res = subprocess.run([shutil.which("uvx"), "--from", str(checkout), *probe], cwd=tmp_path,
-                             capture_output=True, text=True, timeout=600, env=dict(os.environ))
+                             capture_output=True, text=True, timeout=600,
+                             # a PYTHONPATH pointing at a checkout would import that instead of the build
+                             env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
         assert res.returncode == 0, res.stderr
         return res.stdout.strip()
 
