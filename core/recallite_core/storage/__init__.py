@@ -16,7 +16,8 @@ from typing import Any
 from recallite_core.storage.base import Session, Storage
 
 #: Errors a backend's driver may raise inside a session (a cache reading through one catches
-#: them to fall back to asking the store).
+#: them to fall back to asking the store). SQLite's only: PostgreSQL aborts the transaction at its
+#: first error, so no fallback could run in the same unit; its errors end the unit (postgres/errors.py).
 DRIVER_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error,)
 
 #: URL schemes that name a PostgreSQL server; any other path is a SQLite file (or ":memory:").
