@@ -7,6 +7,7 @@ from typing import Any, Sequence
 from recallite_core.storage.base import ChunkRow, MemoryFilter, TurnRow
 from recallite_core.storage.postgres.filters import where_sql
 from recallite_core.storage.postgres.locking import UnitLocks
+from recallite_core.storage.postgres.snapshot import snapshot_fact
 from recallite_core.storage.postgres.vectors import vector_array, vector_bytes
 
 _TURN = "SELECT memory_id, scope, session, seq, role FROM episodes"
@@ -32,6 +33,9 @@ class PostgresEpisodes:
         self._locks = locks or UnitLocks(conn)
 
     def any(self) -> bool:
+        known = snapshot_fact(self._conn, "episodes")
+        if known is not None:
+            return bool(known)
         return self._conn.execute("SELECT 1 FROM episodes LIMIT 1").fetchone() is not None
 
     def turns_of(self, ids: Sequence[int]) -> list[TurnRow]:
@@ -209,6 +213,9 @@ class PostgresEpisodes:
         return self._conn.execute(f"{head}WHERE m.id = ANY(%s) ORDER BY m.id", (list(ids),)).fetchall()
 
     def chunk_tombstone_floor(self) -> int:
+        known = snapshot_fact(self._conn, "chunk_tombstone_floor")
+        if known is not None:
+            return known
         return self._conn.execute("SELECT value FROM counters WHERE name = 'chunk_tombstone_floor'").fetchone()[0]
 
     def chunk_tombstones_since(self, seq: int) -> list[int]:

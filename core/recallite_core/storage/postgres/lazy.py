@@ -20,9 +20,13 @@ class LazyBegin:
         self.raw = raw
         self.pending: Sequence[str] = ()  # the statements that open the unit of work, not sent yet
         self._reconnect = reconnect  # replaces self.raw with a new connection
+        # Inside a read snapshot, what snapshot.py fetched of it (empty until first asked); None otherwise.
+        self.facts: dict[str, Any] | None = None
 
-    def begin(self, statements: Sequence[str]) -> None:
+    def begin(self, statements: Sequence[str], snapshot: bool = False) -> None:
+        """``snapshot``: the unit is one read-only snapshot, whose facts snapshot.py may keep."""
         self.pending = tuple(statements)
+        self.facts = {} if snapshot else None
 
     def started(self) -> bool:
         """Whether the unit of work reached the server (False: nothing to COMMIT or ROLLBACK)."""
@@ -30,6 +34,10 @@ class LazyBegin:
 
     def drop(self) -> None:
         self.pending = ()
+
+    def end(self) -> None:
+        """The unit of work is over: what was kept of its snapshot no longer holds."""
+        self.facts = None
 
     def flush(self) -> None:
         """Send the pending BEGIN on its own (before a server-side cursor or executemany)."""

@@ -10,7 +10,7 @@ from recallite_core.models import Memory
 from recallite_core.storage.base import MemoryFilter, NewMemoryRow, TrustRow
 from recallite_core.storage.postgres.filters import where_sql
 from recallite_core.storage.postgres.locking import UnitLocks
-from recallite_core.storage.postgres.rows import SELECT_MEMORIES, load_memories, memory_from_select
+from recallite_core.storage.postgres.rows import SELECT_MEMORIES, TRUST_COLUMNS, load_memories, memory_from_select
 
 _LE_F4 = np.dtype("<f4")
 #: A NewMemoryRow's columns (base.py) as PostgreSQL array element types, and the Python type each
@@ -43,12 +43,16 @@ class PostgresMemories:
             "SELECT id FROM memories WHERE valid_until IS NOT NULL AND valid_until <= %s", (valid_at,))}
 
     def trust_rows(self, ids: Sequence[int]) -> list[TrustRow]:
+        kept = (getattr(self._conn, "facts", None) or {}).get("trust_rows")
+        if kept is not None and kept[1].issuperset(ids):  # read with these memories (rows.py)
+            rows = [kept[0][i] for i in dict.fromkeys(ids) if i in kept[0]]
+            return [TrustRow(mid, st, sid, bool(behavioral), created, validated)
+                    for mid, st, sid, behavioral, created, validated in rows]
         # metadata->'behavioral' comes back as its JSON value; bool() reads it as SQLite's
         # json_extract result would be read (true/1/"x" are true; false/0/null/absent are not).
         return [TrustRow(mid, st, sid, bool(behavioral), created, validated)
                 for mid, st, sid, behavioral, created, validated in self._conn.execute(
-                    "SELECT id, source_type, source_id, metadata->'behavioral', created_at, validated_at "
-                    "FROM memories WHERE id = ANY(%s)", (list(ids),))]
+                    f"SELECT {TRUST_COLUMNS} FROM memories m WHERE id = ANY(%s)", (list(ids),))]
 
     def candidates(self, ids: Sequence[int]) -> dict[int, tuple[float, str]]:
         return {mid: (conf, meta) for mid, conf, meta in self._conn.execute(

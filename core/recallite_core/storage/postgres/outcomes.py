@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 from recallite_core.storage.base import CreditRecord
 from recallite_core.storage.postgres.locking import UnitLocks
+from recallite_core.storage.postgres.snapshot import snapshot_fact
 
 
 def _searched(scope: str | None) -> tuple[str, list]:
@@ -36,6 +37,8 @@ class PostgresOutcomes:
 
     def outcome_mark(self) -> tuple[int, int | None]:
         """(last outcome row's id, 0 for none; the learning epoch): the learner's cache key."""
+        if snapshot_fact(self._conn, "learning_epoch") is not None:
+            return snapshot_fact(self._conn, "outcome_top") or 0, snapshot_fact(self._conn, "learning_epoch")
         top, epoch = self._conn.execute(
             "SELECT (SELECT max(row_id) FROM memory_outcomes), "
             "(SELECT value FROM counters WHERE name = 'learning_epoch')").fetchone()

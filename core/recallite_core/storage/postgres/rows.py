@@ -17,11 +17,28 @@ SELECT_MEMORIES = (
 )
 
 
+#: What a trust score starts from (memories.trust_rows), read along with whole memories in a snapshot.
+TRUST_COLUMNS = "m.id, m.source_type, m.source_id, m.metadata->'behavioral', m.created_at, m.validated_at"
+
+
 def load_memories(conn, ids: list[int]) -> dict[int, Memory]:
-    """The memories among ``ids`` that exist, with their episode and category (one query)."""
+    """The memories among ``ids`` that exist, with their episode and category (one query).
+    Inside a read snapshot a recall asks next for the trust rows of the same ids: they come
+    along here and are kept for it (snapshot.py), a round trip saved."""
     if not ids:
         return {}
-    return {row[0]: memory_from_select(row) for row in conn.execute(f"{SELECT_MEMORIES} WHERE m.id = ANY(%s)", (ids,))}
+    facts = getattr(conn, "facts", None)
+    if facts is None:
+        return {row[0]: memory_from_select(row) for row in conn.execute(f"{SELECT_MEMORIES} WHERE m.id = ANY(%s)", (ids,))}
+    n = len(TRUST_COLUMNS.split(","))
+    sql = SELECT_MEMORIES.replace(" FROM memories m", f", {TRUST_COLUMNS} FROM memories m", 1)
+    out: dict[int, Memory] = {}
+    trust = facts.setdefault("trust_rows", ({}, set()))
+    for row in conn.execute(f"{sql} WHERE m.id = ANY(%s)", (ids,)):
+        out[row[0]] = memory_from_select(row[:-n])
+        trust[0][row[0]] = row[-n:]
+    trust[1].update(ids)
+    return out
 
 
-__all__ = ["SELECT_MEMORIES", "load_memories", "memory_from_select"]
+__all__ = ["SELECT_MEMORIES", "TRUST_COLUMNS", "load_memories", "memory_from_select"]

@@ -15,6 +15,7 @@ from recallite_core.storage.postgres.locking import UnitLocks
 from recallite_core.storage.postgres.memories import PostgresMemories
 from recallite_core.storage.postgres.outcomes import PostgresOutcomes, PostgresRetrievals, PostgresTuning
 from recallite_core.storage.postgres.relations import PostgresRelations
+from recallite_core.storage.postgres.snapshot import snapshot_fact
 from recallite_core.storage.postgres.stats import PostgresStats
 from recallite_core.storage.postgres.teams import PostgresTeams
 from recallite_core.storage.postgres.vectors import PostgresVectors
@@ -30,9 +31,13 @@ class PostgresChangeFeed:
         seen or never to be seen. Writers commit in any order, so a row may still appear
         with a stamp above it, never at or below: readers that ask for "changes after the
         watermark" next time miss nothing, and re-reading a row is harmless."""
-        return self._conn.execute("SELECT recallite_watermark()").fetchone()[0]
+        known = snapshot_fact(self._conn, "watermark")
+        return known if known is not None else self._conn.execute("SELECT recallite_watermark()").fetchone()[0]
 
     def tombstone_floor(self) -> int:
+        known = snapshot_fact(self._conn, "tombstone_floor")
+        if known is not None:
+            return known
         return self._conn.execute("SELECT value FROM counters WHERE name = 'tombstone_floor'").fetchone()[0]
 
     def prune_tombstones(self, keep: int) -> None:
@@ -57,6 +62,8 @@ class PostgresChangeFeed:
         return self._conn.execute("SELECT count(*) FROM tombstones WHERE seq > %s", (seq,)).fetchone()[0]
 
     def side_tables(self) -> tuple[bool, bool]:
+        if snapshot_fact(self._conn, "relations") is not None:
+            return bool(snapshot_fact(self._conn, "relations")), bool(snapshot_fact(self._conn, "outcomes"))
         rel, out = self._conn.execute(
             "SELECT EXISTS (SELECT 1 FROM relations), EXISTS (SELECT 1 FROM memory_outcomes)").fetchone()
         return bool(rel), bool(out)

@@ -93,12 +93,12 @@ class PostgresStore:
             conn.execute("SET default_transaction_read_only = on")
         return conn
 
-    def _begin(self, statements: Sequence[str]) -> None:
+    def _begin(self, statements: Sequence[str], snapshot: bool = False) -> None:
         """Start a unit of work: its BEGIN goes out with its first statement (lazy.py), where a
         connection the server dropped is replaced once, before anything of the unit ran."""
         if self.conn.broken or self.conn.closed:
             self._reconnect()
-        self.conn.begin(statements)
+        self.conn.begin(statements, snapshot)
 
     def _reconnect(self) -> None:
         with contextlib.suppress(Exception):
@@ -201,6 +201,7 @@ class PostgresStore:
             raise StoreError("This connection was opened in another process (fork). Open a new store in this process.")
 
     def _end(self, statement: str) -> None:
+        self.conn.end()
         if not self.conn.started():  # nothing of the unit reached the server: nothing to end
             self.conn.drop()
             return
@@ -265,7 +266,7 @@ class PostgresStore:
                 yield self._session
                 return
             try:
-                self._begin(("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",))
+                self._begin(("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",), snapshot=True)
             except self._psycopg.Error as exc:
                 raise self._explain(exc, "starting a read") from exc
             self._mode = "read"

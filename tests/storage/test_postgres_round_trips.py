@@ -1,0 +1,65 @@
+"""Round trips of a recall on PostgreSQL (storage/postgres/snapshot.py): the facts of a read
+snapshot come in one statement and trust rows come with the memories loaded, while a write
+unit and the next snapshot still read fresh values."""
+
+from __future__ import annotations
+
+import pytest
+
+from recallite_core import Recallite
+from recallite_core.storage.postgres.rows import TRUST_COLUMNS
+
+
+class _Spy:
+    """Records every statement sent on the wrapped connection."""
+
+    def __init__(self, raw):
+        self.raw, self.sent = raw, []
+
+    def execute(self, query, params=None, **kw):
+        self.sent.append(str(query))
+        return self.raw.execute(query, params, **kw)
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
+
+
+@pytest.fixture
+def mem(postgres_db_url):
+    m = Recallite.open(postgres_db_url, embedder="hash")
+    for text in ("redis cache timeout on deploy", "docker build cache", "auth token refresh on the server"):
+        m.add(text)
+    yield m
+    m.close()
+
+
+def test_recall_sent_each_snapshot_fact_and_the_trust_rows_as_statements_of_their_own(mem):
+    mem.recall("redis cache")  # warm: the engine's caches loaded
+    spy = _Spy(mem.store.conn.raw)
+    mem.store.conn.raw = spy
+    try:
+        hits = mem.recall("redis cache")
+    finally:
+        mem.store.conn.raw = spy.raw
+    assert hits.memories and all(h.trust is not None for h in hits.memories)
+    alone = ("SELECT value FROM counters WHERE name = 'tombstone_floor'", "SELECT 1 FROM episodes LIMIT 1",
+             "SELECT EXISTS (SELECT 1 FROM relations)", "SELECT (SELECT max(row_id) FROM memory_outcomes)",
+             f"SELECT {TRUST_COLUMNS} FROM")
+    assert not [s for s in spy.sent if s.startswith(alone)]
+    assert sum("recallite_watermark()" in s for s in spy.sent) == 1
+
+
+def test_a_write_unit_reads_the_floor_it_moved_and_the_next_snapshot_sees_new_rows(mem):
+    store = mem.store
+    with store.reading() as s:
+        before, floor = s.feed.counter(), s.feed.tombstone_floor()
+        assert s.feed.counter() == before  # answered from the snapshot's facts
+    with store.transaction() as s:
+        s.feed.reset_readers()
+        assert s.feed.tombstone_floor() > floor  # not a kept value: this unit moved it
+    mem.add("a new memory after the snapshot")
+    with store.reading() as s:
+        assert s.feed.counter() > before
+        assert s.feed.tombstone_floor() > floor
+        assert s.episodes.any() is False and s.feed.side_tables() == (False, False)
+        assert s.outcomes.outcome_mark()[0] == 0
