@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 from .dataset import memories as make_memories
 from .dataset import queries as make_queries
+from .timing import concurrent_recalls
 
 SIZES = (10_000, 100_000)
 QUICK_SIZES = (1_000, 5_000)
@@ -52,34 +53,6 @@ def _timed(fn: Callable[[Any], Any], args: Sequence[Any]) -> list[float]:
         fn(a)
         out.append(time.perf_counter() - t)
     return out
-
-
-def _concurrent(m, qs: list[str], rounds: int, threads: int = 10) -> list[float]:
-    import threading
-
-    walls = []
-    for r in range(rounds):
-        barrier = threading.Barrier(threads + 1)
-        errors: list[BaseException] = []
-
-        def work(q: str, barrier: threading.Barrier = barrier, errors: list[BaseException] = errors) -> None:
-            barrier.wait()
-            try:
-                m.recall(q, limit=10)
-            except Exception as exc:  # noqa: BLE001  reported below
-                errors.append(exc)
-
-        ts = [threading.Thread(target=work, args=(qs[(r * threads + i) % len(qs)],)) for i in range(threads)]
-        for t in ts:
-            t.start()
-        barrier.wait()
-        t0 = time.perf_counter()
-        for t in ts:
-            t.join()
-        walls.append(time.perf_counter() - t0)
-        if errors:
-            raise errors[0]
-    return walls
 
 
 def _writer(location: str, embedder: str, dims: int, p: int, n: int, ready: Any, start: Any, out: Any) -> None:
@@ -153,7 +126,7 @@ def run_backend(backend: str, location: str, *, sizes: Sequence[int], embedder: 
             say(f"[bench {backend}] recall @{size:,}")
             m.recall(qs[0], limit=10)  # the first recall loads what the store keeps in memory
             rows.append(_row(backend, f"recall @{size:,}", _timed(lambda q: m.recall(q, limit=10), qs[:queries])))
-            rows.append(_row(backend, f"10 concurrent recalls @{size:,} (wall for 10)", _concurrent(m, qs, rounds),
+            rows.append(_row(backend, f"10 concurrent recalls @{size:,} (wall for 10)", concurrent_recalls(m, qs, rounds),
                              items_per_sample=10))
         rows.append(_row(backend, f"remember_many ({BATCH}/batch)", batches, items_per_sample=BATCH))
     finally:

@@ -31,6 +31,7 @@ import numpy as np
 
 from .dataset import memories as make_memories
 from .dataset import queries as make_queries
+from .timing import concurrent_recalls
 
 DEFAULT_SIZES = (10_000, 100_000)
 BATCH = 100
@@ -184,34 +185,6 @@ def _floor(matrix: np.ndarray, qvecs: np.ndarray, k: int) -> list[float]:
         np.argpartition(-scores, k - 1)[:k]
         out.append(time.perf_counter() - t)
     return out
-
-
-def _concurrent(m, qs: list[str], rounds: int, threads: int = 10) -> list[float]:
-    """Wall time for ``threads`` recalls started together, per round."""
-    walls = []
-    for r in range(rounds):
-        batch = [qs[(r * threads + i) % len(qs)] for i in range(threads)]
-        barrier = threading.Barrier(threads + 1)
-        errors: list[BaseException] = []
-
-        def work(q: str) -> None:
-            barrier.wait()
-            try:
-                m.recall(q, limit=10)
-            except BaseException as exc:  # pragma: no cover - reported below
-                errors.append(exc)
-
-        ts = [threading.Thread(target=work, args=(q,)) for q in batch]
-        for t in ts:
-            t.start()
-        barrier.wait()
-        t0 = time.perf_counter()
-        for t in ts:
-            t.join()
-        walls.append(time.perf_counter() - t0)
-        if errors:
-            raise errors[0]
-    return walls
 
 
 def _cold_start(path: str, embedder: str, dims: int) -> float:
@@ -394,7 +367,7 @@ def run_benchmark(
                 rows.append(_row(f"recall @{label} inline, repeated queries", recall_again, unit="queries",
                                  floor_ms=floor_ms, note="the same queries a second time: keyword postings warm"))
                 say(f"[bench] 10 concurrent recalls @{label} inline")
-                walls = _concurrent(m, qs, concurrent_rounds)
+                walls = concurrent_recalls(m, qs, concurrent_rounds)
                 rows.append(_row(f"10 concurrent recalls @{label} inline (wall for 10)", walls, items_per_sample=10,
                                  unit="recalls", floor_ms=floor_ms,
                                  note="p50/p95: wall time for all 10"))
@@ -433,7 +406,7 @@ def run_benchmark(
                         note = "below the thresholds: answered inline"
                     rows.append(_row(f"recall @{label} workers", recall_workers, unit="queries", floor_ms=floor_ms, note=note))
                     say(f"[bench] 10 concurrent recalls @{label} workers")
-                    walls = _concurrent(m, qs, concurrent_rounds)
+                    walls = concurrent_recalls(m, qs, concurrent_rounds)
                     rows.append(_row(f"10 concurrent recalls @{label} workers (wall for 10)", walls, items_per_sample=10,
                                      unit="recalls", floor_ms=floor_ms, note="p50/p95: wall time for all 10"))
                     say(f"[bench] stats while worker scans run @{label}")
