@@ -45,10 +45,11 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 CATALOGS = Path(__file__).resolve().parent / "catalogs"
 SETS = ("dev", "holdout")
@@ -249,7 +250,7 @@ class Tally:
     off_task: dict[str, int] = field(default_factory=dict)  # served, not the task's: by what it is (diagnostic)
 
     def summary(self) -> dict[str, Any]:
-        mean = lambda xs: round(sum(xs) / len(xs), 4) if xs else None  # noqa: E731
+        mean = lambda xs: round(sum(xs) / len(xs), 4) if xs else None
         return {
             "tasks": len(self.outcomes), "precision": mean(self.precision), "recall": mean(self.recall),
             "recall_tasks": len(self.recall), "needed_not_yet_stored": self.unavailable,
@@ -272,6 +273,8 @@ class Agent:
         self.pending: list[dict[int, str]] = []  # per project: retrieval_id -> waiting
         self.seed = seed
         self.errors: list[str] = []
+        self.day = 0
+        self.trace: list[dict[str, Any]] | None = None  # per task, when asked for (--trace)
 
     def params(self, scope: str):
         from mcp import StdioServerParameters
@@ -326,11 +329,20 @@ class Agent:
         pi = t.project
         outcome, ok, followed = judge(t.kind, ctx["memory_ids"], self.key_of, f"{pi}:")
         tally.outcomes.append(outcome)
+        used = (ok if outcome != "failure" else followed) if t.used_ids else None
+        if self.trace is not None:
+            key = lambda i: self.key_of.get(i, i).split(":", 1)[-1]
+            self.trace.append({
+                "day": self.day, "twin": self.name, "project": self.projects[pi].scope, "kind": t.kind.kind,
+                "query": t.query, "format": t.format, "max_tokens": t.max_tokens, "retrieval_id": ctx["retrieval_id"],
+                "served": [key(i) for i in ctx["memory_ids"]], "outcome": outcome,
+                "used": None if used is None else [key(i) for i in used],
+                "missing": [m.key for m in t.kind.needed if (pi, m.key) in self.stored
+                            and f"{pi}:{m.key}" not in {self.key_of.get(i) for i in ctx["memory_ids"]}]})
         if self.feedback:
-            used = (ok if outcome != "failure" else followed) if t.used_ids else None
             rid = ctx["retrieval_id"]
-            args = dict(outcome=outcome, used_memory_ids=used or None,
-                        reason=None if outcome == "success" else f"{t.kind.kind}: the needed memory was not followed")
+            args = {"outcome": outcome, "used_memory_ids": used or None,
+                    "reason": None if outcome == "success" else f"{t.kind.kind}: the needed memory was not followed"}
             pend = self.pending[pi]
             if t.default_rid and list(pend) == [rid]:
                 tally.default_rid += 1
@@ -351,6 +363,7 @@ class Agent:
         from mcp import Client
 
         tallies = [Tally() for _ in self.projects]
+        self.day = day
         self.pending = [{} for _ in self.projects]  # a new session: nothing awaits feedback
         async with AsyncExitStack() as stack:
             clients = [await stack.enter_async_context(Client(self.params(p.scope))) for p in self.projects]
@@ -393,19 +406,34 @@ def _diff(a, b):
     return None if a is None or b is None else round(a - b, 4)
 
 
+def _snapshot(db: str, dest: str) -> None:
+    """A consistent copy of a twin's database file (SQLite's backup API), for looking into a day afterwards."""
+    import sqlite3
+
+    src, out = sqlite3.connect(db), sqlite3.connect(dest)
+    try:
+        src.backup(out)
+    finally:
+        out.close()
+        src.close()
+
+
 async def _run(projects: list[Project], days: int, tasks_per_day: int, seed: int, embedder: str, workdir: str,
-               progress) -> dict[str, Any]:
+               progress, trace: list[dict[str, Any]] | None = None, keep: str | None = None) -> dict[str, Any]:
     import anyio
 
     twins = {"feedback": Agent("feedback", projects, os.path.join(workdir, "with-feedback.db"), embedder, True, seed),
              "no_feedback": Agent("no_feedback", projects, os.path.join(workdir, "no-feedback.db"), embedder, False, seed)}
+    for ag in twins.values():
+        ag.trace = trace
     last_phrasing: dict[tuple[int, str], int] = {}
     per_day: list[dict[str, Any]] = []
     for day in range(1, days + 1):
         events = plan_day(projects, day, tasks_per_day, seed, last_phrasing)
         got: dict[str, Any] = {}
 
-        async def one(name: str, ag: Agent) -> None:
+        async def one(name: str, ag: Agent, day: int = day, events: list[Event] = events,
+                      got: dict[str, Any] = got) -> None:
             got[name] = await ag.run_day(day, events)
 
         async with anyio.create_task_group() as tg:
@@ -418,6 +446,9 @@ async def _run(projects: list[Project], days: int, tasks_per_day: int, seed: int
                                         "delta": {"precision": _diff(f["precision"], n["precision"]),
                                                   "recall": _diff(f["recall"], n["recall"])}}
         per_day.append(row)
+        if keep:
+            for name, ag in twins.items():
+                _snapshot(ag.db, os.path.join(keep, f"{name}.day{day}.db"))
         if progress:
             progress(f"day {day}/{days} done")
     return {"days": per_day}
@@ -441,15 +472,22 @@ def check_targets(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 def run_agent_day(set_name: str = "dev", days: int = 5, seed: int = 7, embedder: str = "default",
                   tasks_per_day: int = 10, kinds: int | None = None, catalog: str | None = None,
-                  progress=None) -> dict[str, Any]:
-    """Run both twins over the days and return every number (the ``--json`` output)."""
+                  progress=None, trace: bool = False, keep: str | None = None) -> dict[str, Any]:
+    """Run both twins over the days and return every number (the ``--json`` output). ``trace``: also
+    return each task (what was served, by catalog key, the outcome, the needed memories missed) under
+    "trace"; ``keep``: a folder that gets a copy of each twin's database at the end of every day."""
     import anyio
 
     data = load_set(set_name, catalog)
     projects = build_projects(data, kinds)
     t0 = time.perf_counter()
+    tasks: list[dict[str, Any]] | None = [] if trace else None
+    if keep:
+        os.makedirs(keep, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="recallite-agent-day-") as wd:
-        res = anyio.run(_run, projects, days, tasks_per_day, seed, embedder, wd, progress)
+        res = anyio.run(_run, projects, days, tasks_per_day, seed, embedder, wd, progress, tasks, keep)
+    if tasks is not None:
+        res["trace"] = tasks
     res["config"] = {"set": data.get("name", set_name), "days": days, "seed": seed, "embedder": embedder,
                      "tasks_per_day_per_project": tasks_per_day, "projects": [p.scope for p in projects],
                      "task_kinds": {p.scope: len(p.tasks) for p in projects},
@@ -512,10 +550,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--kinds", type=int, default=None, help="keep only the first N task kinds per project (a quick run)")
     p.add_argument("--catalog", default=None, help="another catalog file in the same JSON shape")
     p.add_argument("--json", action="store_true", help="print everything as JSON")
+    p.add_argument("--trace", default=None, metavar="FILE",
+                   help="write every task (served memories by key, outcome, needed ones missed) as JSON lines")
+    p.add_argument("--keep", default=None, metavar="DIR", help="copy each twin's database into DIR at the end of every day")
     args = p.parse_args(list(argv) if argv is not None else None)
     say = None if args.json else (lambda text: print(text, file=sys.stderr, flush=True))
     res = run_agent_day(args.set_name, args.days, args.seed, args.embedder, args.tasks_per_day, args.kinds,
-                        args.catalog, progress=say)
+                        args.catalog, progress=say, trace=bool(args.trace), keep=args.keep)
+    if args.trace:
+        with open(args.trace, "w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(t) + "\n" for t in res.pop("trace"))
     if args.json:
         print(json.dumps(res, indent=2))
         return 0

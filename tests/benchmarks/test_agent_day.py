@@ -28,8 +28,9 @@ def test_judge_follows_the_agent_model():
     assert ad.judge(task, ["m3"], key_of)[0] == "failure"
 
 
-def test_small_run_through_real_servers():
-    res = ad.run_agent_day("dev", days=2, seed=3, embedder="hash", tasks_per_day=4, kinds=3)
+def test_small_run_through_real_servers(tmp_path):
+    res = ad.run_agent_day("dev", days=2, seed=3, embedder="hash", tasks_per_day=4, kinds=3, trace=True,
+                           keep=str(tmp_path))
     assert [row["day"] for row in res["days"]] == [1, 2]
     for row in res["days"]:
         assert set(row["projects"]) == {"billing-api", "mobile-app"}
@@ -56,6 +57,14 @@ def test_small_run_through_real_servers():
                 assert 0 <= sum(m["off_task_served"].values()) <= m["served_total"]
                 assert (m["precision"] == 1.0) <= (sum(m["off_task_served"].values()) == 0)
     assert ad.off_task_line(res).startswith("off-task memories served")
+    # --trace: every task of both twins, by catalog key; --keep: each twin's database at the end of each day
+    trace = res["trace"]
+    assert len(trace) == 2 * 2 * 2 * 4 and {t["twin"] for t in trace} == {"feedback", "no_feedback"}
+    for t in trace:
+        assert t["outcome"] in ("success", "partial", "failure") and set(t["missing"]) <= {
+            m.key for p in ad.build_projects(ad.load_set("dev"), 3) for k in p.tasks if k.kind == t["kind"] for m in k.needed}
+    assert sorted(f.name for f in tmp_path.iterdir()) == [
+        f"{twin}.day{d}.db" for twin in ("feedback", "no_feedback") for d in (1, 2)]
 
 
 def test_off_task_memories_are_told_apart():
