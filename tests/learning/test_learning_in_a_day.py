@@ -179,3 +179,31 @@ def test_query_vectors_stored_before_task_vectors_are_rebuilt_once_on_open(tmp_p
         got = decode_vector(m.store.conn.execute(
             "SELECT vector FROM retrieval_vectors WHERE retrieval_id = ?", (rid,)).fetchone()[0], 384)
         assert float(np.dot(got, bare)) < 0.99 and m.store.get_meta("retrieval_vectors") == m.learning.VECTORS
+
+
+def test_the_tuner_read_logged_scores_with_the_exploration_bonus_the_cut_leaves_out(mem):
+    """A context logs, for each memory it served, the largest relative floor at which its cut keeps
+    it: the tuner replays a stricter floor on the log and must see what that floor's cut would serve
+    (the logged final scores carried the exploration bonus, which the cut leaves out)."""
+    from recallite_core.learning.learner import Arm
+
+    ids = [mem.remember(t, type="procedure").id for t in PROCEDURES]
+    task = "deploy the branch to staging"
+    ctx = mem.build_context(task)
+    mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[ids[1]])
+    fresh = mem.remember("Deploy to staging: the staging values file lives in deploy/values-staging.yaml.",
+                         type="fact").id
+    ctx = mem.build_context(task)
+    hits = {h.memory.id: h for h in mem.recall(task, limit=10, explore=True).memories}
+    assert fresh in ctx.memory_ids and hits[fresh].breakdown.learning.exploration_bonus > 0
+    with mem.store.reading() as s:
+        items = s.retrievals.served_items(int(ctx.retrieval_id[4:]))
+    assert max(score for _, _, score, _ in items) == 1.0
+    for ratio in (0.05, 0.15, 0.3, 0.6):
+        cut = mem.recall(task, limit=10, explore=True, min_score_ratio=ratio)
+        assert {f"mem_{i}" for i, *_ in Arm(10, ratio).serves(items)} == {h.memory.id for h in cut.memories}, ratio
+    # a plain recall, which cuts nothing, logs the scores it returned
+    r = mem.recall(task, limit=10, explore=True)
+    plain = dict(mem.store.conn.execute(
+        "SELECT memory_id, score FROM retrieval_items WHERE retrieval_id = ?", (int(r.retrieval_id[4:]),)).fetchall())
+    assert plain == {int(h.memory.id[4:]): h.score for h in r.memories}

@@ -97,3 +97,28 @@ def test_a_correction_put_first_stays_first():
     scored, learned = ranked((1, 1.0, fresh), (2, 20.0, judged(0.7)))
     scored = [scored[1], scored[0]]  # the correction first although it scores lower
     assert kept(scored, learned, 0.15)[0] == 1
+
+
+def test_the_tuner_judged_its_arms_on_scores_with_the_exploration_bonus():
+    """The context tuner replays a stricter ratio on the logged scores of what a context served; the
+    cut compares scores without the exploration bonus, and keeps a close match on the match leg. With
+    final scores in the log, a stricter arm 'kept' a barely tried memory that its cut would drop, so
+    it looked safer than it was, and 'dropped' a close match that its cut keeps. The log now holds
+    each memory's keep ratio: an arm serves exactly what its cut would."""
+    from recallite_core.learning.learner import Arm
+    from recallite_core.retrieval.cutting import keep_ratios
+
+    top = judged(0.7)
+    fresh = judged(0.5, bonus=0.25, outcomes=1)
+    steady = judged(0.6)
+    close = Assessment(outcomes=0, mean=0.5, usefulness=0.5)  # nobody judged it: kept on its match
+    scored, learned = ranked((1, 20.0, top), (2, 0.3 * 20.0, fresh), (3, 0.35 * 20.0, steady), (4, 0.25 * 20.0, close))
+    served = relative_cut(scored, None, 0.05, learned, GAIN)
+    assert [t[2] for t in served] == [1, 2, 3, 4]
+    keep = keep_ratios(scored, None, learned, GAIN)
+    logged = [(t[2], rank, keep[t[2]], 10) for rank, t in enumerate(served, start=1)]
+    for ratio in (0.05, 0.15, 0.2, 0.3, 0.5):
+        assert {i for i, *_ in Arm(10, ratio).serves(logged)} == set(kept(scored, learned, ratio)), ratio
+    assert kept(scored, learned, 0.15) == [1, 3, 4]
+    with_scores = [(t[2], rank, t[0], 10) for rank, t in enumerate(served, start=1)]
+    assert {i for i, *_ in Arm(10, 0.15).serves(with_scores)} == {1, 2, 3}

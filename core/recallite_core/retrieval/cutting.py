@@ -35,23 +35,46 @@ def relative_cut(scored: list, cut_base: dict[int, float] | None, ratio: float, 
     The score leg also needs a match of at least MATCH_FLOOR of the best, and reads the final score
     without the exploration bonus (``gain``: the learner's outcome gain; None leaves it in):
     exploration reorders what the task's match lets in, it does not let in an untried memory that
-    the match alone would leave out."""
-    if cut_base is None:
-        fused = {t[2]: t[3] for t in scored}
-        final = {t[2]: t[0] for t in scored}
-    else:
-        fused = {t[2]: cut_base.get(t[2], t[3]) for t in scored}
-        final = {t[2]: (t[0] / t[3] if t[3] else 0.0) * fused[t[2]] for t in scored}
+    the match alone would leave out. A memory is kept when its keep ratio (keep_ratios) is at least
+    ``ratio``."""
+    keep = keep_ratios(scored, cut_base, learned, gain)
+    return [t for t in scored if keep[t[2]] >= ratio]
+
+
+def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict,
+                gain: float | None = None) -> dict[int, float]:
+    """id -> the largest relative floor at which relative_cut keeps the memory (1 for the first hit,
+    which is never cut; 0 for one no floor keeps). The retrieval log keeps these for a context that
+    was cut: the context tuner replays a stricter floor on the log (an arm serves what has at least
+    its ratio), so it judges its arms on what the cut would really have let in."""
+    fused, final = _legs(scored, cut_base)
     first = scored[0][2]  # never cut: a correction ranked first may score below what it replaced
     if gain is not None:
         lead = final[first] >= max(final.values())  # first on its score, not put first as a correction
-        final = {i: s * unexplored(learned.get(i), gain) for i, s in final.items()}
+        final = _without_bonus(final, learned, gain)
         if lead and final[first] < max(final.values()):
             first = max(final, key=lambda i: final[i])  # first on its bonus alone: the best without it leads
-    top, top_fused = max(final.values()), max(fused.values())
-    return [t for t in scored if t[2] == first or (
-        final[t[2]] >= ratio * top and fused[t[2]] >= MATCH_FLOOR * top_fused) or (
-        fused[t[2]] >= match_ratio(learned.get(t[2]), ratio) * top_fused and not judged_poor(learned.get(t[2])))]
+    top, top_fused = max(final.values()) or 1.0, max(fused.values()) or 1.0
+    out = {}
+    for i in final:
+        share = fused[i] / top_fused
+        score_leg = final[i] / top if share >= MATCH_FLOOR else 0.0
+        a = learned.get(i)
+        match_leg = share if not judged_poor(a) and share >= match_ratio(a, 0.0) else 0.0
+        out[i] = 1.0 if i == first else min(1.0, max(score_leg, match_leg))
+    return out
+
+
+def _legs(scored: list, cut_base: dict[int, float] | None) -> tuple[dict[int, float], dict[int, float]]:
+    """(match before learning, final score) of each ranked tuple, on the fusion before the keyword fade."""
+    if cut_base is None:
+        return {t[2]: t[3] for t in scored}, {t[2]: t[0] for t in scored}
+    fused = {t[2]: cut_base.get(t[2], t[3]) for t in scored}
+    return fused, {t[2]: (t[0] / t[3] if t[3] else 0.0) * fused[t[2]] for t in scored}
+
+
+def _without_bonus(final: dict[int, float], learned: dict, gain: float) -> dict[int, float]:
+    return {i: s * unexplored(learned.get(i), gain) for i, s in final.items()}
 
 
 def match_ratio(a: Assessment | None, ratio: float) -> float:

@@ -25,7 +25,7 @@ from recallite_core.policy.correction_ranking import newer_first as corrections_
 from recallite_core.policy.trust import side_tables, trust_scores
 from recallite_core.retrieval.candidates import Fused, QueryVectorCache, RecallFilter, flags_of, scan_filter_for
 from recallite_core.retrieval.conversation_ranking import NO_TURN, EpisodeMap, SqlTurnLinks, expand, named_speakers
-from recallite_core.retrieval.cutting import relative_cut
+from recallite_core.retrieval.cutting import keep_ratios
 from recallite_core.retrieval.fusion import (
     keyword_moments,
     keyword_weight,
@@ -75,6 +75,8 @@ class Retriever:
         # The outcome learner (set by the engine); None ranks by the usefulness column alone.
         self.learning: OutcomeModel | None = None
         self._task_pending: tuple[str, np.ndarray] | None = None  # (query, task vector) of the last rank
+        # (query, id -> its keep ratio) of the last rank whose context was cut: log() keeps these as scores
+        self._cut_pending: tuple[str, dict[int, float]] | None = None
         # The chunk channel's index (episodes.chunk_channel): the facade's plumbing sets it, else the first recall.
         self.chunk_index: ChunkIndex | None = None
 
@@ -535,6 +537,7 @@ class Retriever:
         explore: bool = False, min_score_ratio: float | None = None,
     ) -> list[RecallHit]:
         cfg = self.config
+        self._cut_pending = None
         if qvec is None:
             qvec = self.query_vector(query)
         depth = max(cfg.candidate_depth, limit * 4)
@@ -645,8 +648,10 @@ class Retriever:
             if min_score is not None:
                 scored = [t for t in scored if t[0] >= min_score]
             if min_score_ratio and scored:
-                scored = relative_cut(scored, cut_base, min_score_ratio, learned,
-                                      self.learning.gain if learned and self.learning is not None else None)
+                gain = self.learning.gain if learned and self.learning is not None else None
+                floors = keep_ratios(scored, cut_base, learned, gain)  # the relative cut
+                self._cut_pending = (query, floors)
+                scored = [t for t in scored if floors[t[2]] >= min_score_ratio]
             scored = scored[:limit]
             final_ids = [t[2] for t in scored]
             memories = session.memories.load(final_ids)
@@ -740,9 +745,13 @@ class Retriever:
     def log(self, session: Session, query: str, profile: str, scopes, hits: list[RecallHit], kind: str) -> int:
         now = time.time()
         ids = [int(h.memory.id[4:]) for h in hits]
+        # A context that was cut logs, as each memory's score, the largest floor at which its cut keeps it:
+        # the tuner replays stricter floors on them (cutting.keep_ratios).
+        cut, self._cut_pending = self._cut_pending, None
+        floors = cut[1] if cut is not None and cut[0] == query else {}
         rid = session.retrievals.add(
             query, profile, None if scopes is None else json.dumps(list(scopes)), kind, now,
-            [(mid, h.rank, h.score) for mid, h in zip(ids, hits)])
+            [(mid, h.rank, floors.get(mid, h.score)) for mid, h in zip(ids, hits)])
         pending, self._task_pending = self._task_pending, None
         if pending is not None and pending[0] == query and self.learning is not None:
             self.learning.note_task(rid, pending[1])
