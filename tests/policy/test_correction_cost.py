@@ -60,8 +60,8 @@ def test_candidates_from_the_nearest_pool_are_those_of_the_whole_filtered_scan(k
     """Other scopes, conversation turns and retired memories near the top push the filter past the
     pool: nearest() then scans the whole mask, and either way finds the same memories."""
     rng = random.Random(3)
-    vocab = ("alpha beta gamma delta port server staging prod team lead python version region deploy "
-             "cache").split()  # noqa: SIM905
+    vocab = ["alpha", "beta", "gamma", "delta", "port", "server", "staging", "prod", "team", "lead", "python",
+             "version", "region", "deploy", "cache"]
     mem = Recallite.open(None, embedder="hash")
     try:
         mem.config.corrections = False
