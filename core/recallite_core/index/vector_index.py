@@ -232,6 +232,28 @@ class VectorIndex:
         """Rows that are alive and pass the filter (a lookup table per column, no isin)."""
         return self._filtered(flt)[0]
 
+    def passes(self, rows: np.ndarray, flt: ScanFilter) -> np.ndarray:
+        """Whether each of ``rows`` is alive and passes ``flt``: a few rows checked without
+        building the filter's mask over the whole matrix (which every refresh invalidates)."""
+        ok = self.alive[rows].copy()
+
+        def keep(column: np.ndarray, codes: list[int | None], size: int) -> None:  # None: value unknown here
+            lut = np.zeros(max(size, 1), dtype=bool)  # a lookup table, as _filtered: np.isin costs more
+            lut[[c for c in codes if c is not None]] = True
+            np.logical_and(ok, lut[column[rows]], out=ok)
+
+        if flt.scopes is not None:
+            keep(self.scope, [self._scope_codes.get(s) for s in flt.scopes], len(self._scope_codes))
+        if flt.statuses is not None:
+            keep(self.status, [STATUS_CODE[s] for s in flt.statuses], len(STATUS_CODE))
+        if flt.types is not None:
+            keep(self.type, [TYPE_CODE[t] for t in flt.types], len(TYPE_CODE))
+        if flt.sessions is not None:
+            keep(self.session, [self._session_codes.get(s) for s in flt.sessions], len(self._session_codes))
+        if flt.allowed_ids is not None:
+            np.logical_and(ok, np.isin(self.ids[rows], flt.allowed_ids), out=ok)
+        return ok
+
     def _filtered(self, flt: ScanFilter | None) -> tuple[np.ndarray, np.ndarray | None]:
         """(mask, rows passing it; None when every row does), cached per column filter."""
         n = self.n

@@ -432,6 +432,10 @@ CORRECTION_SUBJECT_COVER = 0.5
 CORRECTION_MIN_COVER = 0.5
 CORRECTION_NEGATION_COVER = 0.8
 CORRECTION_MAX_SLOT = 4
+# Parsed statements kept between writes (correction_words.words), counted in words: about 130 bytes
+# a word (measured, strings shared) plus the texts, so ~20-25 MB at most; 150k words hold every short
+# memory (~10 words) of a 15k-memory store.
+CORRECTION_PARSE_WORDS = 150_000
 TRUST_RANK = {UNTRUSTED: 0, MEDIUM: 1, TRUSTED: 2}
 # An older memory that scores above its replacement, or above the newer of two contradicting
 # memories, is put just under it: its score times this.
