@@ -100,7 +100,7 @@ def test_failure_run_sees_drift_not_other_tasks(clusters):
     other = rng.normal(size=a.size)
     vb = _cluster(rng, other / np.linalg.norm(other), 1)
     mixed = np.vstack([vb, va[:4]])
-    assert failure_run(mixed, np.array([0, 1, 1, 1, 1.0]), np.ones(5), np.ones(5, dtype=bool), cfg.ridge) == (0, 0)
+    assert failure_run(mixed, np.array([0, 1, 1, 1, 1.0]), np.ones(5), np.ones(5, dtype=bool), cfg.ridge) == (0, 1)
     # the latest outcome is a success: no run
     assert failure_run(va, np.array([1, 0, 1, 1, 1, 1.0]), w, has, cfg.ridge) == (0, 0)
     # one failure that a rival's success on the same retrieval confirms counts twice
@@ -112,6 +112,24 @@ def test_failure_run_sees_drift_not_other_tasks(clusters):
     # ... but one that a newer memory fixed still is
     assert failure_run(va, np.array([0, 0, 1, 1, 1, 1.0]), w, has, cfg.ridge, confirmed=confirmed,
                        explained=np.array([False, True, False, False, False, False])) == (2, 2)
+
+
+def test_a_failure_on_another_task_ended_the_run_of_a_replaced_memory(clusters):
+    """A memory that stopped working on task A (three failures there after its successes) is also
+    tried once on an unrelated task in between. That failure says nothing about A: it used to end
+    the run, so the change was forgotten and the replaced memory's old successes came back
+    (hash-embedder drift test, with task vectors at weight 1). It is skipped now."""
+    rng, a, _ = clusters
+    cfg = LearningConfig()
+    va = _cluster(rng, a, 6)
+    other = rng.normal(size=a.size)
+    far = _cluster(rng, other / np.linalg.norm(other), 1)
+    # newest first: fail A, fail far, fail A, fail A, then the successes on A
+    vecs = np.vstack([va[:1], far, va[1:3], va[3:]])
+    targets = np.array([0, 0, 0, 0, 1, 1, 1.0])
+    run, rows = failure_run(vecs, targets, np.ones(7), np.ones(7, dtype=bool), cfg.ridge,
+                            min_reach=cfg.change_reach)
+    assert run == 3 >= cfg.change_after and rows == 4
 
 
 def test_success_locality_prefers_the_memory_proven_on_this_task(clusters):

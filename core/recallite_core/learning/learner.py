@@ -89,8 +89,9 @@ class LearningConfig:
     # blend_task). Paraphrases of one task whose words share little still land together. On the
     # dev catalog, telling a task's own phrasings from other tasks that retrieve the same memory:
     # AUC .881 with query vectors, .960 at weight 2, .964 at weight 1 (`bench --learning
-    # --separation`); on the dev catalog's learning runs the two are within a family of each other,
-    # and with the hash embedder 1 lets a recovered drifted family slip.
+    # --separation`). Weight 1 over the top 10 puts a phrasing nearer its own task's phrasings more
+    # often (--ceiling .963 against .934 on voices-dev) but moved the learning runs by about a family
+    # either way and lowered agent-day precision, so the default stays (docs/learning.md, Session 8).
     task_weight: float = 2.0
     task_depth: int = 5
     explore_bonus: float = 0.35  # optimism when exploring: u = mean + explore_bonus * sd
@@ -186,8 +187,9 @@ def failure_run(vectors: np.ndarray, targets: np.ndarray, weights: np.ndarray, h
 
     A failure counts when the outcomes before it covered its query (the regression fitted on
     them reaches at least ``min_reach`` there: the failure happened where the memory used to be
-    judged, not on another task) and predicted success there. A success, or any other failure,
-    ends the run. A failure confirmed by a newer memory's success on the same retrieval (the
+    judged, not on another task) and predicted success there. A failure on another task (reach
+    below ``min_reach``) is skipped: it neither counts nor ends the run. A success, or a failure
+    where the memory was already expected to fail, ends the run. A failure confirmed by a newer memory's success on the same retrieval (the
     agent moved on to something added since, and that worked: not a noisy label, and the sign
     of a replacement) counts ``confirmed_count`` times. A failure ``explained`` by the success of a memory that was
     there all along (not newer) on the same retrieval is skipped: it neither counts nor ends the
@@ -207,8 +209,14 @@ def failure_run(vectors: np.ndarray, targets: np.ndarray, weights: np.ndarray, h
             break
         sims = vectors[older] @ vectors[i]
         reach = float(sims @ ridge_dual(vectors[older], np.ones(older.size), weights[older], lam))
+        if reach < min_reach:
+            # Another task (the older outcomes do not reach it): says nothing about whether the
+            # memory changed on its own, so it neither counts nor ends the run. Ending it let a
+            # replaced memory's old successes come back once it was tried on a far phrasing.
+            rows += 1
+            continue
         predicted = float(sims @ ridge_dual(vectors[older], targets[older] - 0.5, weights[older], lam))
-        if reach < min_reach or predicted <= 0:
+        if predicted <= 0:
             break
         run += confirmed_count if confirmed is not None and confirmed[i] else 1
         rows += 1
