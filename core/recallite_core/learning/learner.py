@@ -698,7 +698,9 @@ class Learning:
         out: list[np.ndarray] = []
         for start in range(0, len(rows), 256):
             chunk = rows[start : start + 256]
-            out.extend(np.asarray(self.embedder.embed([q for _, q in chunk]), dtype=np.float32))
+            # Queries: an embedder with a query side of its own (e5) embeds them there, as recall did.
+            embed = getattr(self.embedder, "embed_queries", None) or self.embedder.embed
+            out.extend(np.asarray(embed([q for _, q in chunk]), dtype=np.float32))
         return [blend_task(q, decode_many([b for b, _ in got], d), np.array([sc for _, sc in got]), self.cfg.task_weight)
                 if got else q for q, got in zip(out, items)]
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from recallite_core.conversation.episodes import needs_id_list
-from recallite_core.embedding.embedder import Embedder
+from recallite_core.embedding.embedder import Embedder, embed_queries
 from recallite_core.index.vector_index import ScanFilter
 from recallite_core.models import Memory
 from recallite_core.storage.base import MemoryFilter, Session
@@ -89,7 +89,7 @@ class QueryVectorCache:
         if vec is not None:
             self._data.move_to_end(text)
             return vec
-        vec = np.asarray(embedder.embed([text])[0], dtype=np.float32)
+        vec = np.asarray(embed_queries(embedder, [text])[0], dtype=np.float32)
         self._data[text] = vec
         if len(self._data) > self.size:
             self._data.popitem(last=False)

@@ -27,6 +27,7 @@ from recallite_core.retrieval.candidates import Fused, QueryVectorCache, RecallF
 from recallite_core.retrieval.conversation_ranking import NO_TURN, EpisodeMap, SqlTurnLinks, expand, named_speakers
 from recallite_core.retrieval.cutting import keep_ratios
 from recallite_core.retrieval.fusion import (
+    VECTOR_STD_FLOOR,
     keyword_moments,
     keyword_weight,
     margin_ramp,
@@ -388,6 +389,12 @@ class Retriever:
         floor = self.config.relevance_floor
         return float(getattr(self.embedder, "relevance_floor", 0.0) if floor is None else floor)
 
+    @property
+    def vector_std_floor(self) -> float:
+        """Floor of the scope's cosine spread in the vector z-score: the embedder's own if it names
+        one (e5's cosines crowd into a band a quarter as wide as MiniLM's), else the fusion's."""
+        return float(getattr(self.embedder, "vector_std_floor", VECTOR_STD_FLOOR))
+
     def vectors_of(self, session: Session, ids: list[int]) -> dict[int, np.ndarray]:
         """Stored vectors of ``ids`` (from the inline matrix where it holds them, else the store)."""
         out: dict[int, np.ndarray] = {}
@@ -511,7 +518,8 @@ class Retriever:
             if use_vec:
                 sims.update(self.similarities(session, qvec, outside.tolist()))
             # Only the new candidates: the others' values would come out the same.
-            ofused, okz, ovz = zscore_arrays(outside, kscore, sims, kmoments, vmoments, alpha)
+            ofused, okz, ovz = zscore_arrays(outside, kscore, sims, kmoments, vmoments, alpha,
+                                             vector_std_floor=self.vector_std_floor)
             oprev, onxt, orole = links.links(outside)
             ids, score = np.concatenate((ids, outside)), np.concatenate((score, ofused))
             kz, vz = np.concatenate((kz, okz)), np.concatenate((vz, ovz))
@@ -580,7 +588,7 @@ class Retriever:
                         kscore[i] = kscore.get(i, 0.0) + wk * w
                 if use_kw and use_vec:
                     coverage = self.keyword_coverage(session, query_terms(query), [i for i, _ in kw[: cfg.coverage_docs]])
-                    margin = vector_margin([c for _, c in vec], vmoments, cfg.vector_margin_rank)
+                    margin = vector_margin([c for _, c in vec], vmoments, cfg.vector_margin_rank, self.vector_std_floor)
                     ramp = margin_ramp(vec, kscore, cfg.vector_margin_ramp, cfg.vector_margin_ramp_unmatched)
                     alpha = keyword_weight(coverage, cfg.keyword_alpha_max, *cfg.keyword_coverage_ramp,
                                            margin=margin, margin_ramp=ramp)
@@ -589,7 +597,8 @@ class Retriever:
                     alpha = 1.0 if use_kw else 0.0
                 kmoments = keyword_moments(kscore, vstats[0])
                 ids = np.array(list(kscore.keys() | sims.keys()), dtype=np.int64)
-                fused, kz, vz = zscore_arrays(ids, kscore, sims, kmoments, vmoments, alpha)
+                fused, kz, vz = zscore_arrays(ids, kscore, sims, kmoments, vmoments, alpha,
+                                              vector_std_floor=self.vector_std_floor)
                 fz = self.conversation_signals(session, query, qvec, flt, kscore, sims, kmoments, vmoments, alpha,
                                                Fused(ids, fused, kz, vz), use_vec)
                 # exp keeps the score positive, so policy factors scale it the same way whatever its sign.
