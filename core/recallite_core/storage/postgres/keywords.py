@@ -42,11 +42,6 @@ def ts_query(text: str) -> str | None:
     return " | ".join(f"'{t}'" for t in terms) if terms else None
 
 
-def _any_of(lexemes: Sequence[str]) -> str:
-    """Normalised lexemes as a tsquery literal (cast with ::tsquery, so not stemmed again)."""
-    return " | ".join("'" + lx.replace("'", "''") + "'" for lx in lexemes)
-
-
 #: Per matched document: each query lexeme it holds, with its column-weighted occurrences f.
 #: A, B, C label title, content, tags (migrations.py); D never occurs in memories.
 _HITS = ("SELECT u.lexeme, "
@@ -54,7 +49,7 @@ _HITS = ("SELECT u.lexeme, "
          "+ %s::float8 * cardinality(array_positions(u.weights, 'B')) "
          "+ %s::float8 * cardinality(array_positions(u.weights, 'C')) "
          "+ %s::float8 * cardinality(array_positions(u.weights, 'D')) AS f "
-         "FROM unnest({alias}.tsv) u WHERE u.lexeme = ANY(%s::text[])")
+         "FROM unnest({alias}.tsv) u WHERE u.lexeme = ANY(q.lx)")
 
 
 class PostgresKeywords:
@@ -64,66 +59,99 @@ class PostgresKeywords:
     def __init__(self, conn: Any):
         self._conn = conn
 
-    def _lexemes(self, query: str) -> list[str]:
-        """The query's terms as the index holds them (stemmed by the same configuration)."""
-        tsq = ts_query(query)
-        if tsq is None:
-            return []
-        row = self._conn.execute(
-            f"SELECT array(SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', %s))) ORDER BY 1)",
-            (" ".join(query_terms(query)),)).fetchone()
-        return list(row[0] or [])
-
-    def _bm25(self, table: str, alias: str, lexemes: list[str], weights: Sequence[float], flt: MemoryFilter,
+    def _bm25(self, table: str, alias: str, query: str, weights: Sequence[float], flt: MemoryFilter,
               depth: int, docs: str, tokens: str) -> list[tuple[int, float]]:
         where, params = where_sql(flt)
         key = "id" if table == "memories" else "memory_id"
         join = "" if table == "memories" else f"JOIN memories m ON m.id = {alias}.memory_id "
         sql = (
+            # The query's terms as the index holds them (stemmed by the same configuration), read in
+            # this statement (it was one of its own), and as a tsquery: each lexeme quoted (chr(39)
+            # is the quote, doubled inside), OR-ed, cast without stemming it again.
+            "WITH q AS MATERIALIZED (SELECT lx, (SELECT string_agg(chr(39) || replace(x, chr(39), chr(39) || chr(39)) "
+            "  || chr(39), ' | ') FROM unnest(lx) x)::tsquery AS tsq FROM (SELECT array(SELECT DISTINCT "
+            f"  unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', %s))) ORDER BY 1) AS lx) s WHERE cardinality(lx) > 0),"
             # n per lexeme from the GIN index; N and the token total from the trigger-kept counters
             # (base row + the deltas not folded in yet, migration 0003).
-            "WITH totals AS (SELECT "
+            " totals AS (SELECT "
             f" recallite_counter('{docs}')::float8 AS n_docs,"
             f" recallite_counter('{tokens}')::float8 AS n_tokens),"
             " idf AS (SELECT l.lexeme, CASE WHEN x.v <= 0 THEN 1e-6 ELSE x.v END AS idf"
-            "  FROM unnest(%s::text[]) AS l(lexeme), totals,"
+            "  FROM q, unnest(q.lx) AS l(lexeme), totals,"
             f"  LATERAL (SELECT count(*)::float8 AS n FROM {table} d WHERE d.tsv @@ quote_literal(l.lexeme)::tsquery) c,"
             "  LATERAL (SELECT ln((totals.n_docs - c.n + 0.5) / (c.n + 0.5)) AS v) x)"
             f" SELECT {alias}.{key}, sum(idf.idf * h.f * {K1 + 1} / (h.f + {K1} * ({1 - B} + {B} * {alias}.tsv_tokens"
             "  / greatest(totals.n_tokens / greatest(totals.n_docs, 1), 1e-9)))) AS s"
-            f" FROM {table} {alias} {join}CROSS JOIN totals"
+            f" FROM {table} {alias} {join}CROSS JOIN totals CROSS JOIN q"
             f" CROSS JOIN LATERAL ({_HITS.format(alias=alias)}) h JOIN idf ON idf.lexeme = h.lexeme"
-            f" WHERE {alias}.tsv @@ %s::tsquery AND {where}"
+            f" WHERE {alias}.tsv @@ (SELECT tsq FROM q) AND {where}"
             f" GROUP BY {alias}.{key} ORDER BY s DESC, {alias}.{key} LIMIT %s"
         )
         w = [float(x) for x in weights]
-        rows = self._conn.execute(sql, [lexemes, *w, lexemes, _any_of(lexemes), *params, depth]).fetchall()
+        rows = self._conn.execute(sql, [" ".join(query_terms(query)), *w, *params, depth]).fetchall()
         return [(mid, float(s)) for mid, s in rows]
+
+    # -- the query's terms, asked about one by one: answered for all of them at once -----------------
+    # A recall asks for the keyword top, then, term by term, each term's document frequency and which
+    # candidates hold it: 2 statements per term. Inside one read snapshot the answers cannot change,
+    # so the first question about a term of the query asked for the top fetches the answer for every
+    # term of it in one statement, kept until the snapshot ends (same counts, same ids).
+    def _remember_terms(self, query: str) -> None:
+        facts = getattr(self._conn, "facts", None)  # a dict inside a reading() snapshot only
+        if facts is not None:
+            facts["query_terms"] = list(dict.fromkeys(query_terms(query)))
+
+    def _query_terms_with(self, term: str) -> tuple[dict[str, Any], list[str]] | None:
+        facts = getattr(self._conn, "facts", None)
+        terms = None if facts is None else facts.get("query_terms")
+        return (facts, terms) if terms and term in terms else None  # type: ignore[return-value]
+
+    def _frequencies(self, terms: list[str]) -> dict[str, int]:
+        return dict(zip(terms, (r[0] for r in self._conn.execute(
+            "SELECT CASE WHEN u.q IS NULL THEN 0 ELSE (SELECT count(*) FROM memories "
+            f"WHERE tsv @@ to_tsquery('{TEXT_CONFIG}', u.q)) END "
+            "FROM unnest(%s::text[]) WITH ORDINALITY AS u(q, n) ORDER BY u.n", ([ts_query(t) for t in terms],)))))
+
+    def _holders(self, terms: list[str], ids: Sequence[int]) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {t: [] for t in terms}
+        for n, mid in self._conn.execute(
+                "SELECT u.n, m.id FROM unnest(%s::text[]) WITH ORDINALITY AS u(q, n) "
+                f"JOIN memories m ON m.tsv @@ to_tsquery('{TEXT_CONFIG}', u.q) "
+                "WHERE u.q IS NOT NULL AND m.id = ANY(%s) ORDER BY u.n, m.id",
+                ([ts_query(t) for t in terms], list(ids))):
+            out[terms[n - 1]].append(mid)
+        return out
 
     def top(self, query: str, flt: MemoryFilter, depth: int, weights: Sequence[float]) -> list[tuple[int, float]]:
         """The bm25 top-``depth`` among the memories passing the filter (the filter is in the query)."""
+        self._remember_terms(query)
         if depth <= 0:
             return []
-        lexemes = self._lexemes(query)
-        if not lexemes:
+        if ts_query(query) is None:
             return []
         title, content, tags = weights
-        return self._bm25("memories", "m", lexemes, (title, content, tags, 0.0), flt, depth,
+        return self._bm25("memories", "m", query, (title, content, tags, 0.0), flt, depth,
                           "keyword_docs", "keyword_tokens")
 
     def windows_top(self, query: str, flt: MemoryFilter, depth: int) -> list[tuple[int, float]]:
         """The bm25 top-``depth`` of conversation turns indexed with their neighbours (one column,
         weight 1: its positions carry the default label D)."""
+        self._remember_terms(query)
         if depth <= 0:
             return []
-        lexemes = self._lexemes(query)
-        if not lexemes:
+        if ts_query(query) is None:
             return []
-        return self._bm25("episode_windows", "w", lexemes, (0.0, 0.0, 0.0, 1.0), flt, depth,
+        return self._bm25("episode_windows", "w", query, (0.0, 0.0, 0.0, 1.0), flt, depth,
                           "window_docs", "window_tokens")
 
     def document_frequency(self, term: str) -> int:
         """Memories holding the term (a single token)."""
+        known = self._query_terms_with(term)
+        if known is not None:
+            facts, terms = known
+            if "frequencies" not in facts:
+                facts["frequencies"] = self._frequencies(terms)
+            return facts["frequencies"][term]
         tsq = ts_query(term)
         if tsq is None:
             return 0
@@ -132,6 +160,13 @@ class PostgresKeywords:
 
     def holding(self, term: str, ids: Sequence[int]) -> list[int]:
         """Which of ``ids`` hold the term, in id order."""
+        known = self._query_terms_with(term)
+        if known is not None and ids:
+            facts, terms = known
+            kept = facts.get("holders")
+            if kept is None or kept[0] != list(ids):
+                kept = facts["holders"] = (list(ids), self._holders(terms, ids))
+            return list(kept[1][term])
         tsq = ts_query(term)
         if tsq is None or not ids:
             return []
