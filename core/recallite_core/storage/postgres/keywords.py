@@ -42,6 +42,11 @@ def ts_query(text: str) -> str | None:
     return " | ".join(f"'{t}'" for t in terms) if terms else None
 
 
+def _any_of(lexemes: Sequence[str]) -> str:
+    """Normalised lexemes as a tsquery literal (cast with ::tsquery, so not stemmed again)."""
+    return " | ".join("'" + lx.replace("'", "''") + "'" for lx in lexemes)
+
+
 #: Per matched document: each query lexeme it holds, with its column-weighted occurrences f.
 #: A, B, C label title, content, tags (migrations.py); D never occurs in memories.
 _HITS = ("SELECT u.lexeme, "
@@ -49,7 +54,7 @@ _HITS = ("SELECT u.lexeme, "
          "+ %s::float8 * cardinality(array_positions(u.weights, 'B')) "
          "+ %s::float8 * cardinality(array_positions(u.weights, 'C')) "
          "+ %s::float8 * cardinality(array_positions(u.weights, 'D')) AS f "
-         "FROM unnest({alias}.tsv) u WHERE u.lexeme = ANY(q.lx)")
+         "FROM unnest({alias}.tsv) u WHERE u.lexeme = ANY(%s::text[])")
 
 
 class PostgresKeywords:
@@ -59,36 +64,40 @@ class PostgresKeywords:
     def __init__(self, conn: Any):
         self._conn = conn
 
-    def _bm25(self, table: str, alias: str, query: str, weights: Sequence[float], flt: MemoryFilter,
+    def _lexemes(self, query: str) -> list[str]:
+        """The query's terms as the index holds them (stemmed by the same configuration)."""
+        tsq = ts_query(query)
+        if tsq is None:
+            return []
+        row = self._conn.execute(
+            f"SELECT array(SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', %s))) ORDER BY 1)",
+            (" ".join(query_terms(query)),)).fetchone()
+        return list(row[0] or [])
+
+    def _bm25(self, table: str, alias: str, lexemes: list[str], weights: Sequence[float], flt: MemoryFilter,
               depth: int, docs: str, tokens: str) -> list[tuple[int, float]]:
         where, params = where_sql(flt)
         key = "id" if table == "memories" else "memory_id"
         join = "" if table == "memories" else f"JOIN memories m ON m.id = {alias}.memory_id "
         sql = (
-            # The query's terms as the index holds them (stemmed by the same configuration), read in
-            # this statement (it was one of its own), and as a tsquery: each lexeme quoted (chr(39)
-            # is the quote, doubled inside), OR-ed, cast without stemming it again.
-            "WITH q AS MATERIALIZED (SELECT lx, (SELECT string_agg(chr(39) || replace(x, chr(39), chr(39) || chr(39)) "
-            "  || chr(39), ' | ') FROM unnest(lx) x)::tsquery AS tsq FROM (SELECT array(SELECT DISTINCT "
-            f"  unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', %s))) ORDER BY 1) AS lx) s WHERE cardinality(lx) > 0),"
             # n per lexeme from the GIN index; N and the token total from the trigger-kept counters
             # (base row + the deltas not folded in yet, migration 0003).
-            " totals AS (SELECT "
+            "WITH totals AS (SELECT "
             f" recallite_counter('{docs}')::float8 AS n_docs,"
             f" recallite_counter('{tokens}')::float8 AS n_tokens),"
             " idf AS (SELECT l.lexeme, CASE WHEN x.v <= 0 THEN 1e-6 ELSE x.v END AS idf"
-            "  FROM q, unnest(q.lx) AS l(lexeme), totals,"
+            "  FROM unnest(%s::text[]) AS l(lexeme), totals,"
             f"  LATERAL (SELECT count(*)::float8 AS n FROM {table} d WHERE d.tsv @@ quote_literal(l.lexeme)::tsquery) c,"
             "  LATERAL (SELECT ln((totals.n_docs - c.n + 0.5) / (c.n + 0.5)) AS v) x)"
             f" SELECT {alias}.{key}, sum(idf.idf * h.f * {K1 + 1} / (h.f + {K1} * ({1 - B} + {B} * {alias}.tsv_tokens"
             "  / greatest(totals.n_tokens / greatest(totals.n_docs, 1), 1e-9)))) AS s"
-            f" FROM {table} {alias} {join}CROSS JOIN totals CROSS JOIN q"
+            f" FROM {table} {alias} {join}CROSS JOIN totals"
             f" CROSS JOIN LATERAL ({_HITS.format(alias=alias)}) h JOIN idf ON idf.lexeme = h.lexeme"
-            f" WHERE {alias}.tsv @@ (SELECT tsq FROM q) AND {where}"
+            f" WHERE {alias}.tsv @@ %s::tsquery AND {where}"
             f" GROUP BY {alias}.{key} ORDER BY s DESC, {alias}.{key} LIMIT %s"
         )
         w = [float(x) for x in weights]
-        rows = self._conn.execute(sql, [" ".join(query_terms(query)), *w, *params, depth]).fetchall()
+        rows = self._conn.execute(sql, [lexemes, *w, lexemes, _any_of(lexemes), *params, depth]).fetchall()
         return [(mid, float(s)) for mid, s in rows]
 
     # -- the query's terms, asked about one by one: answered for all of them at once -----------------
@@ -127,10 +136,11 @@ class PostgresKeywords:
         self._remember_terms(query)
         if depth <= 0:
             return []
-        if ts_query(query) is None:
+        lexemes = self._lexemes(query)
+        if not lexemes:
             return []
         title, content, tags = weights
-        return self._bm25("memories", "m", query, (title, content, tags, 0.0), flt, depth,
+        return self._bm25("memories", "m", lexemes, (title, content, tags, 0.0), flt, depth,
                           "keyword_docs", "keyword_tokens")
 
     def windows_top(self, query: str, flt: MemoryFilter, depth: int) -> list[tuple[int, float]]:
@@ -139,9 +149,10 @@ class PostgresKeywords:
         self._remember_terms(query)
         if depth <= 0:
             return []
-        if ts_query(query) is None:
+        lexemes = self._lexemes(query)
+        if not lexemes:
             return []
-        return self._bm25("episode_windows", "w", query, (0.0, 0.0, 0.0, 1.0), flt, depth,
+        return self._bm25("episode_windows", "w", lexemes, (0.0, 0.0, 0.0, 1.0), flt, depth,
                           "window_docs", "window_tokens")
 
     def document_frequency(self, term: str) -> int:
