@@ -266,6 +266,7 @@ class Writer:
                 now = time.time()
                 mid = self.insert(conn, p, vec, now)
                 episodes = self.after_insert_many(conn, [(mid, p, plan, cat, cited)], now)
+                lock_in_id_order(conn, [found])
                 self.apply_corrections(conn, mid, found)
         if dup is not None:
             return self._remembered_again(dup, cat, cited)
@@ -413,6 +414,7 @@ class Writer:
             new_ids = dict(zip(fresh, self.insert_many(conn, [(prepared[i], vec_of[i], None) for i in fresh], now)))
             episodes = self.after_insert_many(
                 conn, [(new_ids[i], prepared[i], plan_of[i], *extras[i]) for i in fresh], now)
+            lock_in_id_order(conn, list(found_of.values()))
             for i in fresh:
                 self.apply_corrections(conn, new_ids[i], found_of[i], batch=new_ids)
             for i, p in enumerate(prepared):
@@ -457,6 +459,16 @@ class Writer:
         p.title = title if len(title) <= limit else title[: limit - 1].rstrip() + "…"
         p.tokens = estimate_tokens(p.content) + estimate_tokens(p.title)
         p.embed_text = embedding_text(p.title, p.content)
+
+
+def lock_in_id_order(conn, founds: Sequence[list[corrections.Finding]]) -> None:
+    """Lock every stored memory these findings change, at once and in id order (states_of), before
+    any is read on its own: two concurrent writers correcting the same two memories, nearest first
+    and so in opposite orders, otherwise each locked one and waited for the other (a deadlock, seen
+    with 8 writers on PostgreSQL). A memory of the batch itself is this transaction's own row."""
+    olds = sorted({f.old_id for found in founds for f in found if f.old_id > 0})
+    if len(olds) > 1:
+        conn.memories.states_of(olds)
 
 
 def _sent_again(m: Memory) -> Memory:

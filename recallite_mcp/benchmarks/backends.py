@@ -64,7 +64,7 @@ def _writer(location: str, embedder: str, dims: int, p: int, n: int, ready: Any,
         m.remember(f"Writer {p} is ready to write.", type="fact")  # warm: first embed, statements
         ready.put(p)
         start.wait()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         errors = 0
         for i in range(n):
             try:
@@ -72,31 +72,62 @@ def _writer(location: str, embedder: str, dims: int, p: int, n: int, ready: Any,
                            type="observation", tags=[f"w{p}"])
             except Exception:  # noqa: BLE001  counted and reported
                 errors += 1
-        out.put((p, time.perf_counter() - t0, time.perf_counter(), errors))
+        out.put((p, time.perf_counter() - t0, time.perf_counter(), errors, time.process_time() - c0))
     finally:
         m.close()
 
 
+class _ServerCpu:
+    """The database server's CPU seconds so far (None: SQLite has no server, or the server is not
+    on this machine: storage/postgres/cpu.py)."""
+
+    def __init__(self, location: str):
+        from recallite_core.storage import is_postgres_url, open_store
+
+        self._store = open_store(location) if is_postgres_url(location) else None
+
+    def read(self) -> float | None:
+        return None if self._store is None else self._store.server_cpu_seconds()
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+
 def writers(location: str, embedder: str, dims: int, processes: int, per_process: int) -> dict:
     """``processes`` writer processes remembering ``per_process`` memories each, started together:
-    total remembers per second from the first start to the last finish, and the errors."""
+    total remembers per second from the first start to the last finish, the errors, and the CPU
+    time per remember (the writers' own, and the database server's over the same window). The
+    rate moves with the machine's load; the CPU per remember much less: on C free cores the
+    writers can reach at most about C / (client + server CPU per remember) remembers/s."""
     ctx = multiprocessing.get_context("spawn")
     ready, start, out = ctx.Queue(), ctx.Event(), ctx.Queue()
     procs = [ctx.Process(target=_writer, args=(location, embedder, dims, p, per_process, ready, start, out))
              for p in range(processes)]
     for pr in procs:
         pr.start()
-    for _ in procs:  # every writer imported, opened and warm: the clock measures writes only
-        ready.get(timeout=600)
-    t0 = time.perf_counter()
-    start.set()
-    done = [out.get(timeout=1800) for _ in procs]
+    server_cpu = _ServerCpu(location)
+    try:
+        for _ in procs:  # every writer imported, opened and warm: the clock measures writes only
+            ready.get(timeout=600)
+        s0 = server_cpu.read()
+        t0 = time.perf_counter()
+        start.set()
+        done = [out.get(timeout=1800) for _ in procs]
+        s1 = server_cpu.read()
+    finally:
+        server_cpu.close()
     for pr in procs:
         pr.join(timeout=60)
-    wall = max(end for _, _, end, _ in done) - t0
+    wall = max(end for _, _, end, _, _ in done) - t0
     total = processes * per_process
+    client_ms = 1000 * sum(cpu for *_, cpu in done) / total
+    server_ms = None if s0 is None or s1 is None else 1000 * (s1 - s0) / total
     return {"processes": processes, "per_process": per_process, "wall_s": round(wall, 2),
-            "remembers_per_s": round(total / wall, 1), "errors": sum(e for *_, e in done)}
+            "remembers_per_s": round(total / wall, 1), "errors": sum(e for _, _, _, e, _ in done),
+            "client_cpu_ms_per_remember": round(client_ms, 2),
+            "server_cpu_ms_per_remember": None if server_ms is None else round(server_ms, 2),
+            "loadavg_after": os.getloadavg()}
 
 
 def run_backend(backend: str, location: str, *, sizes: Sequence[int], embedder: str, dims: int, singles: int,
@@ -176,8 +207,14 @@ def format_report(result: dict) -> str:
     lines.append("")
     for name, b in result["backends"].items():
         w = b["writers"]
+        server = w.get("server_cpu_ms_per_remember")
+        cpu = w["client_cpu_ms_per_remember"] + (server or 0)
         lines.append(f"{name}: {w['processes']} writer processes x {w['per_process']} remembers: "
-                     f"{w['remembers_per_s']:,.0f} remembers/s in total ({w['wall_s']} s), errors {w['errors']}")
+                     f"{w['remembers_per_s']:,.0f} remembers/s in total ({w['wall_s']} s), errors {w['errors']}; "
+                     f"CPU per remember {w['client_cpu_ms_per_remember']:.2f} ms in the writers"
+                     + (f" + {server:.2f} ms in the server" if server is not None else "")
+                     + f" = at most {1000 * result['cpus'] / cpu:,.0f} remembers/s on {result['cpus']} free cores"
+                     + f" (load average after {round(w['loadavg_after'][0], 1)})")
     return "\n".join(lines)
 
 

@@ -112,3 +112,61 @@ def test_a_store_sees_what_another_process_wrote_on_its_next_recall(postgres_db_
         assert b.index.n == 2  # the matrix itself followed, not only the keyword channel (in the server)
     finally:
         b.close()
+
+
+def test_two_writers_correcting_the_same_two_memories_in_opposite_orders_do_not_deadlock(postgres_db_url):
+    """Broke with 8 writers: a remember that corrects two stored memories read each one locked in
+    the order its findings came (nearest first), so two writers whose new memories were nearest
+    to the two in opposite orders each locked one and waited for the other, and PostgreSQL
+    cancelled one ("deadlock detected"). The memories a write corrects are now locked together,
+    in id order, before either is read on its own."""
+    import threading
+
+    from recallite_core import Recallite
+    from recallite_core.policy.corrections import Finding
+
+    setup = Recallite.open(postgres_db_url, embedder="hash", dims=DIMS)
+    y = setup.remember("The staging server runs on port 8080.", type="fact").id
+    z = setup.remember("The billing service answers on port 7070.", type="fact").id
+    setup.close()
+    ids = [int(y.removeprefix("mem_")), int(z.removeprefix("mem_"))]
+    barrier = threading.Barrier(2, timeout=3)  # both writers hold their first lock, then go on
+    errors: list[BaseException] = []
+
+    def write(order: list[int], text: str) -> None:
+        m = Recallite.open(postgres_db_url, embedder="hash", dims=DIMS)
+        with m.store.reading() as s:  # runs no statement: only the session's memories noun
+            memories = s.memories
+        read_state, first = memories.state, []
+
+        def state(mid):  # the first memory read on its own: hold it until the other writer has one too
+            row = read_state(mid)
+            if not first:
+                first.append(mid)
+                try:  # unfixed: each writer holds one row here and then waits for the other's
+                    barrier.wait()
+                except threading.BrokenBarrierError:
+                    pass  # fixed: the other writer waits for our locks, never reaching this point
+            return row
+
+        memories.state = state
+        m.writer.find_corrections = lambda conn, items: [[Finding(i, "contradict", False, "test") for i in order]]
+        try:
+            m.remember(text, type="fact")
+        except BaseException as exc:  # noqa: BLE001  reported below
+            errors.append(exc)
+        finally:
+            m.close()
+
+    threads = [threading.Thread(target=write, args=(ids, "Writer A saw a change.")),
+               threading.Thread(target=write, args=(ids[::-1], "Writer B saw another change."))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    check = Recallite.open(postgres_db_url, embedder="hash", dims=DIMS)
+    try:
+        assert check.stats().memories == 4
+    finally:
+        check.close()

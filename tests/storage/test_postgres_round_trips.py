@@ -46,7 +46,7 @@ def test_recall_sent_each_snapshot_fact_and_the_trust_rows_as_statements_of_thei
              "SELECT EXISTS (SELECT 1 FROM relations)", "SELECT (SELECT max(row_id) FROM memory_outcomes)",
              f"SELECT {TRUST_COLUMNS} FROM")
     assert not [s for s in spy.sent if s.startswith(alone)]
-    assert sum("recallite_watermark()" in s for s in spy.sent) == 1
+    assert sum("recallite_feed_mark()" in s for s in spy.sent) == 1
 
 
 def test_a_write_unit_reads_the_floor_it_moved_and_the_next_snapshot_sees_new_rows(mem):
@@ -63,3 +63,63 @@ def test_a_write_unit_reads_the_floor_it_moved_and_the_next_snapshot_sees_new_ro
         assert s.feed.tombstone_floor() > floor
         assert s.episodes.any() is False and s.feed.side_tables() == (False, False)
         assert s.outcomes.outcome_mark()[0] == 0
+
+
+def _spied_recall(m, query):
+    spy = _Spy(m.store.conn.raw)
+    m.store.conn.raw = spy
+    try:
+        m.recall(query)
+    finally:
+        m.store.conn.raw = spy.raw
+    return spy.sent
+
+
+def test_another_process_recalling_does_not_make_a_store_read_the_change_feed_again(mem, postgres_db_url):
+    """Broke in session 7: the change feed's counter was the watermark, which moves with every
+    transaction, so another process's recall (its retrieval log, the access counts) made every
+    store re-read the feed and drop its counter-keyed caches on its next recall. The counter is
+    now the newest settled stamp (migration 0004): a write that stamps no row leaves it."""
+    other = Recallite.open(postgres_db_url, embedder="hash")
+    try:
+        mem.recall("redis cache")  # warm
+        with mem.store.reading() as s:
+            before = s.feed.counter()
+        other.recall("docker build cache")  # a retrieval log and access counts, in another process's store
+        other.recall("docker build cache")
+        sent = _spied_recall(mem, "redis cache")
+        with mem.store.reading() as s:
+            assert s.feed.counter() == before
+        assert not [s for s in sent if "FROM tombstones" in s or "FROM vectors v JOIN memories" in s]
+        other.add("a memory written by the other process")  # a stamped row: the feed moves
+        sent = _spied_recall(mem, "redis cache")
+        assert [s for s in sent if "FROM vectors v JOIN memories" in s]
+        with mem.store.reading() as s:
+            assert s.feed.counter() > before
+    finally:
+        other.close()
+
+
+def test_the_terms_of_a_recall_query_are_asked_about_in_one_statement_each_with_the_same_answers(mem):
+    """A recall asked, term by term, for each term's document frequency and for which candidates
+    hold it (2 statements per term); inside the recall's snapshot, after the keyword top of the
+    query, the first question answers every term of it (one statement each way), and the answers
+    are those of the term-by-term statements."""
+    from recallite_core.storage.base import MemoryFilter
+
+    store, terms = mem.store, ["redis", "cache", "server"]
+    with store.reading() as s:
+        ids = s.memories.all_ids()
+    spy = _Spy(store.conn.raw)
+    store.conn.raw = spy
+    try:
+        with store.reading() as s:
+            s.keywords.top("redis cache server", MemoryFilter(), 10, (0.3, 1.0, 0.5))
+            batched = {t: (s.keywords.document_frequency(t), s.keywords.holding(t, ids)) for t in terms}
+    finally:
+        store.conn.raw = spy.raw
+    assert sum("WITH ORDINALITY AS u(q, n)" in q for q in spy.sent) == 2
+    assert not [q for q in spy.sent if "to_tsquery('recallite_english', %s)" in q]
+    with store.transaction() as s:  # outside a snapshot: the statement per term
+        single = {t: (s.keywords.document_frequency(t), s.keywords.holding(t, ids)) for t in terms}
+    assert batched == single and batched["cache"][0] == 2 and batched["server"][1]

@@ -314,20 +314,20 @@ def test_vectors_round_trip_in_bulk(seed):
 
 
 def test_a_batch_stamped_insert_keeps_its_seq(seed):
-    """Bulk inserts stamp rows with one counter bump per batch (seq > 0): the trigger leaves them."""
+    """Bulk inserts stamp rows with one counter bump per batch (seq > 0): the trigger leaves them.
+    SQLite's bump moves its counter row; PostgreSQL's is the transaction's id (migration 0003)."""
     with seed.store.transaction() as s:
-        seed.sql("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
-        batch = s.feed.counter()
+        if seed.name == "sqlite":
+            seed.sql("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
+            batch = s.feed.counter()
+        else:
+            batch = seed.sql("SELECT recallite_bump()").fetchone()[0]
         seed.sql("INSERT INTO memories (type, content, status, source_type, confidence, created_at, updated_at, "
                  "content_hash, seq) VALUES ('fact', 'batched', 'active', 'user', 0.5, ?, ?, 'h', ?)", (NOW, NOW, batch))
-        assert s.feed.counter() == batch
         seq = seed.sql("SELECT seq FROM memories WHERE content = 'batched'").fetchone()[0]
     assert seq == batch
     with seed.store.reading() as s:
-        if seed.name == "sqlite":
-            assert s.feed.counter() == batch
-        else:  # the watermark passes the committed transaction's id (migration 0003)
-            assert s.feed.counter() >= batch
+        assert s.feed.counter() == batch  # PostgreSQL: the newest settled stamp (migration 0004)
 
 
 # -- keywords -------------------------------------------------------------------------------------------
@@ -532,13 +532,13 @@ def test_integrity_projections(seed):
 
 # -- transactions ---------------------------------------------------------------------------------------
 def _feed_mark(s: Any, backend: str, since: int | None = None) -> tuple:
-    """What the change feed shows after ``since``. SQLite's counter moves only with a commit;
-    PostgreSQL's watermark also passes the id of a transaction that rolled back (migration
-    0003), which changes nothing: there the test is that no row or tombstone is stamped past
-    the old mark."""
-    if backend == "sqlite" or since is None:
-        return (s.feed.counter() if backend == "sqlite" else None,)
-    return s.vectors.changed_rows(since), s.feed.tombstones_since(since), s.episodes.chunks_changed_since(since)
+    """What the change feed shows after ``since``: its counter, which moves only with a commit
+    that stamped something, on both backends (PostgreSQL since migration 0004: a transaction
+    that rolled back stamped nothing anyone sees), and no row or tombstone stamped past it."""
+    if since is None:
+        return (s.feed.counter(),)
+    return (s.feed.counter(), s.vectors.changed_rows(since), s.feed.tombstones_since(since),
+            s.episodes.chunks_changed_since(since))
 
 
 def _counts(store, backend: str = "sqlite", since: int | None = None) -> tuple:
@@ -563,8 +563,8 @@ def test_a_failed_transaction_leaves_nothing_half_written(seed):
             s.memories.mark_validated(a, 0.99, "{}", 2.0)
             assert s.retrievals.get(rid) is not None  # visible inside its own transaction
             raise Boom
-    assert _counts(seed.store, seed.name, mark) == (([], [], []) if seed.name == "postgres" else before[0],
-                                                        *before[1:])
+    assert _counts(seed.store, seed.name, mark) == ((mark, [], [], []), *before[1:])
+    assert before[0] == (mark,)
     with seed.store.reading() as s:
         after = s.memories.load([a])[a]
         assert after.access_count == 0 and after.status == "candidate" and after.confidence == 0.8
@@ -1130,4 +1130,4 @@ def test_a_failed_write_path_leaves_nothing(seed):
             raise RuntimeError("the write fails")
     after = snapshot(mark)
     assert after[1:] == before[1:]
-    assert after[0] == (([], [], []) if seed.name == "postgres" else before[0])
+    assert after[0] == (mark, [], [], []) and before[0] == (mark,)

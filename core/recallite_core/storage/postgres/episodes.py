@@ -144,7 +144,7 @@ class PostgresEpisodes:
         if rows:
             with self._conn.cursor() as cur:
                 cur.executemany("INSERT INTO episodes (memory_id, scope, session, role, seq, event_at) "
-                                "VALUES (%s, %s, %s, %s, %s, %s)", list(rows))
+                                "VALUES (%s, %s, %s, %s, %s, %b)", list(rows))
 
     def place_of(self, mid: int) -> tuple[str, str, int] | None:
         """(scope, session, seq) of a turn; None if the memory is not one."""
@@ -188,12 +188,12 @@ class PostgresEpisodes:
 
     # -- sentence chunks -----------------------------------------------------------------------------
     def all_chunks(self) -> list[ChunkRow]:
-        return _chunks(self._conn.execute(_CHUNK).fetchall())
+        return _chunks(self._conn.execute(_CHUNK, binary=True).fetchall())  # vectors: binary (vectors.py)
 
     def chunks_changed_since(self, seq: int) -> list[ChunkRow]:
         """Chunks written after ``seq``, and those of memories changed after it."""
         return _chunks(self._conn.execute(f"{_CHUNK} WHERE c.seq > %s UNION ALL {_CHUNK} WHERE m.seq > %s AND c.seq <= %s",
-                                          (seq, seq, seq)).fetchall())
+                                          (seq, seq, seq), binary=True).fetchall())
 
     def chunk_ids(self, flt: MemoryFilter) -> list[int]:
         """The chunks of the memories passing the filter."""
@@ -227,7 +227,7 @@ class PostgresEpisodes:
         if rows:
             with self._conn.cursor() as cur:
                 cur.executemany("INSERT INTO chunks (memory_id, ord, start, stop, text, embedding) "
-                                "VALUES (%s, %s, %s, %s, %s, %s)",
+                                "VALUES (%s, %s, %s, %s, %s, %b)",
                                 [(mid, o, a, b, t, vector_array(blob)) for mid, o, a, b, t, blob in rows])
 
     def delete_chunks(self, ids: Sequence[int]) -> None:

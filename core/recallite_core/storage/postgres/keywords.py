@@ -100,8 +100,40 @@ class PostgresKeywords:
         rows = self._conn.execute(sql, [lexemes, *w, lexemes, _any_of(lexemes), *params, depth]).fetchall()
         return [(mid, float(s)) for mid, s in rows]
 
+    # -- the query's terms, asked about one by one: answered for all of them at once -----------------
+    # A recall asks for the keyword top, then, term by term, each term's document frequency and which
+    # candidates hold it: 2 statements per term. Inside one read snapshot the answers cannot change,
+    # so the first question about a term of the query asked for the top fetches the answer for every
+    # term of it in one statement, kept until the snapshot ends (same counts, same ids).
+    def _remember_terms(self, query: str) -> None:
+        facts = getattr(self._conn, "facts", None)  # a dict inside a reading() snapshot only
+        if facts is not None:
+            facts["query_terms"] = list(dict.fromkeys(query_terms(query)))
+
+    def _query_terms_with(self, term: str) -> tuple[dict[str, Any], list[str]] | None:
+        facts = getattr(self._conn, "facts", None)
+        terms = None if facts is None else facts.get("query_terms")
+        return (facts, terms) if terms and term in terms else None  # type: ignore[return-value]
+
+    def _frequencies(self, terms: list[str]) -> dict[str, int]:
+        return dict(zip(terms, (r[0] for r in self._conn.execute(
+            "SELECT CASE WHEN u.q IS NULL THEN 0 ELSE (SELECT count(*) FROM memories "
+            f"WHERE tsv @@ to_tsquery('{TEXT_CONFIG}', u.q)) END "
+            "FROM unnest(%s::text[]) WITH ORDINALITY AS u(q, n) ORDER BY u.n", ([ts_query(t) for t in terms],)))))
+
+    def _holders(self, terms: list[str], ids: Sequence[int]) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {t: [] for t in terms}
+        for n, mid in self._conn.execute(
+                "SELECT u.n, m.id FROM unnest(%s::text[]) WITH ORDINALITY AS u(q, n) "
+                f"JOIN memories m ON m.tsv @@ to_tsquery('{TEXT_CONFIG}', u.q) "
+                "WHERE u.q IS NOT NULL AND m.id = ANY(%s) ORDER BY u.n, m.id",
+                ([ts_query(t) for t in terms], list(ids))):
+            out[terms[n - 1]].append(mid)
+        return out
+
     def top(self, query: str, flt: MemoryFilter, depth: int, weights: Sequence[float]) -> list[tuple[int, float]]:
         """The bm25 top-``depth`` among the memories passing the filter (the filter is in the query)."""
+        self._remember_terms(query)
         if depth <= 0:
             return []
         lexemes = self._lexemes(query)
@@ -114,6 +146,7 @@ class PostgresKeywords:
     def windows_top(self, query: str, flt: MemoryFilter, depth: int) -> list[tuple[int, float]]:
         """The bm25 top-``depth`` of conversation turns indexed with their neighbours (one column,
         weight 1: its positions carry the default label D)."""
+        self._remember_terms(query)
         if depth <= 0:
             return []
         lexemes = self._lexemes(query)
@@ -124,6 +157,12 @@ class PostgresKeywords:
 
     def document_frequency(self, term: str) -> int:
         """Memories holding the term (a single token)."""
+        known = self._query_terms_with(term)
+        if known is not None:
+            facts, terms = known
+            if "frequencies" not in facts:
+                facts["frequencies"] = self._frequencies(terms)
+            return facts["frequencies"][term]
         tsq = ts_query(term)
         if tsq is None:
             return 0
@@ -132,6 +171,13 @@ class PostgresKeywords:
 
     def holding(self, term: str, ids: Sequence[int]) -> list[int]:
         """Which of ``ids`` hold the term, in id order."""
+        known = self._query_terms_with(term)
+        if known is not None and ids:
+            facts, terms = known
+            kept = facts.get("holders")
+            if kept is None or kept[0] != list(ids):
+                kept = facts["holders"] = (list(ids), self._holders(terms, ids))
+            return list(kept[1][term])
         tsq = ts_query(term)
         if tsq is None or not ids:
             return []

@@ -22,11 +22,15 @@ class LazyBegin:
         self._reconnect = reconnect  # replaces self.raw with a new connection
         # Inside a read snapshot, what snapshot.py fetched of it (empty until first asked); None otherwise.
         self.facts: dict[str, Any] | None = None
+        # Inside any unit of work, what its nouns keep until it ends (the change feed's mark); None outside.
+        self.unit: dict[str, Any] | None = None
+        self.sent = 0  # statements sent so far: "nothing was sent since" is sent == the number kept
 
     def begin(self, statements: Sequence[str], snapshot: bool = False) -> None:
         """``snapshot``: the unit is one read-only snapshot, whose facts snapshot.py may keep."""
         self.pending = tuple(statements)
         self.facts = {} if snapshot else None
+        self.unit = {}
 
     def started(self) -> bool:
         """Whether the unit of work reached the server (False: nothing to COMMIT or ROLLBACK)."""
@@ -38,6 +42,7 @@ class LazyBegin:
     def end(self) -> None:
         """The unit of work is over: what was kept of its snapshot no longer holds."""
         self.facts = None
+        self.unit = None
 
     def flush(self) -> None:
         """Send the pending BEGIN on its own (before a server-side cursor or executemany)."""
@@ -45,6 +50,7 @@ class LazyBegin:
             self._opening(lambda: None)
 
     def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        self.sent += 1
         if not self.pending:
             return self.raw.execute(query, params, **kwargs)
         return self._opening(lambda: self.raw.execute(query, params, **kwargs))
@@ -76,6 +82,7 @@ class LazyBegin:
             yield p
 
     def cursor(self, *args: Any, **kwargs: Any) -> Any:
+        self.sent += 1  # what the cursor runs counts as sent
         self.flush()
         return self.raw.cursor(*args, **kwargs)
 

@@ -248,7 +248,7 @@ class PostgresMemories:
         # arrays, so the keyword totals' statement trigger fires once for the batch.
         ids = [r[0] for r in self._conn.execute(
             "WITH u AS MATERIALIZED (SELECT nextval(pg_get_serial_sequence('memories', 'id')) AS id, x.* FROM "
-            "(SELECT * FROM unnest(%s::vector[], " + ", ".join(f"%s::{t}[]" for t in _NEW_ROW_TYPES)
+            "(SELECT * FROM unnest(%b::vector[], " + ", ".join(f"%s::{t}[]" for t in _NEW_ROW_TYPES)
             + f") WITH ORDINALITY AS x(embedding, {names}, ord) ORDER BY ord) x), "
             f"m AS (INSERT INTO memories (id, {names}) "
             "SELECT u.id, u.type, u.title, u.content, u.status, u.source_type, u.source_id, u.scope, u.session, "

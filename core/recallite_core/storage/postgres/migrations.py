@@ -434,6 +434,37 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             """,
         ],
     ),
+    (
+        # The change feed's counter moves only when something a reader follows changed (docs/postgres.md,
+        # "The change feed"): 0003's watermark moved with every transaction anywhere, a recall's
+        # retrieval log and access counts included, so each recall made every process (itself too)
+        # re-read the feed and drop its counter-keyed caches (document frequencies, the episode map).
+        # The mark is the newest settled stamp: the largest stamp at or below the watermark among the
+        # stamped rows and the tombstone floors. No row can still appear with a stamp between it and
+        # the watermark (those are settled), so "changes after the mark" is the same set of rows as
+        # "changes after the watermark"; each max() is one backward step of the seq index.
+        "0004_feed_mark",
+        [
+            """
+            CREATE FUNCTION recallite_feed_mark() RETURNS bigint LANGUAGE plpgsql STABLE AS $$
+            DECLARE
+                w bigint := recallite_watermark();
+            BEGIN
+                -- plpgsql keeps these plans per connection, and "seq <= w" with w a variable is an
+                -- index bound (a SQL function's CTE cross join was a scan: 30 ms at 13k rows).
+                RETURN coalesce(greatest(
+                    (SELECT max(seq) FROM memories WHERE seq <= w),
+                    (SELECT max(seq) FROM vectors WHERE seq <= w),
+                    (SELECT max(seq) FROM chunks WHERE seq <= w),
+                    (SELECT max(seq) FROM tombstones WHERE seq <= w),
+                    (SELECT max(seq) FROM chunk_tombstones WHERE seq <= w),
+                    (SELECT max(value) FROM counters
+                     WHERE name IN ('tombstone_floor', 'chunk_tombstone_floor') AND value <= w)), 0);
+            END
+            $$
+            """,
+        ],
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -205,7 +205,7 @@ class PostgresRetrievals:
         """(vector bytes, score) of a retrieval's first ``depth`` logged items that have a vector."""
         rows = self._conn.execute(
             "SELECT v.embedding, ri.score FROM retrieval_items ri JOIN vectors v ON v.memory_id = ri.memory_id "
-            "WHERE ri.retrieval_id = %s ORDER BY ri.rank LIMIT %s", (rid, depth)).fetchall()
+            "WHERE ri.retrieval_id = %s ORDER BY ri.rank LIMIT %s", (rid, depth), binary=True).fetchall()
         from recallite_core.storage.postgres.vectors import vector_bytes
 
         return [(vector_bytes(v), score) for v, score in rows]

@@ -26,18 +26,37 @@ class PostgresChangeFeed:
         self._conn = conn
 
     def counter(self) -> int:
-        """The change feed's watermark in this snapshot: every row stamped at or below it
-        (stamps are the writing transaction's id, migration 0003) is settled, committed and
-        seen or never to be seen. Writers commit in any order, so a row may still appear
-        with a stamp above it, never at or below: readers that ask for "changes after the
-        watermark" next time miss nothing, and re-reading a row is harmless."""
+        """The change feed's mark in this snapshot: the newest settled stamp (migration 0004).
+        Stamps are the writing transaction's id (0003); every stamp at or below the watermark
+        (the snapshot's oldest running transaction id minus one) is settled, committed and seen
+        or never to be seen, and the mark is the largest such stamp a row or floor carries.
+        Writers commit in any order, so a row may still appear with a stamp above it, never at
+        or below: readers that ask next time for "changes after the mark" miss nothing, and
+        re-reading a row is harmless. A transaction that stamps nothing (a recall's retrieval
+        log, access counts, feedback) does not move it, so other processes' caches stay."""
         known = snapshot_fact(self._conn, "watermark")
-        return known if known is not None else self._conn.execute("SELECT recallite_watermark()").fetchone()[0]
+        if known is not None:
+            return known
+        # In a write unit the mark is read once, with the floor (which refresh asks next): the
+        # unit's own stamps stay above the watermark until it commits, so only other writers'
+        # commits could move it, and a mark read a moment earlier is as good for what follows it
+        # (changes after it are read again next time). A bulk write asks once per item otherwise.
+        unit = getattr(self._conn, "unit", None)
+        if unit is not None and "feed_mark" in unit:
+            return unit["feed_mark"]
+        mark, floor = self._conn.execute(
+            "SELECT recallite_feed_mark(), (SELECT value FROM counters WHERE name = 'tombstone_floor')").fetchone()
+        if unit is not None:
+            unit["feed_mark"], unit["floor"] = mark, (floor, self._conn.sent)
+        return mark
 
     def tombstone_floor(self) -> int:
         known = snapshot_fact(self._conn, "tombstone_floor")
         if known is not None:
             return known
+        kept = (getattr(self._conn, "unit", None) or {}).get("floor")
+        if kept is not None and kept[1] == getattr(self._conn, "sent", None):  # read with the mark, nothing since
+            return kept[0]
         return self._conn.execute("SELECT value FROM counters WHERE name = 'tombstone_floor'").fetchone()[0]
 
     def prune_tombstones(self, keep: int) -> None:

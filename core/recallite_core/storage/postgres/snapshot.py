@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 _FACTS = (
-    "SELECT recallite_watermark(), "
+    "SELECT recallite_feed_mark(), "
     "(SELECT value FROM counters WHERE name = 'tombstone_floor'), "
     "(SELECT value FROM counters WHERE name = 'chunk_tombstone_floor'), "
     "EXISTS (SELECT 1 FROM episodes), EXISTS (SELECT 1 FROM relations), EXISTS (SELECT 1 FROM memory_outcomes), "

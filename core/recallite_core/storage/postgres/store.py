@@ -28,6 +28,7 @@ from typing import Any, Iterator, Sequence
 
 from recallite_core.errors import SchemaVersionError, StoreError
 from recallite_core.storage.postgres import driver
+from recallite_core.storage.postgres.cpu import postmaster_of, tree_cpu_seconds
 from recallite_core.storage.postgres.driver import masked
 from recallite_core.storage.postgres.errors import explain
 from recallite_core.storage.postgres.lazy import LazyBegin
@@ -359,6 +360,14 @@ class PostgresStore:
             except self._psycopg.Error as exc:
                 raise self._explain(exc, "vacuuming") from exc
         return True
+
+    def server_cpu_seconds(self) -> float | None:
+        """CPU seconds the server's processes have used so far (cpu.py), or None when the server
+        is not on this machine. Benchmarks take the difference over a run: the server's share of
+        what an operation costs, whatever the machine's load."""
+        with self.reading():
+            postmaster = postmaster_of(self.conn)
+        return None if postmaster is None else tree_cpu_seconds(postmaster)
 
     def close(self) -> None:
         with self._lock:

@@ -12,6 +12,10 @@ from recallite_core.storage.base import MemoryFilter, Shard, VectorRow
 from recallite_core.storage.postgres.filters import where_sql
 
 _LE_F4 = np.dtype("<f4")
+# Vectors travel in pgvector's binary format, both ways (``binary=True`` for rows read, ``%b`` for
+# vectors sent): its text format prints and parses every float, which cost the client 20x more
+# (20 rows of 384-d read: 3.9 ms as text, 0.19 ms binary; one array of one vector sent: 0.87 ms
+# against 0.17 ms), and a writer reads the other writers' new vectors on every remember.
 _cursor_ids = itertools.count()
 _VECTOR_SELECT = ("SELECT m.id, m.scope, m.status, m.type, m.session, v.embedding FROM vectors v "
                   "JOIN memories m ON m.id = v.memory_id")
@@ -61,7 +65,7 @@ class PostgresVectors:
         # Named uniquely: two of these may be open in one transaction.
         with self._conn.cursor(name=f"recallite_vectors_{next(_cursor_ids)}") as cur:
             cur.itersize = batch
-            cur.execute(f"{_VECTOR_SELECT} WHERE true{where}", params)
+            cur.execute(f"{_VECTOR_SELECT} WHERE true{where}", params, binary=True)
             while True:
                 rows = cur.fetchmany(batch)
                 if not rows:
@@ -73,11 +77,11 @@ class PostgresVectors:
         where, params = _shard_sql(shard, "v.memory_id")
         return _rows(self._conn.execute(
             f"{_VECTOR_SELECT} WHERE v.seq > %s{where} UNION ALL {_VECTOR_SELECT} WHERE m.seq > %s AND v.seq <= %s{where}",
-            (seq, *params, seq, seq, *params)).fetchall())
+            (seq, *params, seq, seq, *params), binary=True).fetchall())
 
     def blobs(self, ids: Sequence[int]) -> list[tuple[int, bytes]]:
         return [(mid, vector_bytes(v)) for mid, v in self._conn.execute(
-            "SELECT memory_id, embedding FROM vectors WHERE memory_id = ANY(%s)", (list(ids),))]
+            "SELECT memory_id, embedding FROM vectors WHERE memory_id = ANY(%s)", (list(ids),), binary=True)]
 
     # -- PostgreSQL only: the vector channel in the server (no in-memory matrix, no workers) ----------
     def nearest(self, query: np.ndarray, flt: MemoryFilter, k: int,
@@ -100,14 +104,14 @@ class PostgresVectors:
                                     [*params, exact_below + 1]).fetchone()[0]
         if capped <= exact_below:
             # The bare column (not the index's cast expression): the planner cannot pick the index.
-            rows = self._conn.execute(f"SELECT v.memory_id, v.embedding <=> %s AS d {source} "
+            rows = self._conn.execute(f"SELECT v.memory_id, v.embedding <=> %b AS d {source} "
                                       "ORDER BY d, v.memory_id LIMIT %s", [q, *params, k]).fetchall()
         else:
             self._conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
                                "set_config('hnsw.ef_search', %s, true)", (str(max(40, 2 * k)),))
             # relaxed_order may return neighbours slightly out of order: rank the k again.
             rows = self._conn.execute(
-                f"WITH c AS MATERIALIZED (SELECT v.memory_id, v.embedding::vector({dims}) <=> %s::vector({dims}) AS d "
+                f"WITH c AS MATERIALIZED (SELECT v.memory_id, v.embedding::vector({dims}) <=> %b::vector({dims}) AS d "
                 f"{source} ORDER BY d LIMIT %s) SELECT memory_id, d FROM c ORDER BY d, memory_id",
                 [q, *params, k]).fetchall()
         return [(mid, 1.0 - float(d)) for mid, d in rows]
@@ -118,14 +122,14 @@ class PostgresVectors:
         transaction's id (a reindex writes every vector)."""
         if rows:
             with self._conn.cursor() as cur:
-                cur.executemany("INSERT INTO vectors (memory_id, embedding) VALUES (%s, %s)",
+                cur.executemany("INSERT INTO vectors (memory_id, embedding) VALUES (%s, %b)",
                                 [(mid, vector_array(blob)) for mid, blob in rows])
 
     def put(self, rows: Sequence[tuple[int, bytes]]) -> None:
         """Store (memory id, vector bytes) rows, replacing a memory's vector if it has one."""
         if rows:
             with self._conn.cursor() as cur:
-                cur.executemany("INSERT INTO vectors (memory_id, embedding) VALUES (%s, %s) "
+                cur.executemany("INSERT INTO vectors (memory_id, embedding) VALUES (%s, %b) "
                                 "ON CONFLICT (memory_id) DO UPDATE SET embedding = excluded.embedding",
                                 [(mid, vector_array(blob)) for mid, blob in rows])
 

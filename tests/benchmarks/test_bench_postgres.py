@@ -1,0 +1,32 @@
+"""`recallite-mcp bench --db postgresql://...`'s writer phase (issue 17) reports what a remember
+costs in CPU, the writers' own and the database server's, beside the rate: the rate moves with the
+machine's load, the CPU per remember much less. Only presence and sign are asserted, never a time."""
+
+from __future__ import annotations
+
+from recallite_mcp.benchmarks import backends
+
+
+def test_the_writer_phase_reports_cpu_per_remember_in_the_writers_and_the_server(postgres_db_url):
+    w = backends.writers(postgres_db_url, "hash", 8, processes=2, per_process=3)
+    assert w["errors"] == 0 and w["processes"] == 2 and w["per_process"] == 3
+    assert w["client_cpu_ms_per_remember"] > 0
+    # The test server runs on this machine, so its processes' CPU is readable from /proc.
+    assert w["server_cpu_ms_per_remember"] is not None and w["server_cpu_ms_per_remember"] >= 0
+    report = backends.format_report({"embedder": "hash", "dims": 8, "cpus": 2, "loadavg_at_start": (1, 1, 1),
+                                     "loadavg_at_end": (1, 1, 1), "backends": {"postgres": {"rows": [], "writers": w}}})
+    assert "ms in the writers" in report and "ms in the server" in report
+
+
+def test_the_server_cpu_reader_counts_the_server_processes(postgres_db_url):
+    from recallite_core.storage.postgres import PostgresStore
+
+    store = PostgresStore(postgres_db_url)
+    try:
+        before = store.server_cpu_seconds()
+        with store.reading() as s:
+            s.memories.count()
+        after = store.server_cpu_seconds()
+    finally:
+        store.close()
+    assert before is not None and before > 0 and after is not None and after >= before
