@@ -207,3 +207,20 @@ def test_the_tuner_read_logged_scores_with_the_exploration_bonus_the_cut_leaves_
     plain = dict(mem.store.conn.execute(
         "SELECT memory_id, score FROM retrieval_items WHERE retrieval_id = ?", (int(r.retrieval_id[4:]),)).fetchall())
     assert plain == {int(h.memory.id[4:]): h.score for h in r.memories}
+
+
+def test_a_cut_context_logged_keep_ratios_in_place_of_its_scores(mem):
+    """The keep ratios the tuner replays on have a column of their own: the logged score stays the
+    score the agent was shown (the browser, export and the task vectors rebuilt by reindex read it)."""
+    ids = [mem.remember(t, type="procedure").id for t in PROCEDURES]
+    task = "deploy the branch to staging"
+    mem.feedback(mem.build_context(task).retrieval_id, "success", used_memory_ids=[ids[1]])
+    ctx = mem.build_context(task)
+    rid = int(ctx.retrieval_id[4:])
+    rows = mem.store.conn.execute(
+        "SELECT memory_id, score, keep FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank", (rid,)).fetchall()
+    assert rows and all(keep is not None and 0.0 < keep <= 1.0 for _, _, keep in rows)
+    assert rows[0][2] == 1.0  # the first hit is never cut
+    assert any(score != keep for _, score, keep in rows)
+    scores = [score for _, score, _ in rows]
+    assert scores == sorted(scores, reverse=True)  # ranked by score, as served

@@ -218,7 +218,7 @@ def test_keywords_and_relations(mem):
 def test_retrieval_log_and_tuning_round_trip(mem):
     a = mem.remember("rotate the API keys every 90 days", type="procedure")
     with mem.store.transaction() as s:
-        rid = s.retrievals.add("api keys", "default", '["default"]', "recall", 1000.0, [(_id(a), 1, 0.75)])
+        rid = s.retrievals.add("api keys", "default", '["default"]', "recall", 1000.0, [(_id(a), 1, 0.75, None)])
         s.tuning.log_arm(rid, "default", "10:0.0", 2000)
         s.tuning.reward("default", "10:0.0", 0.5, 1000.0, 0.9)
     with mem.store.reading() as s:
@@ -245,7 +245,7 @@ def test_a_failed_transaction_leaves_nothing_half_written(mem):
 
     with pytest.raises(Boom):
         with mem.store.transaction() as s:
-            rid = s.retrievals.add("backups", "default", None, "recall", 1.0, [(_id(a), 1, 0.5)])
+            rid = s.retrievals.add("backups", "default", None, "recall", 1.0, [(_id(a), 1, 0.5, None)])
             s.memories.record_access([_id(a)], 2.0)
             s.tuning.reward("default", "10:0.0", 1.0, 2.0, 0.9)
             s.memories.mark_validated(_id(a), 0.99, "{}", 2.0)
@@ -333,7 +333,7 @@ def test_memory_writes_round_trip(mem):
     with mem.store.transaction() as s:
         s.memories.restore_status(a, "active", "{}", 300.0)
         assert s.relations.remove(b, a, "supersedes") == 1
-        rid = s.retrievals.add("alpha note", "default", None, "recall", 300.0, [(a, 1, 0.9)])
+        rid = s.retrievals.add("alpha note", "default", None, "recall", 300.0, [(a, 1, 0.9, None)])
         assert s.memories.delete(a) and not s.memories.delete(a)
     with mem.store.reading() as s:
         assert s.memories.all_ids() == [b]
@@ -377,7 +377,7 @@ def test_archive_round_trip(mem):
     b = mem.remember("the backup runs nightly", type="fact")
     with mem.store.transaction() as s:
         rid = s.archive.add_retrieval("backup", "default", '["default"]', "context", 10, 12, 5.0)
-        s.archive.add_items(rid, [(_id(a), 1, 0.8, 1)])
+        s.archive.add_items(rid, [(_id(a), 1, 0.8, 1, 0.5)])
         fid = s.outcomes.add_feedback(rid, "success", 1.0, "[]", None, "k1", 6.0)
         s.archive.add_effects(fid, [(_id(a), 1.0, 1.0, 0.5, 0.6, 6.0, "credit")])
         assert s.archive.add_relation(_id(a), _id(b), "supports", 1, 7.0) == 1
@@ -385,7 +385,7 @@ def test_archive_round_trip(mem):
         assert s.archive.add_citation(_id(a), _id(b), 9.0) == 1
     with mem.store.reading() as s:
         assert s.archive.retrievals()[-1] == (rid, "backup", "default", '["default"]', "context", 10, 12, 5.0)
-        assert s.archive.items_of(rid) == [(_id(a), 1, 0.8, 1)]
+        assert s.archive.items_of(rid) == [(_id(a), 1, 0.8, 1, 0.5)]
         assert s.archive.feedback()[-1][:3] == (fid, rid, "success")
         assert s.archive.effects_of(fid) == [(_id(a), 1.0, 1.0, 0.5, 0.6, "credit")]
         assert s.outcomes.feedback_with_key("k1") == fid and s.archive.memory_ids("default") == [_id(a), _id(b)]

@@ -444,8 +444,10 @@ def test_retrieval_log_and_tuning_round_trip(seed):
     a = seed.memory("rotate the API keys every 90 days", type="procedure")
     b = seed.memory("keys live in the vault", scope="sec")
     with seed.store.transaction() as s:
-        rid = s.retrievals.add("api keys", "default", '["default"]', "recall", 1000.0, [(a, 1, 0.75), (b, 2, 0.5)])
+        # a cut context logs each memory's keep ratio beside its score (migration 0014 / 0005)
+        rid = s.retrievals.add("api keys", "default", '["default"]', "recall", 1000.0, [(a, 1, 0.75, 1.0), (b, 2, 0.5, 0.4)])
         rid2 = s.retrievals.add("vault", "default", '["sec"]', "context", 1001.0, [])
+        rid3 = s.retrievals.add("keys", "default", None, "recall", 999.0, [(a, 1, 0.6, None)])
         s.tuning.log_arm(rid, "default", "10:0.0", 2000)
         s.tuning.log_arm(rid, "default", "5:0.2", 1000)  # replaces
         s.tuning.reward("default", "10:0.0", 0.5, 1000.0, 0.9)
@@ -455,13 +457,16 @@ def test_retrieval_log_and_tuning_round_trip(seed):
         assert s.retrievals.get(rid) == (rid, "api keys", "recall", "default", '["default"]', 1000.0, None)
         assert s.retrievals.get(999_999) is None
         assert s.retrievals.items(rid) == [(a, 1, 0.75, 1, 0), (b, 2, 0.5, 1, 0)]
-        assert s.retrievals.served_items(rid) == [(a, 1, 0.75, 7), (b, 2, 0.5, 5)]
+        # the tuner replays floors on keep ratios where the context was cut, else on scores;
+        # task vectors weigh by the score either way
+        assert s.retrievals.served_items(rid) == [(a, 1, 1.0, 7), (b, 2, 0.4, 5)]
+        assert s.retrievals.served_items(rid3) == [(a, 1, 0.6, 7)]
         assert [(bytes(v), sc) for v, sc in s.retrievals.served_vectors(rid, 1)] == [
             (seed.vector(a).astype("<f4").tobytes(), 0.75)]
         assert s.retrievals.query_of(rid) == ("api keys", False) and s.retrievals.query_of(999_999) is None
-        assert [r[0] for r in s.retrievals.page(None, 10, 0)] == [rid2, rid]
-        assert [(r[0], r[7]) for r in s.retrievals.page("default", 10, 0)] == [(rid, 2)]
-        assert [r[0] for r in s.retrievals.page("sec", 10, 0)] == [rid2]
+        assert [r[0] for r in s.retrievals.page(None, 10, 0)] == [rid3, rid2, rid]
+        assert [(r[0], r[7]) for r in s.retrievals.page("default", 10, 0)] == [(rid3, 1), (rid, 2)]  # no scope: searched all
+        assert [r[0] for r in s.retrievals.page("sec", 10, 0)] == [rid3, rid2]
         assert s.tuning.arm_of(rid) == ("default", "5:0.2", 1000)
         assert s.tuning.arms("default") == {"10:0.0": (1.9, 1.45)}
         assert s.tuning.scopes() == ["b-scope", "default"]
@@ -473,8 +478,8 @@ def test_outcomes_and_feedback(seed):
     b = seed.memory("b", created_at=NOW + 100)
     c = seed.memory("c")
     with seed.store.transaction() as s:
-        r1 = s.retrievals.add("q1", "default", None, "recall", NOW, [(a, 1, 0.9), (b, 2, 0.8), (c, 3, 0.1)])
-        r2 = s.retrievals.add("q2", "default", '["default"]', "recall", NOW, [(a, 1, 0.9)])
+        r1 = s.retrievals.add("q1", "default", None, "recall", NOW, [(a, 1, 0.9, None), (b, 2, 0.8, None), (c, 3, 0.1, None)])
+        r2 = s.retrievals.add("q2", "default", '["default"]', "recall", NOW, [(a, 1, 0.9, None)])
         mark0 = s.outcomes.outcome_mark()
     assert mark0[0] == 0
     f1 = seed.feedback(r1, "success", 1.0, [(a, 1.0, 1.0, "credit"), (b, 1.0, 1.0, "credit"), (c, 0.2, 0.0, "unused")])
@@ -557,7 +562,7 @@ def test_a_failed_transaction_leaves_nothing_half_written(seed):
 
     with pytest.raises(Boom):
         with seed.store.transaction() as s:
-            rid = s.retrievals.add("backups", "default", None, "recall", 1.0, [(a, 1, 0.5)])
+            rid = s.retrievals.add("backups", "default", None, "recall", 1.0, [(a, 1, 0.5, None)])
             s.memories.record_access([a], 2.0)
             s.tuning.reward("default", "10:0.0", 1.0, 2.0, 0.9)
             s.memories.mark_validated(a, 0.99, "{}", 2.0)
@@ -760,9 +765,9 @@ def test_delete_blanks_the_log_and_purge_does_not(seed):
     b = seed.memory("the printer is on floor 3")
     c = seed.memory("lunch is at noon")
     with seed.store.transaction() as s:
-        r1 = s.retrievals.add("wifi password", "default", None, "recall", NOW, [(a, 1, 0.9), (b, 2, 0.1)])
-        r2 = s.retrievals.add("printer", "default", None, "recall", NOW, [(b, 1, 0.9)])
-        r3 = s.retrievals.add("lunch", "default", None, "recall", NOW, [(c, 1, 0.9)])
+        r1 = s.retrievals.add("wifi password", "default", None, "recall", NOW, [(a, 1, 0.9, None), (b, 2, 0.1, None)])
+        r2 = s.retrievals.add("printer", "default", None, "recall", NOW, [(b, 1, 0.9, None)])
+        r3 = s.retrievals.add("lunch", "default", None, "recall", NOW, [(c, 1, 0.9, None)])
         s.outcomes.add_feedback(r1, "success", 1.0, "[]", "it was hunter2", None, NOW)
         s.outcomes.add_feedback(r2, "success", 1.0, json.dumps([f"mem_{a}"]), "used the wifi one", None, NOW)
         s.outcomes.add_feedback(r3, "success", 1.0, "[]", "lunch!", None, NOW)
@@ -834,7 +839,7 @@ def test_feedback_outcome_and_retrieval_writes(seed):
     b = seed.memory("b", type="preference")
     c = seed.memory("c")
     with seed.store.transaction() as s:
-        rid = s.retrievals.add("q", "default", None, "recall", NOW, [(a, 1, 0.9), (b, 2, 0.5), (c, 3, 0.2)])
+        rid = s.retrievals.add("q", "default", None, "recall", NOW, [(a, 1, 0.9, None), (b, 2, 0.5, None), (c, 3, 0.2, None)])
         fid = s.outcomes.add_feedback(rid, "success", 0.9, json.dumps([f"mem_{a}"]), "good", "key-1", NOW)
         s.outcomes.add([(fid, a, 1.0, 1.0, 0.5, 0.6, NOW), (fid, c, 0.5, 1.0, 0.5, 0.55, NOW)])
         s.outcomes.add_unused(fid, [b, 999], 0.2, NOW, ("preference",))  # b is exempt, 999 absent
@@ -976,7 +981,7 @@ def test_stats_and_teams(seed):
         s.teams.join("alice", "team-web", NOW + 1)
         s.teams.join("alice", "team-all", NOW)
         s.teams.join("bob", "team-web", NOW)
-        rid = s.retrievals.add("q", "default", '["web"]', "recall", NOW, [(a, 1, 0.9)])
+        rid = s.retrievals.add("q", "default", '["web"]', "recall", NOW, [(a, 1, 0.9, None)])
         s.retrievals.add("q2", "default", '["ops"]', "recall", NOW, [])
         s.outcomes.add_feedback(rid, "success", 1.0, "[]", None, None, NOW)
     with seed.store.reading() as s:
@@ -1035,8 +1040,8 @@ def test_archive_export_and_import(seed):
     seed.relate(a, b, "supports")
     with seed.store.transaction() as s:
         rid = s.archive.add_retrieval("q", "default", '["chat"]', "context", 100, 50, NOW)
-        s.archive.add_items(rid, [(a, 1, 0.9, 1), (b, 2, 0.4, 0)])
-        s.archive.add_items(rid, [(a, 5, 0.1, 0)])  # kept as it was
+        s.archive.add_items(rid, [(a, 1, 0.9, 1, 1.0), (b, 2, 0.4, 0, None)])
+        s.archive.add_items(rid, [(a, 5, 0.1, 0, None)])  # kept as it was
         fid = s.outcomes.add_feedback(rid, "success", 1.0, "[]", "ok", "k", NOW)
         s.archive.add_effects(fid, [(a, 1.0, 1.0, 0.5, 0.6, NOW, "credit"), (b, 0.2, 0.0, 0.5, 0.5, NOW, "unused")])
         s.archive.add_effects(fid, [(a, 9.0, 9.0, 9.0, 9.0, NOW, "credit")])  # kept as it was
@@ -1052,7 +1057,7 @@ def test_archive_export_and_import(seed):
         assert s.archive.citations() == [(a, t, NOW)]
         assert s.archive.summaries() == [("chat", "s1", '["hi"]', 1, NOW)]
         assert s.archive.retrievals() == [(rid, "q", "default", '["chat"]', "context", 100, 50, NOW)]
-        assert s.archive.items_of(rid) == [(a, 1, 0.9, 1), (b, 2, 0.4, 0)]
+        assert s.archive.items_of(rid) == [(a, 1, 0.9, 1, 1.0), (b, 2, 0.4, 0, None)]
         assert s.archive.feedback() == [(fid, rid, "success", 1.0, "[]", "ok", "k", NOW)]
         assert s.archive.effects_of(fid) == [(a, 1.0, 1.0, 0.5, 0.6, "credit"), (b, 0.2, 0.0, 0.5, 0.5, "unused")]
         assert s.archive.turn_at("chat", "s1", 1, None) == t

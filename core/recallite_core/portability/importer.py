@@ -375,7 +375,9 @@ class BatchImport:
         for it in r.get("items", []):
             mid = idmap.get(parse_id(it["memory_id"]))
             if mid:
-                rows.append((mid, int(it["rank"]), float(it["score"]), int(bool(it.get("expanded")))))
+                keep = it.get("keep")
+                rows.append((mid, int(it["rank"]), float(it["score"]), int(bool(it.get("expanded"))),
+                             None if keep is None else float(keep)))
         conn.archive.add_items(new_rid, rows)
 
     @staticmethod

@@ -136,8 +136,9 @@ class Portability:
                            "pool": entries})
                 for rid, q, prof, searched, kind, ts_, tm, created in conn.archive.retrievals():
                     items = [
-                        {"memory_id": f"mem_{m}", "rank": r, "score": s, "expanded": bool(e)}
-                        for m, r, s, e in conn.archive.items_of(rid)
+                        {"memory_id": f"mem_{m}", "rank": r, "score": s, "expanded": bool(e),
+                         **({} if k is None else {"keep": k})}
+                        for m, r, s, e, k in conn.archive.items_of(rid)
                         if m in ids
                     ]
                     if scope and not items:

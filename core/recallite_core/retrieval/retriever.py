@@ -754,13 +754,13 @@ class Retriever:
     def log(self, session: Session, query: str, profile: str, scopes, hits: list[RecallHit], kind: str) -> int:
         now = time.time()
         ids = [int(h.memory.id[4:]) for h in hits]
-        # A context that was cut logs, as each memory's score, the largest floor at which its cut keeps it:
-        # the tuner replays stricter floors on them (cutting.keep_ratios).
+        # A context that was cut logs beside each score the largest floor at which its cut keeps the
+        # memory: the tuner replays stricter floors on these (cutting.keep_ratios).
         cut, self._cut_pending = self._cut_pending, None
         floors = cut[1] if cut is not None and cut[0] == query else {}
         rid = session.retrievals.add(
             query, profile, None if scopes is None else json.dumps(list(scopes)), kind, now,
-            [(mid, h.rank, floors.get(mid, h.score)) for mid, h in zip(ids, hits)])
+            [(mid, h.rank, h.score, floors.get(mid)) for mid, h in zip(ids, hits)])
         pending, self._task_pending = self._task_pending, None
         if pending is not None and pending[0] == query and self.learning is not None:
             self.learning.note_task(rid, pending[1])

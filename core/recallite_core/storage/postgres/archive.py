@@ -38,10 +38,10 @@ class PostgresArchive:
             "SELECT id, query, profile, scope, kind, tokens_served, tokens_matched, created_at FROM retrievals ORDER BY id"
         ).fetchall()
 
-    def items_of(self, rid: int) -> list[tuple[int, int, float, int]]:
-        """(memory id, rank, score, expanded) of one retrieval's items, by rank."""
+    def items_of(self, rid: int) -> list[tuple[int, int, float, int, float | None]]:
+        """(memory id, rank, score, expanded, keep ratio) of one retrieval's items, by rank."""
         return self._conn.execute(
-            "SELECT memory_id, rank, score, expanded FROM retrieval_items WHERE retrieval_id = %s ORDER BY rank",
+            "SELECT memory_id, rank, score, expanded, keep FROM retrieval_items WHERE retrieval_id = %s ORDER BY rank",
             (rid,)).fetchall()
 
     def feedback(self) -> list[tuple[int, int | None, str, float, str, str | None, str | None, float]]:
@@ -98,12 +98,12 @@ class PostgresArchive:
             "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
             (query, profile, scopes, kind, tokens_served, tokens_matched, created_at)).fetchone()[0]
 
-    def add_items(self, rid: int, rows: Sequence[tuple[int, int, float, int]]) -> None:
-        """A restored retrieval's items: (memory id, rank, score, expanded)."""
+    def add_items(self, rid: int, rows: Sequence[tuple[int, int, float, int, float | None]]) -> None:
+        """A restored retrieval's items: (memory id, rank, score, expanded, keep ratio)."""
         if rows:
             with self._conn.cursor() as cur:
-                cur.executemany("INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score, expanded) "
-                                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING", [(rid, *row) for row in rows])
+                cur.executemany("INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score, expanded, keep) "
+                                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING", [(rid, *row) for row in rows])
 
     def add_effects(self, fid: int, rows: Sequence[tuple[int, float, float, float, float, float, str]]) -> None:
         """A restored feedback's outcome rows: (memory id, weight, target, usefulness before,

@@ -465,6 +465,12 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             """,
         ],
     ),
+    (
+        # As SQLite's 0014: a cut context's keep ratio per memory, which the context tuner replays
+        # stricter floors on; NULL where nothing was cut.
+        "0005_retrieval_keep_ratio",
+        ["ALTER TABLE retrieval_items ADD COLUMN keep double precision"],
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -141,16 +141,16 @@ class PostgresRetrievals:
         self._conn = conn
 
     def add(self, query: str, profile: str, scopes: str | None, kind: str, now: float,
-            items: Sequence[tuple[int, int, float]]) -> int:
-        """Log one retrieval and its items (memory id, rank, score); returns its id."""
+            items: Sequence[tuple[int, int, float, float | None]]) -> int:
+        """Log one retrieval and its items (memory id, rank, score, keep ratio or None); returns its id."""
         rid = self._conn.execute(
             "INSERT INTO retrievals (query, profile, scope, kind, created_at) VALUES (%s, %s, %s, %s, %s) RETURNING id",
             (query, profile, scopes, kind, now)).fetchone()[0]
         if items:
             with self._conn.cursor() as cur:
                 cur.executemany(
-                    "INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score) VALUES (%s, %s, %s, %s)",
-                    [(rid, mid, rank, score) for mid, rank, score in items])
+                    "INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score, keep) VALUES (%s, %s, %s, %s, %s)",
+                    [(rid, *item) for item in items])
         return rid
 
     def page(self, scope: str | None, limit: int, offset: int) -> list[tuple]:
@@ -211,9 +211,10 @@ class PostgresRetrievals:
         return [(vector_bytes(v), score) for v, score in rows]
 
     def served_items(self, rid: int) -> list[tuple[int, int, float, int]]:
-        """(memory id, rank, score, tokens) of a retrieval's logged items, by rank."""
+        """(memory id, rank, replay score, tokens) of a retrieval's logged items, by rank: the replay
+        score is the keep ratio where the context was cut, else the score."""
         return self._conn.execute(
-            "SELECT ri.memory_id, ri.rank, ri.score, m.tokens FROM retrieval_items ri "
+            "SELECT ri.memory_id, ri.rank, coalesce(ri.keep, ri.score), m.tokens FROM retrieval_items ri "
             "JOIN memories m ON m.id = ri.memory_id WHERE ri.retrieval_id = %s ORDER BY ri.rank", (rid,)).fetchall()
 
     def has_task_vectors(self) -> bool:

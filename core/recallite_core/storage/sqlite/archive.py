@@ -37,10 +37,10 @@ class SqliteArchive:
             "SELECT id, query, profile, scope, kind, tokens_served, tokens_matched, created_at FROM retrievals ORDER BY id"
         ).fetchall()
 
-    def items_of(self, rid: int) -> list[tuple[int, int, float, int]]:
-        """(memory id, rank, score, expanded) of one retrieval's items, by rank."""
+    def items_of(self, rid: int) -> list[tuple[int, int, float, int, float | None]]:
+        """(memory id, rank, score, expanded, keep ratio) of one retrieval's items, by rank."""
         return self._conn.execute(
-            "SELECT memory_id, rank, score, expanded FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank",
+            "SELECT memory_id, rank, score, expanded, keep FROM retrieval_items WHERE retrieval_id = ? ORDER BY rank",
             (rid,)).fetchall()
 
     def feedback(self) -> list[tuple[int, int | None, str, float, str, str | None, str | None, float]]:
@@ -99,10 +99,10 @@ class SqliteArchive:
         assert rid is not None  # every INSERT sets it
         return rid
 
-    def add_items(self, rid: int, rows: Sequence[tuple[int, int, float, int]]) -> None:
-        """A restored retrieval's items: (memory id, rank, score, expanded)."""
+    def add_items(self, rid: int, rows: Sequence[tuple[int, int, float, int, float | None]]) -> None:
+        """A restored retrieval's items: (memory id, rank, score, expanded, keep ratio)."""
         self._conn.executemany(
-            "INSERT OR IGNORE INTO retrieval_items (retrieval_id, memory_id, rank, score, expanded) VALUES (?, ?, ?, ?, ?)",
+            "INSERT OR IGNORE INTO retrieval_items (retrieval_id, memory_id, rank, score, expanded, keep) VALUES (?, ?, ?, ?, ?, ?)",
             [(rid, *row) for row in rows])
 
     def add_effects(self, fid: int, rows: Sequence[tuple[int, float, float, float, float, float, str]]) -> None:

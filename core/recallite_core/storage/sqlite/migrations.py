@@ -386,6 +386,15 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE memory_outcomes ADD COLUMN kind TEXT NOT NULL DEFAULT 'credit';
         """,
     ),
+    (
+        # What the context tuner replays a stricter floor on: for a context whose list was cut, the
+        # largest relative floor at which the cut keeps each memory (retrieval.cutting.keep_ratios).
+        # NULL where nothing was cut (a recall, an explicit limit): the tuner then reads the score.
+        "0014_retrieval_keep_ratio",
+        """
+        ALTER TABLE retrieval_items ADD COLUMN keep REAL;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

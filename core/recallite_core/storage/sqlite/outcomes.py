@@ -152,16 +152,16 @@ class SqliteRetrievals:
         self._conn = conn
 
     def add(self, query: str, profile: str, scopes: str | None, kind: str, now: float,
-                      items: Sequence[tuple[int, int, float]]) -> int:
-        """Log one retrieval and its items (memory id, rank, score); returns its id."""
+                      items: Sequence[tuple[int, int, float, float | None]]) -> int:
+        """Log one retrieval and its items (memory id, rank, score, keep ratio or None); returns its id."""
         rid = self._conn.execute(
             "INSERT INTO retrievals (query, profile, scope, kind, created_at) VALUES (?, ?, ?, ?, ?)",
             (query, profile, scopes, kind, now)).lastrowid
         assert rid is not None, "an INSERT sets lastrowid"
         if items:
             self._conn.executemany(
-                "INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score) VALUES (?, ?, ?, ?)",
-                [(rid, mid, rank, score) for mid, rank, score in items])
+                "INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score, keep) VALUES (?, ?, ?, ?, ?)",
+                [(rid, *item) for item in items])
         return rid
 
     def page(self, scope: str | None, limit: int, offset: int) -> list[tuple]:
@@ -220,9 +220,10 @@ class SqliteRetrievals:
             "WHERE ri.retrieval_id = ? ORDER BY ri.rank LIMIT ?", (rid, depth)).fetchall()
 
     def served_items(self, rid: int) -> list[tuple[int, int, float, int]]:
-        """(memory id, rank, score, tokens) of a retrieval's logged items, by rank."""
+        """(memory id, rank, replay score, tokens) of a retrieval's logged items, by rank: the replay
+        score is the keep ratio where the context was cut, else the score."""
         return self._conn.execute(
-            "SELECT ri.memory_id, ri.rank, ri.score, m.tokens FROM retrieval_items ri JOIN memories m ON m.id = ri.memory_id "
+            "SELECT ri.memory_id, ri.rank, coalesce(ri.keep, ri.score), m.tokens FROM retrieval_items ri JOIN memories m ON m.id = ri.memory_id "
             "WHERE ri.retrieval_id = ? ORDER BY ri.rank", (rid,)).fetchall()
 
     def has_task_vectors(self) -> bool:
