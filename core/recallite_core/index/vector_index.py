@@ -236,9 +236,14 @@ class VectorIndex:
         """Whether each of ``rows`` is alive and passes ``flt``: a few rows checked without
         building the filter's mask over the whole matrix (which every refresh invalidates)."""
         ok = self.alive[rows].copy()
+        self._apply(flt, rows, ok)
+        return ok
 
+    def _apply(self, flt: ScanFilter, rows: np.ndarray | slice, ok: np.ndarray) -> None:
+        """AND into ``ok`` whether each of ``rows`` passes the filter's columns (a lookup table per
+        column, as np.isin costs more)."""
         def keep(column: np.ndarray, codes: list[int | None], size: int) -> None:  # None: value unknown here
-            lut = np.zeros(max(size, 1), dtype=bool)  # a lookup table, as _filtered: np.isin costs more
+            lut = np.zeros(max(size, 1), dtype=bool)
             lut[[c for c in codes if c is not None]] = True
             np.logical_and(ok, lut[column[rows]], out=ok)
 
@@ -252,7 +257,6 @@ class VectorIndex:
             keep(self.session, [self._session_codes.get(s) for s in flt.sessions], len(self._session_codes))
         if flt.allowed_ids is not None:
             np.logical_and(ok, np.isin(self.ids[rows], flt.allowed_ids), out=ok)
-        return ok
 
     def _filtered(self, flt: ScanFilter | None) -> tuple[np.ndarray, np.ndarray | None]:
         """(mask, rows passing it; None when every row does), cached per column filter."""
@@ -264,21 +268,7 @@ class VectorIndex:
                 return hit[0], hit[2]
         mask = self.alive[:n].copy()
         if flt is not None:
-            def keep(column: np.ndarray, codes: list[int | None], size: int) -> None:  # None: value unknown here
-                lut = np.zeros(max(size, 1), dtype=bool)
-                lut[[c for c in codes if c is not None]] = True
-                np.logical_and(mask, lut[column[:n]], out=mask)
-
-            if flt.scopes is not None:
-                keep(self.scope, [self._scope_codes.get(s) for s in flt.scopes], len(self._scope_codes))
-            if flt.statuses is not None:
-                keep(self.status, [STATUS_CODE[s] for s in flt.statuses], len(STATUS_CODE))
-            if flt.types is not None:
-                keep(self.type, [TYPE_CODE[t] for t in flt.types], len(TYPE_CODE))
-            if flt.sessions is not None:
-                keep(self.session, [self._session_codes.get(s) for s in flt.sessions], len(self._session_codes))
-            if flt.allowed_ids is not None:
-                mask &= np.isin(self.ids[:n], flt.allowed_ids)
+            self._apply(flt, slice(0, n), mask)
         rows = None if mask.all() else np.flatnonzero(mask)
         if key is not None:
             if len(self._masks) >= self.MASK_CACHE:
