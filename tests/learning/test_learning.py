@@ -456,7 +456,9 @@ def test_a_cut_that_would_miss_the_used_memory_loses(mem):
         last = int(ctx.memory_ids[-1][4:])
         top = mem.store.conn.execute("SELECT max(score) FROM retrieval_items WHERE retrieval_id = ?", (rid,)).fetchone()[0]
         with mem.store.transaction() as conn:
-            mem.store.conn.execute("UPDATE retrieval_items SET score = ? WHERE retrieval_id = ? AND memory_id = ?", (0.2 * top, rid, last))
+            # the tuner replays its floors on the keep ratio a cut context logs (retrieval_items.keep)
+            mem.store.conn.execute("UPDATE retrieval_items SET score = ?, keep = 0.2 WHERE retrieval_id = ? AND memory_id = ?",
+                                   (0.2 * top, rid, last))
         mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[ctx.memory_ids[-1]])
     arms = {a["min_score_ratio"]: a for a in mem.stats().context_tuning["p"]["arms"]}
     assert arms[0.3]["mean_reward"] < 0 < arms[0.05]["mean_reward"]
