@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 
 from .dataset import memories as make_memories
 from .dataset import queries as make_queries
-from .timing import concurrent_recalls
+from .timing import concurrent_recalls, time_each
 
 SIZES = (10_000, 100_000)
 QUICK_SIZES = (1_000, 5_000)
@@ -45,14 +45,6 @@ def _row(backend: str, operation: str, samples: Sequence[float], items_per_sampl
             "total_s": round(total, 3), "per_s": round(len(samples) * items_per_sample / total, 1) if total else None,
             "p50_ms": round(1000 * statistics.median(samples), 2), "p95_ms": round(_ms(samples, 0.95), 2)}
 
-
-def _timed(fn: Callable[[Any], Any], args: Sequence[Any]) -> list[float]:
-    out = []
-    for a in args:
-        t = time.perf_counter()
-        fn(a)
-        out.append(time.perf_counter() - t)
-    return out
 
 
 def _writer(location: str, embedder: str, dims: int, p: int, n: int, ready: Any, start: Any, out: Any) -> None:
@@ -144,7 +136,7 @@ def run_backend(backend: str, location: str, *, sizes: Sequence[int], embedder: 
         say(f"[bench {backend}] remember (single) x {singles}")
         extra = list(make_memories(singles + 1, seed=4242))
         m.remember(**extra[0])
-        rows.append(_row(backend, "remember (single)", _timed(lambda it: m.remember(**it), extra[1:])))
+        rows.append(_row(backend, "remember (single)", time_each(lambda it: m.remember(**it), extra[1:])))
         have, batches = 0, []
         for size in sizes:
             say(f"[bench {backend}] remember_many to {size:,}")
@@ -156,7 +148,7 @@ def run_backend(backend: str, location: str, *, sizes: Sequence[int], embedder: 
             have = size
             say(f"[bench {backend}] recall @{size:,}")
             m.recall(qs[0], limit=10)  # the first recall loads what the store keeps in memory
-            rows.append(_row(backend, f"recall @{size:,}", _timed(lambda q: m.recall(q, limit=10), qs[:queries])))
+            rows.append(_row(backend, f"recall @{size:,}", time_each(lambda q: m.recall(q, limit=10), qs[:queries])))
             rows.append(_row(backend, f"10 concurrent recalls @{size:,} (wall for 10)", concurrent_recalls(m, qs, rounds),
                              items_per_sample=10))
         rows.append(_row(backend, f"remember_many ({BATCH}/batch)", batches, items_per_sample=BATCH))

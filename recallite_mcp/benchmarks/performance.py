@@ -31,7 +31,7 @@ import numpy as np
 
 from .dataset import memories as make_memories
 from .dataset import queries as make_queries
-from .timing import concurrent_recalls
+from .timing import concurrent_recalls, time_each
 
 DEFAULT_SIZES = (10_000, 100_000)
 BATCH = 100
@@ -61,14 +61,6 @@ def _row(operation: str, samples: Sequence[float], *, count: int | None = None, 
         row["x_floor"] = round(row["p50_ms"] / floor_ms, 2)
     return row
 
-
-def _time_each(fn: Callable[[Any], Any], args: Sequence[Any]) -> list[float]:
-    out = []
-    for a in args:
-        t = time.perf_counter()
-        fn(a)
-        out.append(time.perf_counter() - t)
-    return out
 
 
 def _rss_mb(pid: int | None = None) -> float | None:
@@ -141,7 +133,7 @@ def _bench_remember_single(tmp: str, embedder: str, dims: int, n: int) -> dict:
     m = _open(path, embedder, dims)
     try:
         m.remember(**items[0])  # warm: first embed, prepared statements
-        samples = _time_each(lambda it: m.remember(**it), items[1:])
+        samples = time_each(lambda it: m.remember(**it), items[1:])
     finally:
         m.close()
     return _row("remember (single)", samples, unit="ops")
@@ -154,10 +146,10 @@ def _bench_feedback(path: str, embedder: str, dims: int, qs: list[str], label: s
         done = [m.recall(q, limit=10) for q in qs[:recalls]]
         fb = [done[i % len(done)].retrieval_id for i in range(ops)]
         outcomes = ("success", "failure", "partial")
-        out = [_row(f"feedback @{label}", _time_each(lambda it: m.feedback(it[1], outcomes[it[0] % 3]), list(enumerate(fb))))]
+        out = [_row(f"feedback @{label}", time_each(lambda it: m.feedback(it[1], outcomes[it[0] % 3]), list(enumerate(fb))))]
         ids = [h.memory.id for r in done for h in r.memories] or [m.list(limit=1)[0].id]
         targets = [ids[i % len(ids)] for i in range(ops)]
-        out.append(_row(f"reinforce @{label}", _time_each(
+        out.append(_row(f"reinforce @{label}", time_each(
             lambda it: m.reinforce(it[1], 0.05 if it[0] % 2 else -0.05), list(enumerate(targets)))))
         return out
     finally:
@@ -351,10 +343,10 @@ def run_benchmark(
             try:
                 m.recall(qs[0], limit=10)  # loads the matrix once
                 rss_inline = _rss_mb()
-                recall_inline = _time_each(lambda q: m.recall(q, limit=10), qs[:queries])
+                recall_inline = time_each(lambda q: m.recall(q, limit=10), qs[:queries])
                 # The same queries again: every word's postings and every query vector are cached
                 # now, as they are for an agent that keeps asking about the same project.
-                recall_again = _time_each(lambda q: m.recall(q, limit=10), qs[:queries])
+                recall_again = time_each(lambda q: m.recall(q, limit=10), qs[:queries])
                 depth = max(m.config.candidate_depth, 40)
                 matrix = m.index.matrix[: m.index.n]
                 qvecs = _query_vectors(m, qs[:queries])
@@ -373,14 +365,14 @@ def run_benchmark(
                                  note="p50/p95: wall time for all 10"))
                 # format_context / feedback / reinforce ------------------------------------
                 recalls = [m.recall(q, limit=10) for q in qs[: min(queries, 100)]]
-                rows.append(_row(f"format_context @{label}", _time_each(lambda r: m.format_context(r, 2000), recalls)))
+                rows.append(_row(f"format_context @{label}", time_each(lambda r: m.format_context(r, 2000), recalls)))
                 fb = [recalls[i % len(recalls)].retrieval_id for i in range(feedback_ops)]
                 outcomes = ("success", "failure", "partial")
-                rows.append(_row(f"feedback @{label}", _time_each(
+                rows.append(_row(f"feedback @{label}", time_each(
                     lambda it: m.feedback(it[1], outcomes[it[0] % 3]), list(enumerate(fb)))))
                 ids = [h.memory.id for r in recalls for h in r.memories] or [m.list(limit=1)[0].id]
                 targets = [ids[i % len(ids)] for i in range(feedback_ops)]
-                rows.append(_row(f"reinforce @{label}", _time_each(
+                rows.append(_row(f"reinforce @{label}", time_each(
                     lambda it: m.reinforce(it[1], 0.05 if it[0] % 2 else -0.05), list(enumerate(targets)))))
             finally:
                 m.close()
@@ -400,7 +392,7 @@ def run_benchmark(
                     m.recall(qs[0], limit=10)  # starts the pool; each worker loads its shard
                     warm = time.perf_counter() - t
                     routed = m.scan_pool is not None and m.scan_pool.completed > 0
-                    recall_workers = _time_each(lambda q: m.recall(q, limit=10), qs[:queries])
+                    recall_workers = time_each(lambda q: m.recall(q, limit=10), qs[:queries])
                     note = f"{pool_size} worker(s); pool start + shard load {warm:.2f} s (not counted)"
                     if not routed:
                         note = "below the thresholds: answered inline"

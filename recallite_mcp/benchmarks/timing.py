@@ -4,6 +4,18 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+def time_each(fn: Callable[[Any], Any], args: Sequence[Any]) -> list[float]:
+    """Seconds each call ``fn(a)`` took, one per argument, in order."""
+    out = []
+    for a in args:
+        t = time.perf_counter()
+        fn(a)
+        out.append(time.perf_counter() - t)
+    return out
 
 
 def concurrent_recalls(m, qs: list[str], rounds: int, threads: int = 10) -> list[float]:
