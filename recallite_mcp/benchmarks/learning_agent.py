@@ -47,32 +47,29 @@ class CachingEmbedder:
         self.name = inner.name
         self.dimensions = inner.dimensions
         self.relevance_floor = getattr(inner, "relevance_floor", 0.0)  # the same relevance floor as the real thing
+        if hasattr(inner, "vector_std_floor"):  # and the same fusion floor (read with getattr by the retriever)
+            self.vector_std_floor = inner.vector_std_floor
         self._cache: dict[str, np.ndarray] = {}
         self._qcache: dict[str, np.ndarray] = {}  # queries, when the inner embedder embeds them apart
         self.calls = 0
         self.texts = 0
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        todo = list(dict.fromkeys(t for t in texts if t not in self._cache))
-        if todo:
-            self.calls += 1
-            self.texts += len(todo)
-            for t, v in zip(todo, np.asarray(self.inner.embed(todo), dtype=np.float32)):
-                self._cache[t] = v
-        return np.stack([self._cache[t] for t in texts]) if texts else np.empty((0, self.dimensions), np.float32)
+        return self._cached(texts, self.inner.embed, self._cache)
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         """Queries, for an embedder with a query side of its own (e5); else the same as embed."""
         inner = getattr(self.inner, "embed_queries", None)
-        if not callable(inner):
-            return self.embed(texts)
-        todo = list(dict.fromkeys(t for t in texts if t not in self._qcache))
+        return self.embed(texts) if not callable(inner) else self._cached(texts, inner, self._qcache)
+
+    def _cached(self, texts: list[str], fn, cache: dict[str, np.ndarray]) -> np.ndarray:
+        todo = list(dict.fromkeys(t for t in texts if t not in cache))
         if todo:
             self.calls += 1
             self.texts += len(todo)
-            for t, v in zip(todo, np.asarray(inner(todo), dtype=np.float32)):
-                self._qcache[t] = v
-        return np.stack([self._qcache[t] for t in texts]) if texts else np.empty((0, self.dimensions), np.float32)
+            for t, v in zip(todo, np.asarray(fn(todo), dtype=np.float32)):
+                cache[t] = v
+        return np.stack([cache[t] for t in texts]) if texts else np.empty((0, self.dimensions), np.float32)
 
     def load(self) -> None:
         load = getattr(self.inner, "load", None)

@@ -29,6 +29,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from recallite_core.embedding.embedder import embed_queries
 from recallite_core.models import OutcomeEvidence
 from recallite_core.policy.rules import LEARNED_OUTCOME_GAIN
 from recallite_core.storage.base import Session
@@ -698,9 +699,8 @@ class Learning:
         out: list[np.ndarray] = []
         for start in range(0, len(rows), 256):
             chunk = rows[start : start + 256]
-            # Queries: an embedder with a query side of its own (e5) embeds them there, as recall did.
-            embed = getattr(self.embedder, "embed_queries", None) or self.embedder.embed
-            out.extend(np.asarray(embed([q for _, q in chunk]), dtype=np.float32))
+            # embedded as recall embedded them (an embedder may have a query side of its own)
+            out.extend(np.asarray(embed_queries(self.embedder, [q for _, q in chunk]), dtype=np.float32))
         return [blend_task(q, decode_many([b for b, _ in got], d), np.array([sc for _, sc in got]), self.cfg.task_weight)
                 if got else q for q, got in zip(out, items)]
 

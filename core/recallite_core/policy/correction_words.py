@@ -3,7 +3,7 @@ words, change cues, moments and relation verbs left out, a unit kept with its nu
 as a typed value or not, as naming the subject (before the verb) or not, and with the word it
 qualifies. Also whether a text announces a change (``has_cue``) or denies something (``negated``).
 
-Parsed once per text and kept (``words`` is cached, bounded by policy.CORRECTION_PARSE_CACHE):
+Parsed once per text and kept (``words`` is cached, bounded by policy.CORRECTION_PARSE_WORDS):
 the same stored memories come back as candidates of many writes.
 """
 
