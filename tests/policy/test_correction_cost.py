@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from recallite_core import Recallite
+from recallite_core.index import vector_index
 from recallite_core.index.vector_index import ScanFilter, dot_rows
 from recallite_core.policy import correction_words, corrections
 
@@ -105,3 +106,92 @@ def test_the_filter_checked_on_a_few_rows_agrees_with_the_whole_mask():
             assert (index.passes(rows, flt) == index.mask(flt)[rows]).all()
     finally:
         mem.close()
+
+
+def _large_store(rows: int, seed: int = 5):
+    """A store big enough for nearest() to take the sign-agreement shortlist, with its texts."""
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(400)]
+    texts = [" ".join(rng.choice(words) for _ in range(8)) for _ in range(rows)]
+    mem = Recallite.open(None, embedder="hash")
+    mem.config.corrections = False
+    mem.remember_many([{"content": t, "scope": "a" if i % 4 else "b"} for i, t in enumerate(texts)])
+    return mem, texts, rng
+
+
+def _restatements(texts, rng, count):
+    """Edits of stored texts (one word changed): what a correction looks like to the index."""
+    out = []
+    for t in rng.sample(texts, count):
+        ws = t.split()
+        ws[rng.randrange(len(ws))] = "changed"
+        out.append(" ".join(ws))
+    return out
+
+
+def test_in_a_large_store_the_shortlist_finds_the_candidates_of_the_whole_scan():
+    mem, texts, rng = _large_store(3000)
+    try:
+        for text in _restatements(texts, rng, 60):
+            vec = mem.core.embed([text])[0]
+            with mem.store.reading() as conn:
+                got = corrections.nearest(mem.retriever, conn, vec, "a", 5, 0.3)
+                index = mem.retriever.index
+                assert index.near_rows(vec, vector_index.NEAR_SHORTLIST) is not None  # the shortlist path ran
+                want = _whole_scan(index, vec, "a", 5, 0.3)
+                scores = _scores(index, vec)
+            assert [float(scores[index.row_of[m]]) for m in got] == want
+    finally:
+        mem.close()
+
+
+def test_a_shortlist_too_short_misses_candidates_so_the_check_above_can_fail(monkeypatch):
+    monkeypatch.setattr(vector_index, "NEAR_SHORTLIST", 20)
+    mem, texts, rng = _large_store(3000)
+    try:
+        missed = 0
+        for text in _restatements(texts, rng, 60):
+            vec = mem.core.embed([text])[0]
+            with mem.store.reading() as conn:
+                got = corrections.nearest(mem.retriever, conn, vec, "a", 5, 0.3)
+                index = mem.retriever.index
+                want = _whole_scan(index, vec, "a", 5, 0.3)
+                scores = _scores(index, vec)
+            missed += [float(scores[index.row_of[m]]) for m in got] != want
+        assert missed
+    finally:
+        mem.close()
+
+
+def test_sign_codes_follow_writes_deletes_and_compaction():
+    """The shortlist of an index kept up to date write by write equals a freshly built index's."""
+    mem, texts, rng = _large_store(2600)
+    try:
+        probe = mem.core.embed(_restatements(texts, rng, 5))
+        with mem.store.reading() as conn:
+            mem.retriever.refresh_inline(conn)
+        kept = mem.retriever.index
+        kept.near_rows(probe[0], 100)  # codes built now, then maintained
+        mem.revise("mem_7", "an entirely new statement about the release train")
+        mem.remember_many([{"content": t + " again"} for t in texts[:300]])
+        for mid in range(10, 1300):
+            mem.forget(f"mem_{mid}")  # past the compaction threshold
+        with mem.store.reading() as conn:
+            mem.retriever.refresh_inline(conn)
+            fresh = vector_index.VectorIndex(kept.dimensions)
+            fresh.refresh(conn)
+        assert kept.dead == 0 and kept.n == fresh.n  # compacted
+        for vec in probe:
+            a, b = kept.near_rows(vec, 100), fresh.near_rows(vec, 100)
+            assert a is not None and b is not None
+            assert sorted(kept.ids[a].tolist()) == sorted(fresh.ids[b].tolist())
+    finally:
+        mem.close()
+
+
+def test_the_bit_count_without_numpy_2_counts_the_same(monkeypatch):
+    words = np.random.default_rng(1).integers(0, 2**63, size=500, dtype=np.uint64)
+    fast = vector_index._popcount(words)
+    monkeypatch.setattr(vector_index, "_bitwise_count", None)
+    assert (vector_index._popcount(words) == fast).all()
+    assert fast.sum() == sum(bin(int(w)).count("1") for w in words)

@@ -46,6 +46,30 @@ def exact_scores(rows: np.ndarray, query64: np.ndarray) -> np.ndarray:
 
 _EMPTY = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64))
 
+#: Rows near_rows() keeps by sign agreement before any float is read; below 4x this many rows the
+#: caller's plain scan is as cheap.
+NEAR_SHORTLIST = 512
+
+_bitwise_count = getattr(np, "bitwise_count", None)  # numpy >= 2
+_BYTE_BITS = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+def sign_codes(vectors: np.ndarray) -> np.ndarray:
+    """One bit per dimension (set where the value is positive), packed column-major as
+    (words, rows) uint64: a word of every row is one contiguous array to XOR."""
+    bits = np.packbits(vectors > 0, axis=1, bitorder="little")
+    pad = (-bits.shape[1]) % 8
+    if pad:
+        bits = np.pad(bits, ((0, 0), (0, pad)))
+    return np.ascontiguousarray(bits.view(np.uint64).T)
+
+
+def _popcount(words: np.ndarray) -> np.ndarray:
+    if _bitwise_count is not None:
+        return _bitwise_count(words)
+    return _BYTE_BITS[words.view(np.uint8)].reshape(words.shape + (8,)).sum(axis=-1, dtype=np.uint8)
+
+
 @dataclass(frozen=True)
 class ScanFilter:
     """Filters applied inside the scan, before the top-k."""
@@ -97,6 +121,7 @@ class VectorIndex:
         self._scope_codes: dict[str, int] = {}
         self._session_codes: dict[str | None, int] = {None: 0}
         self._masks: dict[tuple, tuple[np.ndarray, int, np.ndarray | None]] = {}  # key -> (mask, n, rows)
+        self._codes: np.ndarray | None = None  # sign_codes of the matrix, (words, cap); built by near_rows
 
     # -- maintenance ----------------------------------------------------------------------
     def __len__(self) -> int:
@@ -119,6 +144,10 @@ class VectorIndex:
 
         for name in ("matrix", "ids", "scope", "status", "type", "session", "alive"):
             setattr(self, name, grow(getattr(self, name)))
+        if self._codes is not None:
+            codes = np.zeros((self._codes.shape[0], cap), dtype=np.uint64)
+            codes[:, : self.n] = self._codes[:, : self.n]
+            self._codes = codes
         self._cap = cap
 
     def _code(self, table: dict, key) -> int:
@@ -175,6 +204,8 @@ class VectorIndex:
             self.alive[new_rows] = True
             self.n += len(new_pos)
         self.matrix[targets] = vecs
+        if self._codes is not None:
+            self._codes[:, targets] = sign_codes(vecs)
         code, scopes, sessions = self._code, self._scope_codes, self._session_codes
         self.scope[targets] = [code(scopes, r[1]) for r in rows]
         self.status[targets] = [STATUS_CODE[r[2]] for r in rows]
@@ -187,6 +218,8 @@ class VectorIndex:
         for name in ("matrix", "ids", "scope", "status", "type", "session", "alive"):
             arr = getattr(self, name)
             arr[:n] = arr[keep]
+        if self._codes is not None:
+            self._codes[:, :n] = self._codes[:, keep]
         self.alive[n:] = False
         self.n = n
         self.dead = 0
@@ -323,6 +356,25 @@ class VectorIndex:
         # Ties broken by id so that every engine (inline, workers) returns the same order.
         order = np.lexsort((ids, -exact))[:k]
         return ids[order].astype(np.int64), exact[order]
+
+    def near_rows(self, query: np.ndarray, m: int = NEAR_SHORTLIST) -> np.ndarray | None:
+        """A shortlist of ``m`` live rows, ascending, whose signs agree most with the query's (fewest
+        differing bits): a cosine's near neighbours share most signs, so the top few by cosine are
+        among them, found without reading the float matrix. None when the index is too small for a
+        shortlist to beat the plain scan. Candidates only: the caller scores the rows it gets."""
+        n = self.n
+        if n <= 4 * m:
+            return None
+        if self._codes is None:
+            codes = np.zeros((-(-self.dimensions // 64), self._cap), dtype=np.uint64)
+            codes[:, :n] = sign_codes(self.matrix[:n])
+            self._codes = codes
+        q = sign_codes(np.asarray(query, dtype=np.float32).reshape(1, -1))[:, 0]
+        distance = np.zeros(n, dtype=np.uint16)
+        for word, qword in zip(self._codes[:, :n], q):
+            distance += _popcount(word ^ qword)
+        distance[~self.alive[:n]] = np.iinfo(np.uint16).max
+        return np.sort(np.argpartition(distance, m)[:m])
 
     def vector_of(self, mid: int) -> np.ndarray | None:
         row = self.row_of.get(mid)

@@ -473,15 +473,19 @@ def nearest(retriever, session: Session, vec, scope: str, k: int, min_similarity
     """Ids of the live memories of ``scope`` nearest to a new memory's vector (top ``k`` at or above
     ``min_similarity``), from the in-memory matrix recall scans. A change restates most of the
     old memory, so it sits among its nearest vectors; the keyword channel would add little and
-    cost a write more than the rest of detection (measured: eval corrections --speed). One float32
-    pass over the matrix and a partial sort: no exact re-scoring or score statistics, which recall
-    needs and candidates do not (a similarity off in the sixth digit picks the same candidates).
-    The filter (scope, live, compared types) is checked on the NEAREST_POOL best rows only: the
-    whole filter mask is rebuilt after every write (each refresh invalidates it), which cost a
-    write as much as a third of the pass. Only when too few of those pass (other scopes, retired
-    rows near the top) is the whole mask built; both ways pick the same rows."""
+    cost a write more than the rest of detection (measured: eval corrections --speed). In a large
+    store the float pass covers only the index's sign-agreement shortlist (near_rows), which holds
+    a statement's close restatements at a fraction of the cost of reading the whole matrix. A
+    partial sort follows, with no exact re-scoring or score statistics: recall needs those,
+    candidates do not (a similarity off in the sixth digit picks the same candidates).
+    The filter (scope, live, compared types) is checked on the shortlist, or on the NEAREST_POOL
+    best rows of a plain scan: the whole filter mask is rebuilt after every write (each refresh
+    invalidates it), which cost a write as much as a third of the pass. Only when too few of those
+    pass (other scopes, retired rows near the top) is the whole matrix scanned under the whole
+    mask; each way picks the same rows when the shortlist holds them."""
     import numpy as np
 
+    from recallite_core.index import vector_index
     from recallite_core.index.vector_index import ScanFilter, dot_rows
 
     retriever.refresh_inline(session)
@@ -490,7 +494,18 @@ def nearest(retriever, session: Session, vec, scope: str, k: int, min_similarity
     if n == 0 or k <= 0:
         return []
     flt = ScanFilter(scopes=(scope,), statuses=LIVE, types=COMPARED_TYPES)
-    scores = dot_rows(index.matrix[:n], np.ascontiguousarray(vec, dtype=np.float32))
+    q = np.ascontiguousarray(vec, dtype=np.float32)
+    short = index.near_rows(q, vector_index.NEAR_SHORTLIST)
+    if short is not None:
+        scores = dot_rows(index.matrix[short], q)
+        ok = index.passes(short, flt)  # a few hundred rows: no whole mask needed
+        rows, kept = short[ok], scores[ok]
+        picked = _best(kept, min(k, len(kept)))
+        # Fewer than k pass and even the shortlist's farthest reach the threshold: rows outside
+        # it might too, so the whole scan decides.
+        if len(picked) == k or not len(scores) or scores.min() < min_similarity:
+            return [int(index.ids[rows[i]]) for i in picked.tolist() if kept[i] >= min_similarity]
+    scores = dot_rows(index.matrix[:n], q)
     m = min(n, max(k, NEAREST_POOL))
     top = _best(scores, m)
     picked = top[index.passes(top, flt)][:k]
