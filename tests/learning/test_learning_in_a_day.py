@@ -224,3 +224,17 @@ def test_a_cut_context_logged_keep_ratios_in_place_of_its_scores(mem):
     assert any(score != keep for _, score, keep in rows)
     scores = [score for _, score, _ in rows]
     assert scores == sorted(scores, reverse=True)  # ranked by score, as served
+
+
+def test_the_tuner_replayed_a_compact_context_at_the_markdown_limit(mem):
+    """A compact context serves twice its arm's limit (20 for the default 10). The tuner replayed it
+    at 10, so a success on the memory the agent used at rank 11-20 scored 0 for the very arm that
+    served it, and tuning drifted toward smaller contexts on evidence of the opposite."""
+    for i in range(24):
+        mem.remember(f"Deploy note {i}: run the deploy with step {i} of the checklist.", type="procedure", scope="p")
+    ctx = mem.build_context("deploy with the checklist", scope="p", format="compact", max_tokens=4000)
+    assert len(ctx.memory_ids) > 12
+    used = ctx.memory_ids[12]  # served at rank 13: beyond the arm's own limit, within the compact one
+    mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[used])
+    default = mem.stats().context_tuning["p"]["arms"][0]  # the default arm, which served it
+    assert default["pulls"] == 1 and default["mean_reward"] > 0.5  # credited: it served what was used

@@ -450,6 +450,7 @@ def test_retrieval_log_and_tuning_round_trip(seed):
         rid3 = s.retrievals.add("keys", "default", None, "recall", 999.0, [(a, 1, 0.6, None)])
         s.tuning.log_arm(rid, "default", "10:0.0", 2000)
         s.tuning.log_arm(rid, "default", "5:0.2", 1000)  # replaces
+        s.tuning.log_arm(rid2, "default", "5:0.2", 1000, 10)  # a compact context: twice the arm's limit
         s.tuning.reward("default", "10:0.0", 0.5, 1000.0, 0.9)
         s.tuning.reward("default", "10:0.0", 1.0, 1001.0, 0.9)
         s.tuning.reward("b-scope", "x", 1.0, 1001.0, 0.9)
@@ -467,7 +468,8 @@ def test_retrieval_log_and_tuning_round_trip(seed):
         assert [r[0] for r in s.retrievals.page(None, 10, 0)] == [rid3, rid2, rid]
         assert [(r[0], r[7]) for r in s.retrievals.page("default", 10, 0)] == [(rid3, 1), (rid, 2)]  # no scope: searched all
         assert [r[0] for r in s.retrievals.page("sec", 10, 0)] == [rid3, rid2]
-        assert s.tuning.arm_of(rid) == ("default", "5:0.2", 1000)
+        assert s.tuning.arm_of(rid) == ("default", "5:0.2", 1000, None)
+        assert s.tuning.arm_of(rid2) == ("default", "5:0.2", 1000, 10)
         assert s.tuning.arms("default") == {"10:0.0": (1.9, 1.45)}
         assert s.tuning.scopes() == ["b-scope", "default"]
         assert not s.retrievals.has_task_vectors()

@@ -548,12 +548,13 @@ class Arm:
     def key(self) -> str:
         return f"{self.limit}:{self.min_score_ratio:g}"
 
-    def serves(self, items: Sequence[tuple[int, int, float, int]]) -> list[tuple[int, int, float, int]]:
-        """The logged items (id, rank, score, tokens) this arm would have served."""
+    def serves(self, items: Sequence[tuple[int, int, float, int]], scale: int = 1) -> list[tuple[int, int, float, int]]:
+        """The logged items (id, rank, score, tokens) this arm would have served, its limit times
+        ``scale`` (a compact context serves twice its arm's limit)."""
         if not items:
             return []
         top = max(s for _, _, s, _ in items)
-        return [it for it in items if it[1] <= self.limit and it[2] >= self.min_score_ratio * top]
+        return [it for it in items if it[1] <= self.limit * scale and it[2] >= self.min_score_ratio * top]
 
     def within(self, other: "Arm") -> bool:
         """True if every item this arm serves is also served by ``other`` (so its reward can be computed)."""
@@ -607,23 +608,27 @@ class ContextTuner:
         return best.arm, (f"{best.arm.key} (limit:relative floor): mean reward {best.mean:.3f} vs {default.mean:.3f} "
                           f"for the default {default.arm.key} on the judged contexts")
 
-    def log(self, session: Session, retrieval_id: int, scope: str, arm: Arm, max_tokens: int) -> None:
-        session.tuning.log_arm(retrieval_id, scope, arm.key, int(max_tokens))
+    def log(self, session: Session, retrieval_id: int, scope: str, arm: Arm, max_tokens: int,
+            served_limit: int | None = None) -> None:
+        session.tuning.log_arm(retrieval_id, scope, arm.key, int(max_tokens),
+                               None if served_limit is None else int(served_limit))
 
     def on_feedback(self, session: Session, retrieval_id: int, target: float, used: Sequence[int] | None,
                     now: float) -> None:
         row = session.tuning.arm_of(retrieval_id)
         if row is None:
             return
-        scope, arm_key, max_tokens = row
+        scope, arm_key, max_tokens, served_limit = row
         pulled = next((a for a in self.arm_list if a.key == arm_key), None)
         if pulled is None:  # the arms were reconfigured since
             return
+        # Replayed at the scale it was served with (compact: twice the arm's limit).
+        scale = max(1, round(served_limit / pulled.limit)) if served_limit else 1
         items = session.retrievals.served_items(retrieval_id)
         for arm in self.arm_list:
             if arm != pulled and not arm.within(pulled):
                 continue
-            served = arm.serves(items)
+            served = arm.serves(items, scale)
             ids = {i for i, *_ in served}
             included = True if not used else all(u in ids for u in used)
             tokens = sum(t for *_, t in served)

@@ -205,7 +205,7 @@ class Searcher:
                     arm = self.core.learning.tuner.choose(conn, tuning_scope)
                 limit = arm.limit * (2 if format == "compact" else 1)
                 recall_kwargs["min_score_ratio"] = arm.min_score_ratio or None
-                recall_kwargs["_tuning"] = (tuning_scope, arm, max_tokens)  # logged with the retrieval
+                recall_kwargs["_tuning"] = (tuning_scope, arm, max_tokens, limit)  # logged with the retrieval
         if conversation is not None:
             return self._conversation_context(query, max_tokens, format, limit, conversation, recent_turns, recall_kwargs)
         result = self.recall(query, limit=limit, _kind="context", **recall_kwargs)

@@ -471,6 +471,11 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         "0005_retrieval_keep_ratio",
         ["ALTER TABLE retrieval_items ADD COLUMN keep double precision"],
     ),
+    (
+        # As SQLite's 0015: the limit a tuned context was served with, which the tuner replays at.
+        "0006_tuning_served_limit",
+        ["ALTER TABLE retrieval_tuning ADD COLUMN served_limit integer"],
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

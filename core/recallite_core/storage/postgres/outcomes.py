@@ -285,16 +285,18 @@ class PostgresTuning:
         return [r[0] for r in self._conn.execute(
             'SELECT DISTINCT scope COLLATE "C" FROM context_tuning ORDER BY 1')]
 
-    def log_arm(self, rid: int, scope: str, arm: str, max_tokens: int) -> None:
+    def log_arm(self, rid: int, scope: str, arm: str, max_tokens: int, served_limit: int | None = None) -> None:
         self._conn.execute(
-            "INSERT INTO retrieval_tuning (retrieval_id, scope, arm, max_tokens) VALUES (%s, %s, %s, %s) "
-            "ON CONFLICT (retrieval_id) DO UPDATE SET scope = excluded.scope, arm = excluded.arm, "
-            "max_tokens = excluded.max_tokens", (rid, scope, arm, max_tokens))
+            "INSERT INTO retrieval_tuning (retrieval_id, scope, arm, max_tokens, served_limit) "
+            "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (retrieval_id) DO UPDATE SET scope = excluded.scope, "
+            "arm = excluded.arm, max_tokens = excluded.max_tokens, served_limit = excluded.served_limit",
+            (rid, scope, arm, max_tokens, served_limit))
 
-    def arm_of(self, rid: int) -> tuple[str, str, int] | None:
-        """(scope, arm, max tokens) a retrieval was served with."""
-        return self._conn.execute("SELECT scope, arm, max_tokens FROM retrieval_tuning WHERE retrieval_id = %s",
-                                  (rid,)).fetchone()
+    def arm_of(self, rid: int) -> tuple[str, str, int, int | None] | None:
+        """(scope, arm, max tokens, limit served: None if not logged) a retrieval was served with."""
+        return self._conn.execute(
+            "SELECT scope, arm, max_tokens, served_limit FROM retrieval_tuning WHERE retrieval_id = %s",
+            (rid,)).fetchone()
 
     def reward(self, scope: str, arm: str, reward: float, now: float, decay: float) -> None:
         """One more (discounted) pull of an arm with this reward."""

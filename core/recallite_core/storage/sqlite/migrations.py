@@ -395,6 +395,16 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE retrieval_items ADD COLUMN keep REAL;
         """,
     ),
+    (
+        # The limit a tuned context was served with: a compact context serves twice its arm's
+        # limit, and the tuner must replay it (and the arms nested in it) at that scale, or a
+        # success used at rank 11-20 counts as a miss for the very arm that served it. NULL on
+        # older rows: replayed at the arm's own limit, as before.
+        "0015_tuning_served_limit",
+        """
+        ALTER TABLE retrieval_tuning ADD COLUMN served_limit INTEGER;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

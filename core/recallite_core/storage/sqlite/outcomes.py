@@ -292,15 +292,16 @@ class SqliteTuning:
     def scopes(self) -> list[str]:
         return [r[0] for r in self._conn.execute("SELECT DISTINCT scope FROM context_tuning ORDER BY scope")]
 
-    def log_arm(self, rid: int, scope: str, arm: str, max_tokens: int) -> None:
+    def log_arm(self, rid: int, scope: str, arm: str, max_tokens: int, served_limit: int | None = None) -> None:
         self._conn.execute(
-            "INSERT OR REPLACE INTO retrieval_tuning (retrieval_id, scope, arm, max_tokens) VALUES (?, ?, ?, ?)",
-            (rid, scope, arm, max_tokens))
+            "INSERT OR REPLACE INTO retrieval_tuning (retrieval_id, scope, arm, max_tokens, served_limit) "
+            "VALUES (?, ?, ?, ?, ?)", (rid, scope, arm, max_tokens, served_limit))
 
-    def arm_of(self, rid: int) -> tuple[str, str, int] | None:
-        """(scope, arm, max tokens) a retrieval was served with."""
-        return self._conn.execute("SELECT scope, arm, max_tokens FROM retrieval_tuning WHERE retrieval_id = ?",
-                                  (rid,)).fetchone()
+    def arm_of(self, rid: int) -> tuple[str, str, int, int | None] | None:
+        """(scope, arm, max tokens, limit served: None if not logged) a retrieval was served with."""
+        return self._conn.execute(
+            "SELECT scope, arm, max_tokens, served_limit FROM retrieval_tuning WHERE retrieval_id = ?",
+            (rid,)).fetchone()
 
     def reward(self, scope: str, arm: str, reward: float, now: float, decay: float) -> None:
         """One more (discounted) pull of an arm with this reward."""
