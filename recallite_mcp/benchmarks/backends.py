@@ -47,11 +47,13 @@ def _row(backend: str, operation: str, samples: Sequence[float], items_per_sampl
 
 
 
-def _writer(location: str, embedder: str, dims: int, p: int, n: int, ready: Any, start: Any, out: Any) -> None:
+def _writer(location: str, embedder: str, dims: int, p: int, n: int, ready: Any, start: Any, out: Any,
+            detection: bool = True) -> None:
     """One 'machine': its own store on the shared database, n remembers once all are ready."""
     from recallite_core import Recallite
 
     m = Recallite.open(location, embedder=embedder, dims=dims)
+    m.config.corrections = detection
     try:
         m.remember(f"Writer {p} is ready to write.", type="fact")  # warm: first embed, statements
         ready.put(p)
@@ -86,7 +88,7 @@ class _ServerCpu:
             self._store.close()
 
 
-def writers(location: str, embedder: str, dims: int, processes: int, per_process: int) -> dict:
+def writers(location: str, embedder: str, dims: int, processes: int, per_process: int, detection: bool = True) -> dict:
     """``processes`` writer processes remembering ``per_process`` memories each, started together:
     total remembers per second from the first start to the last finish, the errors, and the CPU
     time per remember (the writers' own, and the database server's over the same window). The
@@ -94,7 +96,7 @@ def writers(location: str, embedder: str, dims: int, processes: int, per_process
     writers can reach at most about C / (client + server CPU per remember) remembers/s."""
     ctx = multiprocessing.get_context("spawn")
     ready, start, out = ctx.Queue(), ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(location, embedder, dims, p, per_process, ready, start, out))
+    procs = [ctx.Process(target=_writer, args=(location, embedder, dims, p, per_process, ready, start, out, detection))
              for p in range(processes)]
     for pr in procs:
         pr.start()
@@ -123,13 +125,15 @@ def writers(location: str, embedder: str, dims: int, processes: int, per_process
 
 
 def run_backend(backend: str, location: str, *, sizes: Sequence[int], embedder: str, dims: int, singles: int,
-                queries: int, rounds: int, processes: int, per_process: int, say: Callable[[str], None]) -> dict:
+                queries: int, rounds: int, processes: int, per_process: int, say: Callable[[str], None],
+                detection: bool = True) -> dict:
     from recallite_core import Recallite
 
     rows: list[dict] = []
     items = list(make_memories(max(sizes), seed=1234))
     qs = make_queries(max(queries, 10 * rounds), seed=99)
     m = Recallite.open(location, embedder=embedder, dims=dims)
+    m.config.corrections = detection
     try:
         if m.stats().memories:
             raise SystemExit(f"{backend}: the store is not empty; give a fresh database (the run writes into it).")
@@ -155,19 +159,20 @@ def run_backend(backend: str, location: str, *, sizes: Sequence[int], embedder: 
     finally:
         m.close()
     say(f"[bench {backend}] {processes} writer processes x {per_process} remembers")
-    return {"rows": rows, "writers": writers(location, embedder, dims, processes, per_process)}
+    return {"rows": rows, "writers": writers(location, embedder, dims, processes, per_process, detection)}
 
 
 def run(db: str, *, quick: bool = False, sizes: Sequence[int] | None = None, embedder: str = "hash", dims: int = 384,
         processes: int = 8, per_process: int | None = None, skip_sqlite: bool = False,
-        say: Callable[[str], None] | None = None) -> dict:
+        say: Callable[[str], None] | None = None, detection: bool = True) -> dict:
     say = say or (lambda msg: print(msg, file=sys.stderr, flush=True))
     sizes = sorted(sizes or (QUICK_SIZES if quick else SIZES))
     opts: dict[str, Any] = {
         "sizes": sizes, "embedder": embedder, "dims": dims, "singles": 200 if quick else 1000,
         "queries": 50 if quick else 200, "rounds": 5 if quick else 20, "processes": processes,
-        "per_process": per_process or (50 if quick else 250), "say": say}
-    result: dict = {"sizes": sizes, "embedder": embedder, "dims": dims, "loadavg_at_start": os.getloadavg(),
+        "per_process": per_process or (50 if quick else 250), "say": say, "detection": detection}
+    result: dict = {"sizes": sizes, "embedder": embedder, "dims": dims, "detection": detection,
+                    "loadavg_at_start": os.getloadavg(),
                     "cpus": os.cpu_count(), "backends": {}}
     tmp = tempfile.mkdtemp(prefix="recallite-bench-db-")
     try:
@@ -181,7 +186,9 @@ def run(db: str, *, quick: bool = False, sizes: Sequence[int] | None = None, emb
 
 
 def format_report(result: dict) -> str:
+    off = "" if result.get("detection", True) else "correction detection off, "
     lines = [f"recallite-mcp bench --db: PostgreSQL beside SQLite, {result['embedder']} embedder, {result['dims']} dims, "
+             f"{off}"
              f"{result['cpus']} cpus; load average {tuple(round(x, 1) for x in result['loadavg_at_start'])} at start, "
              f"{tuple(round(x, 1) for x in result['loadavg_at_end'])} at end", ""]
     head = ("backend", "operation", "count", "per s", "p50 ms", "p95 ms")
@@ -224,10 +231,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--writers", type=int, default=8, help="writer processes (default 8)")
     ap.add_argument("--per-writer", type=int, default=None, help="remembers per writer (default 250; --quick 50)")
     ap.add_argument("--postgres-only", action="store_true", help="skip the SQLite side")
+    ap.add_argument("--no-detection", action="store_true",
+                    help="write-time correction detection off (what the storage costs without it)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     result = run(args.db, quick=args.quick, sizes=args.sizes, embedder=args.embedder, dims=args.dims,
-                 processes=args.writers, per_process=args.per_writer, skip_sqlite=args.postgres_only)
+                 processes=args.writers, per_process=args.per_writer, skip_sqlite=args.postgres_only,
+                 detection=not args.no_detection)
     print(json.dumps(result, indent=2) if args.json else format_report(result))
     return 0
 

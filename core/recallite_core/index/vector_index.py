@@ -358,8 +358,8 @@ class VectorIndex:
         return ids[order].astype(np.int64), exact[order]
 
     def near_rows(self, query: np.ndarray, m: int = NEAR_SHORTLIST) -> np.ndarray | None:
-        """A shortlist of ``m`` live rows, ascending, whose signs agree most with the query's (fewest
-        differing bits): a cosine's near neighbours share most signs, so the top few by cosine are
+        """A shortlist of about ``m`` live rows, ascending, whose signs agree most with the query's (fewest
+        differing bits; rows tied with the m-th are all in): a cosine's near neighbours share most signs, so the top few by cosine are
         among them, found without reading the float matrix. None when the index is too small for a
         shortlist to beat the plain scan. Candidates only: the caller scores the rows it gets."""
         n = self.n
@@ -369,12 +369,14 @@ class VectorIndex:
             codes = np.zeros((-(-self.dimensions // 64), self._cap), dtype=np.uint64)
             codes[:, :n] = sign_codes(self.matrix[:n])
             self._codes = codes
-        q = sign_codes(np.asarray(query, dtype=np.float32).reshape(1, -1))[:, 0]
-        distance = np.zeros(n, dtype=np.uint16)
-        for word, qword in zip(self._codes[:, :n], q):
-            distance += _popcount(word ^ qword)
-        distance[~self.alive[:n]] = np.iinfo(np.uint16).max
-        return np.sort(np.argpartition(distance, m)[:m])
+        q = sign_codes(np.asarray(query, dtype=np.float32).reshape(1, -1))
+        distance = _popcount(self._codes[:, :n] ^ q).sum(axis=0, dtype=np.uint16)
+        distance[~self.alive[:n]] = self.dimensions + 1
+        # The m-th smallest distance from a histogram (distances are small integers), then every
+        # row within it: ascending by row, and rows tied at the boundary all kept (so a few over m).
+        counts = np.bincount(distance, minlength=self.dimensions + 2)
+        limit = int(np.searchsorted(np.cumsum(counts), m))
+        return np.flatnonzero(distance <= min(limit, self.dimensions))
 
     def vector_of(self, mid: int) -> np.ndarray | None:
         row = self.row_of.get(mid)

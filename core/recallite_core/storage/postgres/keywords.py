@@ -13,9 +13,11 @@ plain text both backends give the same scores (tests/storage/test_storage_contra
 the tokenizers do: PostgreSQL's parser keeps paths, URLs and e-mail addresses whole, splits
 hyphenated words into the whole and its parts, and stems with Snowball English (Porter 2).
 
-Occurrences come from the tsvector's positions, labelled A, B, C by column (title, content, tags):
-the only per-document data read is the matched documents' own vectors; N, the token total and n
-come from counters kept by triggers and from the GIN index.
+Occurrences come from the tsvector's positions, labelled A, B, C by column (title, content, tags),
+kept as postings (migration 0007): one row per lexeme and document with its occurrences per label
+and the document's length, written by triggers in the writing transaction. A query reads only the
+postings of its own lexemes; N and the token total come from counters kept by triggers, n from
+the postings.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any, Sequence
 from recallite_core.storage.base import MemoryFilter
 from recallite_core.storage.fts import query_terms
 from recallite_core.storage.postgres.filters import where_sql
-from recallite_core.storage.postgres.migrations import TEXT_CONFIG
+from recallite_core.storage.postgres.migrations import POSTINGS_REBUILD, TEXT_CONFIG
 
 K1 = 1.2
 B = 0.75
@@ -47,16 +49,6 @@ def _any_of(lexemes: Sequence[str]) -> str:
     return " | ".join("'" + lx.replace("'", "''") + "'" for lx in lexemes)
 
 
-#: Per matched document: each query lexeme it holds, with its column-weighted occurrences f.
-#: A, B, C label title, content, tags (migrations.py); D never occurs in memories.
-_HITS = ("SELECT u.lexeme, "
-         "%s::float8 * cardinality(array_positions(u.weights, 'A')) "
-         "+ %s::float8 * cardinality(array_positions(u.weights, 'B')) "
-         "+ %s::float8 * cardinality(array_positions(u.weights, 'C')) "
-         "+ %s::float8 * cardinality(array_positions(u.weights, 'D')) AS f "
-         "FROM unnest({alias}.tsv) u WHERE u.lexeme = ANY(%s::text[])")
-
-
 class PostgresKeywords:
     """Keyword search over the memories' tsvector and the conversation windows'. Scores are
     BM25 as FTS5 computes it (higher is better), ties by id."""
@@ -74,30 +66,36 @@ class PostgresKeywords:
             (" ".join(query_terms(query)),)).fetchone()
         return list(row[0] or [])
 
-    def _bm25(self, table: str, alias: str, lexemes: list[str], weights: Sequence[float], flt: MemoryFilter,
-              depth: int, docs: str, tokens: str) -> list[tuple[int, float]]:
+    def _bm25(self, postings: str, lexemes: list[str], weights: Sequence[float], flt: MemoryFilter, depth: int,
+              docs: str, tokens: str) -> list[tuple[int, float]]:
+        """BM25 of every document holding a query lexeme, from the postings alone; then, best first,
+        the first ``depth`` whose memory passes the filter (joined row by row, so a filter that
+        keeps most memories reads about ``depth`` of them)."""
         where, params = where_sql(flt)
-        key = "id" if table == "memories" else "memory_id"
-        join = "" if table == "memories" else f"JOIN memories m ON m.id = {alias}.memory_id "
+        wa, wb, wc, wd = (float(x) for x in weights)
         sql = (
-            # n per lexeme from the GIN index; N and the token total from the trigger-kept counters
-            # (base row + the deltas not folded in yet, migration 0003).
-            "WITH totals AS (SELECT "
+            # N and the token total from the trigger-kept counters (base row + the deltas not folded
+            # in yet, migration 0003); n per lexeme from its postings.
+            "WITH totals AS MATERIALIZED (SELECT"
             f" recallite_counter('{docs}')::float8 AS n_docs,"
             f" recallite_counter('{tokens}')::float8 AS n_tokens),"
-            " idf AS (SELECT l.lexeme, CASE WHEN x.v <= 0 THEN 1e-6 ELSE x.v END AS idf"
+            " idf AS MATERIALIZED (SELECT l.lexeme, CASE WHEN x.v <= 0 THEN 1e-6 ELSE x.v END AS idf"
             "  FROM unnest(%s::text[]) AS l(lexeme), totals,"
-            f"  LATERAL (SELECT count(*)::float8 AS n FROM {table} d WHERE d.tsv @@ quote_literal(l.lexeme)::tsquery) c,"
-            "  LATERAL (SELECT ln((totals.n_docs - c.n + 0.5) / (c.n + 0.5)) AS v) x)"
-            f" SELECT {alias}.{key}, sum(idf.idf * h.f * {K1 + 1} / (h.f + {K1} * ({1 - B} + {B} * {alias}.tsv_tokens"
-            "  / greatest(totals.n_tokens / greatest(totals.n_docs, 1), 1e-9)))) AS s"
-            f" FROM {table} {alias} {join}CROSS JOIN totals"
-            f" CROSS JOIN LATERAL ({_HITS.format(alias=alias)}) h JOIN idf ON idf.lexeme = h.lexeme"
-            f" WHERE {alias}.tsv @@ %s::tsquery AND {where}"
-            f" GROUP BY {alias}.{key} ORDER BY s DESC, {alias}.{key} LIMIT %s"
+            f"  LATERAL (SELECT count(*)::float8 AS n FROM {postings} c WHERE c.lexeme = l.lexeme) c,"
+            "  LATERAL (SELECT ln((totals.n_docs - c.n + 0.5) / (c.n + 0.5)) AS v) x),"
+            # Summed in lexeme order: a float sum depends on its order, and this one is fixed.
+            " scored AS MATERIALIZED (SELECT h.memory_id,"
+            f"  sum(idf.idf * h.f * {K1 + 1} / (h.f + {K1} * ({1 - B} + {B} * h.len"
+            "   / greatest(totals.n_tokens / greatest(totals.n_docs, 1), 1e-9))) ORDER BY h.lexeme) AS s"
+            "  FROM idf CROSS JOIN totals CROSS JOIN LATERAL ("
+            "   SELECT p.memory_id, p.lexeme, p.len, %s::float8 * p.fa + %s::float8 * p.fb + %s::float8 * p.fc"
+            f"    + %s::float8 * p.fd AS f FROM {postings} p WHERE p.lexeme = idf.lexeme) h"
+            "  GROUP BY h.memory_id)"
+            " SELECT r.memory_id, r.s FROM (SELECT * FROM scored ORDER BY s DESC, memory_id) r"
+            f" CROSS JOIN LATERAL (SELECT 1 FROM memories m WHERE m.id = r.memory_id AND {where}) ok"
+            " ORDER BY r.s DESC, r.memory_id LIMIT %s"
         )
-        w = [float(x) for x in weights]
-        rows = self._conn.execute(sql, [lexemes, *w, lexemes, _any_of(lexemes), *params, depth]).fetchall()
+        rows = self._conn.execute(sql, [lexemes, wa, wb, wc, wd, *params, depth]).fetchall()
         return [(mid, float(s)) for mid, s in rows]
 
     # -- the query's terms, asked about one by one: answered for all of them at once -----------------
@@ -116,10 +114,16 @@ class PostgresKeywords:
         return (facts, terms) if terms and term in terms else None  # type: ignore[return-value]
 
     def _frequencies(self, terms: list[str]) -> dict[str, int]:
+        """Memories holding each term: a term that is one lexeme counts its postings (an index-only
+        count); one the parser splits (a path, a hyphenated word) is matched against the tsvectors."""
         return dict(zip(terms, (r[0] for r in self._conn.execute(
-            "SELECT CASE WHEN u.q IS NULL THEN 0 ELSE (SELECT count(*) FROM memories "
-            f"WHERE tsv @@ to_tsquery('{TEXT_CONFIG}', u.q)) END "
-            "FROM unnest(%s::text[]) WITH ORDINALITY AS u(q, n) ORDER BY u.n", ([ts_query(t) for t in terms],)))))
+            "SELECT CASE WHEN u.q IS NULL THEN 0 "
+            "WHEN numnode(t.q) = 1 THEN (SELECT count(*) FROM keyword_postings p "
+            "  WHERE p.lexeme = btrim(querytree(t.q), chr(39))) "
+            "ELSE (SELECT count(*) FROM memories WHERE tsv @@ t.q) END "
+            "FROM unnest(%s::text[]) WITH ORDINALITY AS u(q, n), "
+            f"LATERAL (SELECT CASE WHEN u.q IS NOT NULL THEN to_tsquery('{TEXT_CONFIG}', u.q) END AS q) t "
+            "ORDER BY u.n", ([ts_query(t) for t in terms],)))))
 
     def _holders(self, terms: list[str], ids: Sequence[int]) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {t: [] for t in terms}
@@ -140,7 +144,7 @@ class PostgresKeywords:
         if not lexemes:
             return []
         title, content, tags = weights
-        return self._bm25("memories", "m", lexemes, (title, content, tags, 0.0), flt, depth,
+        return self._bm25("keyword_postings", lexemes, (title, content, tags, 0.0), flt, depth,
                           "keyword_docs", "keyword_tokens")
 
     def windows_top(self, query: str, flt: MemoryFilter, depth: int) -> list[tuple[int, float]]:
@@ -152,7 +156,7 @@ class PostgresKeywords:
         lexemes = self._lexemes(query)
         if not lexemes:
             return []
-        return self._bm25("episode_windows", "w", lexemes, (0.0, 0.0, 0.0, 1.0), flt, depth,
+        return self._bm25("window_postings", lexemes, (0.0, 0.0, 0.0, 1.0), flt, depth,
                           "window_docs", "window_tokens")
 
     def document_frequency(self, term: str) -> int:
@@ -188,7 +192,10 @@ class PostgresKeywords:
     def rebuild(self) -> None:
         """The keyword index is a generated column the server keeps in step with each row, so
         there is nothing to re-derive from the table; what can drift (a restore that bypassed
-        the triggers, say) is the collection statistics BM25 reads: they are recounted here."""
+        the triggers, say) is what is derived from it: the postings, re-derived here, and the
+        collection statistics BM25 reads, recounted here."""
+        for statement in POSTINGS_REBUILD:
+            self._conn.execute(statement)
         for prefix, table in (("keyword", "memories"), ("window", "episode_windows")):
             self._conn.execute(f"DELETE FROM counter_deltas WHERE name IN ('{prefix}_docs', '{prefix}_tokens')")
             self._conn.execute(
