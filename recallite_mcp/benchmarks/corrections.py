@@ -153,17 +153,19 @@ def evaluate(split: str, embedder: str = "default", source: str = "agent", limit
     return res
 
 
+_SUBJECTS = ["the api", "the worker", "staging", "prod", "billing", "search", "the cache", "auth", "the cron job", "ci"]
+_ATTRS = ["timeout", "port", "retry limit", "owner", "region", "log level", "batch size", "queue", "version", "budget"]
+
+
 def speed(embedder: str = "default", store_size: int = 2000, writes: int = 150, seed: int = 7) -> dict[str, float]:
     """remember() p50 / p90 in ms on a store of ``store_size`` short facts, with detection off and
     on in turns (write by write, so both see the same store and the same load on the machine)."""
     from recallite_core import Recallite
 
-    subjects = ["the api", "the worker", "staging", "prod", "billing", "search", "the cache", "auth", "the cron job", "ci"]
-    attrs = ["timeout", "port", "retry limit", "owner", "region", "log level", "batch size", "queue", "version", "budget"]
     rng = random.Random(seed)
 
     def fact(i: int) -> str:
-        return (f"{rng.choice(subjects)} {rng.choice(attrs)} note {i}: value {rng.randint(1, 99999)} "
+        return (f"{rng.choice(_SUBJECTS)} {rng.choice(_ATTRS)} note {i}: value {rng.randint(1, 99999)} "
                 f"set by team {rng.choice('abcdefgh')}")
 
     mem = Recallite.open(None, embedder=embedder)
@@ -191,6 +193,48 @@ def speed(embedder: str = "default", store_size: int = 2000, writes: int = 150, 
     out["ratio_p50"] = out["on_p50_ms"] / out["off_p50_ms"]
     out["ratio_cpu_p50"] = out["on_cpu_p50_ms"] / out["off_cpu_p50_ms"]
     return out
+
+
+def shortlist_agreement(embedder: str = "default", store_size: int = 10000, seed: int = 7) -> dict[str, int]:
+    """Does the candidate search of a large store (the index's sign-agreement shortlist) find what
+    the whole scan finds? Every update's older and every look-alike's first statement (both parts)
+    among ``store_size`` short facts in one scope; for each newer / second statement, the 5
+    candidates nearest() returns against those of a scan of every row."""
+    from recallite_core import Recallite
+    from recallite_core.index import vector_index
+    from recallite_core.policy import corrections as detection
+
+    rng = random.Random(seed)
+    ups, looks = load("corrections_updates.jsonl"), load("corrections_lookalikes.jsonl")
+    stored = [u["old"] for u in ups] + [lk["first"] for lk in looks]
+    probes = [u["new"] for u in ups] + [lk["second"] for lk in looks]
+    mem = Recallite.open(None, embedder=embedder)
+    try:
+        mem.config.corrections = False
+        cfg = mem.config
+        filler = [{"content": f"{rng.choice(_SUBJECTS)} {rng.choice(_ATTRS)} note {i}: value {rng.randint(1, 99999)} "
+                              f"set by team {rng.choice('abcdefgh')}", "type": "fact", "scope": "b"}
+                  for i in range(store_size)]
+        written = mem.remember_many(filler + [{"content": t, "type": "fact", "scope": "b"} for t in stored])
+        partner = [int(m.id[4:]) for m in written[store_size:]]
+        vecs = mem.core.embed(probes)
+        k, floor = max(1, cfg.correction_candidates), cfg.correction_min_similarity
+        out = {"probes": len(probes), "differ": 0, "pair_found_by_scan": 0, "pair_missed": 0}
+        shortlist = vector_index.NEAR_SHORTLIST
+        with mem.store.reading() as conn:
+            for i, vec in enumerate(vecs):
+                try:
+                    vector_index.NEAR_SHORTLIST = 1 << 40  # no shortlist: every row scanned
+                    whole = detection.nearest(mem.retriever, conn, vec, "b", k, floor)
+                finally:
+                    vector_index.NEAR_SHORTLIST = shortlist
+                got = detection.nearest(mem.retriever, conn, vec, "b", k, floor)
+                out["differ"] += got != whole
+                out["pair_found_by_scan"] += partner[i] in whole
+                out["pair_missed"] += partner[i] in whole and partner[i] not in got
+        return out
+    finally:
+        mem.close()
 
 
 def history_updates(embedder: str = "default") -> dict[str, dict[str, float]]:
@@ -262,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--speed", action="store_true", help="remember() p50 with detection off and on, instead")
     ap.add_argument("--history", action="store_true",
                     help="the knowledge-update questions of `eval history`: does the newest session's answer rank first")
+    ap.add_argument("--shortlist", action="store_true",
+                    help="does the candidate shortlist of a large store (--store-size) find what a whole scan finds")
     ap.add_argument("--store-size", type=int, default=2000)
     ap.add_argument("--writes", type=int, default=150)
     args = ap.parse_args(argv)
@@ -274,6 +320,15 @@ def main(argv: list[str] | None = None) -> int:
                   f"detection, {s['on_p50_ms']:.1f} ms with it ({s['ratio_p50']:.2f}x); "
                   f"p90 {s['off_p90_ms']:.1f} / {s['on_p90_ms']:.1f} ms; CPU p50 {s['off_cpu_p50_ms']:.1f} / "
                   f"{s['on_cpu_p50_ms']:.1f} ms ({s['ratio_cpu_p50']:.2f}x)")
+        return 0
+    if args.shortlist:
+        a = shortlist_agreement(args.embedder, args.store_size)
+        if args.json:
+            print(json.dumps(a))
+        else:
+            print(f"candidates on {args.store_size} facts + the set's statements, {a['probes']} newer statements: "
+                  f"shortlist and whole scan differ for {a['differ']}; the pair's older statement among the whole "
+                  f"scan's candidates {a['pair_found_by_scan']} times, missed by the shortlist {a['pair_missed']}")
         return 0
     if args.history:
         h = history_updates(args.embedder)

@@ -98,5 +98,21 @@ def _unnested(conn, lexemes, weights):
         "  %s * cardinality(array_positions(u.weights, 'A')) + %s * cardinality(array_positions(u.weights, 'B'))"
         "  + %s * cardinality(array_positions(u.weights, 'C')) + %s * cardinality(array_positions(u.weights, 'D')) AS f"
         "  FROM unnest(m.tsv) u WHERE u.lexeme = ANY(%s::text[])) h JOIN idf ON idf.lexeme = h.lexeme"
-        " GROUP BY m.id ORDER BY s DESC, m.id LIMIT 10")
-    return [(i, float(s)) for i, s in conn.execute(sql, [lexemes, wa, wb, wc, wd, lexemes])]
+        " WHERE m.tsv @@ %s::tsquery GROUP BY m.id ORDER BY s DESC, m.id LIMIT 10")
+    any_of = " | ".join("'" + lx.replace("'", "''") + "'" for lx in lexemes)
+    return [(i, float(s)) for i, s in conn.execute(sql, [lexemes, wa, wb, wc, wd, lexemes, any_of])]
+
+
+def test_a_filter_that_drops_the_best_documents_still_gets_its_full_depth(pg):
+    """The filter is checked on the best 4 x depth first; when it keeps fewer than depth of those,
+    every scored document is walked: a narrow scope whose memories all score low still gets its
+    depth, in score order."""
+    pg.remember_many([{"content": f"deploy deploy deploy the api release {i}", "scope": "busy"} for i in range(30)]
+                     + [{"content": f"a note that mentions a deploy once, number {i}", "scope": "quiet"}
+                        for i in range(6)])
+    with pg.store.reading() as s:
+        everything = s.keywords.top("deploy", MemoryFilter(), 100, (1.0, 1.0, 1.0))
+        quiet = {r[0] for r in pg.store.conn.execute("SELECT id FROM memories WHERE scope = 'quiet'")}
+        got = s.keywords.top("deploy", MemoryFilter(scopes=("quiet",)), 5, (1.0, 1.0, 1.0))
+    assert [i for i, _ in everything[:20]] and not quiet & {i for i, _ in everything[:20]}  # the best are all 'busy'
+    assert got == [r for r in everything if r[0] in quiet][:5]

@@ -32,6 +32,8 @@ from recallite_core.storage.postgres.migrations import POSTINGS_REBUILD, TEXT_CO
 
 K1 = 1.2
 B = 0.75
+#: The keyword top checks its filter on this many times ``depth`` best documents before walking them all.
+OVERFETCH = 4
 #: A term of an FTS5 query as fts_query writes it: a double-quoted word (no quote inside).
 _QUOTED = re.compile(r'"(\w+)"')
 
@@ -61,41 +63,63 @@ class PostgresKeywords:
         tsq = ts_query(query)
         if tsq is None:
             return []
+        facts = getattr(self._conn, "facts", None)  # a recall asks twice: memories, then windows
+        known = None if facts is None else facts.get(("lexemes", query))
+        if known is not None:
+            return list(known)
         row = self._conn.execute(
             f"SELECT array(SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', %s))) ORDER BY 1)",
             (" ".join(query_terms(query)),)).fetchone()
+        if facts is not None:
+            facts[("lexemes", query)] = list(row[0] or [])
         return list(row[0] or [])
 
     def _bm25(self, postings: str, lexemes: list[str], weights: Sequence[float], flt: MemoryFilter, depth: int,
               docs: str, tokens: str) -> list[tuple[int, float]]:
-        """BM25 of every document holding a query lexeme, from the postings alone; then, best first,
-        the first ``depth`` whose memory passes the filter (joined row by row, so a filter that
-        keeps most memories reads about ``depth`` of them)."""
+        """BM25 of every document holding a query lexeme, from the postings alone; then the best
+        ``depth`` of those whose memory passes the filter. The filter is checked on the best
+        OVERFETCH x depth first (a partial sort, a join per row); only when it keeps fewer than
+        ``depth`` of them and there are more is every scored document walked best first."""
         where, params = where_sql(flt)
-        wa, wb, wc, wd = (float(x) for x in weights)
-        sql = (
+        # f: the column-weighted occurrences, naming only the labels that weigh.
+        weighed = [(float(w), col) for w, col in zip(weights, ("fa", "fb", "fc", "fd")) if float(w) != 0.0]
+        occurrences = " + ".join(f"%s::float8 * p.{col}" for _, col in weighed) or "0::float8"
+        scored = (
             # N and the token total from the trigger-kept counters (base row + the deltas not folded
             # in yet, migration 0003); n per lexeme from its postings.
-            "WITH totals AS MATERIALIZED (SELECT"
+            "WITH counts AS MATERIALIZED (SELECT"
             f" recallite_counter('{docs}')::float8 AS n_docs,"
             f" recallite_counter('{tokens}')::float8 AS n_tokens),"
+            # |D|'s part of the denominator, k1 * (1 - b + b * |D| / avgdl), as c1 + c2 * |D|.
+            f" totals AS MATERIALIZED (SELECT n_docs, {K1 * (1 - B)}::float8 AS c1,"
+            f"  {K1 * B}::float8 / greatest(n_tokens / greatest(n_docs, 1), 1e-9) AS c2 FROM counts),"
             " idf AS MATERIALIZED (SELECT l.lexeme, CASE WHEN x.v <= 0 THEN 1e-6 ELSE x.v END AS idf"
             "  FROM unnest(%s::text[]) AS l(lexeme), totals,"
             f"  LATERAL (SELECT count(*)::float8 AS n FROM {postings} c WHERE c.lexeme = l.lexeme) c,"
             "  LATERAL (SELECT ln((totals.n_docs - c.n + 0.5) / (c.n + 0.5)) AS v) x),"
-            # Summed in lexeme order: a float sum depends on its order, and this one is fixed.
+            # No ORDER BY in the sum, which would sort every posting: the plan reads the sorted lexemes'
+            # postings one lexeme after another, so each document's terms are summed in lexeme order;
+            # another plan could only move a score in its last bits (a float sum depends on its order).
             " scored AS MATERIALIZED (SELECT h.memory_id,"
-            f"  sum(idf.idf * h.f * {K1 + 1} / (h.f + {K1} * ({1 - B} + {B} * h.len"
-            "   / greatest(totals.n_tokens / greatest(totals.n_docs, 1), 1e-9))) ORDER BY h.lexeme) AS s"
+            f"  sum(idf.idf * h.f * {K1 + 1} / (h.f + totals.c1 + totals.c2 * h.len)) AS s"
             "  FROM idf CROSS JOIN totals CROSS JOIN LATERAL ("
-            "   SELECT p.memory_id, p.lexeme, p.len, %s::float8 * p.fa + %s::float8 * p.fb + %s::float8 * p.fc"
-            f"    + %s::float8 * p.fd AS f FROM {postings} p WHERE p.lexeme = idf.lexeme) h"
+            f"   SELECT p.memory_id, p.len, {occurrences} AS f FROM {postings} p WHERE p.lexeme = idf.lexeme) h"
             "  GROUP BY h.memory_id)"
-            " SELECT r.memory_id, r.s FROM (SELECT * FROM scored ORDER BY s DESC, memory_id) r"
-            f" CROSS JOIN LATERAL (SELECT 1 FROM memories m WHERE m.id = r.memory_id AND {where}) ok"
-            " ORDER BY r.s DESC, r.memory_id LIMIT %s"
         )
-        rows = self._conn.execute(sql, [lexemes, wa, wb, wc, wd, *params, depth]).fetchall()
+        passes = f"CROSS JOIN LATERAL (SELECT 1 FROM memories m WHERE m.id = r.memory_id AND {where}) ok"
+        head = [sorted(lexemes), *(w for w, _ in weighed)]
+        over = depth * OVERFETCH
+        rows = self._conn.execute(
+            scored + ", best AS MATERIALIZED (SELECT memory_id, s FROM scored ORDER BY s DESC, memory_id LIMIT %s)"
+            f" SELECT r.memory_id, r.s FROM best r {passes}"
+            " UNION ALL SELECT NULL, count(*) FROM best", [*head, over, *params]).fetchall()
+        found = sorted(((mid, float(s)) for mid, s in rows if mid is not None), key=lambda r: (-r[1], r[0]))
+        best = next(int(s) for mid, s in rows if mid is None)
+        if len(found) >= depth or best < over:
+            return found[:depth]
+        rows = self._conn.execute(
+            scored + f" SELECT r.memory_id, r.s FROM (SELECT * FROM scored ORDER BY s DESC, memory_id) r {passes}"
+            " ORDER BY r.s DESC, r.memory_id LIMIT %s", [*head, *params, depth]).fetchall()
         return [(mid, float(s)) for mid, s in rows]
 
     # -- the query's terms, asked about one by one: answered for all of them at once -----------------

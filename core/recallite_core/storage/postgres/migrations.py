@@ -36,6 +36,33 @@ POSTINGS_REBUILD = (
     "FROM episode_windows w CROSS JOIN LATERAL recallite_postings(w.tsv) p",
 )
 
+
+def _postings_triggers(table: str, key: str, postings: str, text_columns: str) -> list[str]:
+    """The index on ``postings``' memory ids and the triggers that keep it in step with ``table``
+    (0007): statement triggers over transition tables for inserts and deletes, a row trigger for
+    an edit of a text column that changed the tsvector. Static SQL per table: plpgsql plans it once."""
+    rows = f"SELECT p.lexeme, n.{key}, p.fa, p.fb, p.fc, p.fd, n.tsv_tokens FROM {{}} CROSS JOIN LATERAL recallite_postings(n.tsv) p"
+    bodies = {
+        "i": f"INSERT INTO {postings} {rows.format('new_rows n')};",
+        "d": f"DELETE FROM {postings} p USING old_rows o WHERE p.memory_id = o.{key};",
+        "u": f"DELETE FROM {postings} WHERE memory_id = NEW.{key}; "
+             f"INSERT INTO {postings} {rows.format('(SELECT NEW.*) n')};",
+    }
+    out = [f"CREATE INDEX {postings}_memory ON {postings} (memory_id)"]
+    for op, body in bodies.items():
+        out.append(f"CREATE FUNCTION recallite_{postings}_{op}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                   f"BEGIN {body} RETURN NULL; END $$")
+    out += [
+        f"CREATE TRIGGER {table}_postings_i AFTER INSERT ON {table} REFERENCING NEW TABLE AS new_rows "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION recallite_{postings}_i()",
+        f"CREATE TRIGGER {table}_postings_d AFTER DELETE ON {table} REFERENCING OLD TABLE AS old_rows "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION recallite_{postings}_d()",
+        f"CREATE TRIGGER {table}_postings_u AFTER UPDATE OF {text_columns} ON {table} FOR EACH ROW "
+        f"WHEN (OLD.tsv IS DISTINCT FROM NEW.tsv) EXECUTE FUNCTION recallite_{postings}_u()",
+    ]
+    return out
+
+
 MIGRATIONS: list[tuple[str, list[str]]] = [
     (
         "0001_initial",
@@ -516,57 +543,8 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
                 PRIMARY KEY (lexeme, memory_id) INCLUDE (fa, fb, fc, fd, len)
             )
             """ for postings in ("keyword_postings", "window_postings")),
-            "CREATE INDEX keyword_postings_memory ON keyword_postings (memory_id)",
-            "CREATE INDEX window_postings_memory ON window_postings (memory_id)",
-            """
-            CREATE FUNCTION recallite_postings_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-                IF TG_TABLE_NAME = 'memories' THEN
-                    INSERT INTO keyword_postings SELECT p.lexeme, n.id, p.fa, p.fb, p.fc, p.fd, n.tsv_tokens
-                    FROM new_rows n CROSS JOIN LATERAL recallite_postings(n.tsv) p;
-                ELSE
-                    INSERT INTO window_postings SELECT p.lexeme, n.memory_id, p.fa, p.fb, p.fc, p.fd, n.tsv_tokens
-                    FROM new_rows n CROSS JOIN LATERAL recallite_postings(n.tsv) p;
-                END IF;
-                RETURN NULL;
-            END
-            $$
-            """,
-            """
-            CREATE FUNCTION recallite_postings_delete() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-                IF TG_TABLE_NAME = 'memories' THEN
-                    DELETE FROM keyword_postings p USING old_rows o WHERE p.memory_id = o.id;
-                ELSE
-                    DELETE FROM window_postings p USING old_rows o WHERE p.memory_id = o.memory_id;
-                END IF;
-                RETURN NULL;
-            END
-            $$
-            """,
-            """
-            CREATE FUNCTION recallite_postings_update() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-                IF TG_TABLE_NAME = 'memories' THEN
-                    DELETE FROM keyword_postings WHERE memory_id = NEW.id;
-                    INSERT INTO keyword_postings SELECT p.lexeme, NEW.id, p.fa, p.fb, p.fc, p.fd, NEW.tsv_tokens
-                    FROM recallite_postings(NEW.tsv) p;
-                ELSE
-                    DELETE FROM window_postings WHERE memory_id = NEW.memory_id;
-                    INSERT INTO window_postings SELECT p.lexeme, NEW.memory_id, p.fa, p.fb, p.fc, p.fd, NEW.tsv_tokens
-                    FROM recallite_postings(NEW.tsv) p;
-                END IF;
-                RETURN NULL;
-            END
-            $$
-            """,
-            *(f"CREATE TRIGGER {table}_postings_i AFTER INSERT ON {table} REFERENCING NEW TABLE AS new_rows "
-              "FOR EACH STATEMENT EXECUTE FUNCTION recallite_postings_insert()" for table in ("memories", "episode_windows")),
-            *(f"CREATE TRIGGER {table}_postings_d AFTER DELETE ON {table} REFERENCING OLD TABLE AS old_rows "
-              "FOR EACH STATEMENT EXECUTE FUNCTION recallite_postings_delete()" for table in ("memories", "episode_windows")),
-            *(f"CREATE TRIGGER {table}_postings_u AFTER UPDATE OF {columns} ON {table} FOR EACH ROW "
-              "WHEN (OLD.tsv IS DISTINCT FROM NEW.tsv) EXECUTE FUNCTION recallite_postings_update()"
-              for table, columns in (("memories", "title, content, tags"), ("episode_windows", "text"))),
+            *_postings_triggers("memories", "id", "keyword_postings", "title, content, tags"),
+            *_postings_triggers("episode_windows", "memory_id", "window_postings", "text"),
             *POSTINGS_REBUILD,
         ],
     ),
