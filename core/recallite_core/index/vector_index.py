@@ -358,10 +358,12 @@ class VectorIndex:
         return ids[order].astype(np.int64), exact[order]
 
     def near_rows(self, query: np.ndarray, m: int = NEAR_SHORTLIST) -> np.ndarray | None:
-        """A shortlist of about ``m`` live rows, ascending, whose signs agree most with the query's (fewest
-        differing bits; rows tied with the m-th are all in): a cosine's near neighbours share most signs, so the top few by cosine are
-        among them, found without reading the float matrix. None when the index is too small for a
-        shortlist to beat the plain scan. Candidates only: the caller scores the rows it gets."""
+        """A shortlist of about ``m`` live rows, ascending, whose signs agree most with the query's
+        (fewest differing bits; rows tied with the m-th are all in): a cosine's near neighbours share
+        most signs, so the top few by cosine are among them, found without reading the float matrix.
+        None when a shortlist would not beat the plain scan: a small index, or so many rows tied at
+        the boundary (sparse or repeated vectors) that the list is no longer short. Candidates only:
+        the caller scores the rows it gets."""
         n = self.n
         if n <= 4 * m:
             return None
@@ -376,7 +378,8 @@ class VectorIndex:
         # row within it: ascending by row, and rows tied at the boundary all kept (so a few over m).
         counts = np.bincount(distance, minlength=self.dimensions + 2)
         limit = int(np.searchsorted(np.cumsum(counts), m))
-        return np.flatnonzero(distance <= min(limit, self.dimensions))
+        rows = np.flatnonzero(distance <= min(limit, self.dimensions))
+        return rows if len(rows) <= 2 * m else None
 
     def vector_of(self, mid: int) -> np.ndarray | None:
         row = self.row_of.get(mid)
