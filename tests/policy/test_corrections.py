@@ -403,3 +403,21 @@ def test_a_context_did_not_say_what_a_correction_replaced(mem):
     assert a.id in shown and "was:" not in shown
     c = mem.remember("The billing cron runs at 2am.", type="fact", scope="s")
     assert "was:" not in mem.build_context("When does the billing cron run?", scope="s").context.split(c.id)[1]
+
+
+def test_an_older_sessions_turn_outranked_the_newer_sessions_answer(mem):
+    """What broke: conversation turns were never compared, so for a question worded like neither
+    turn, the earlier session's turn (and the reply next to it) ranked above the later session's
+    turn that says what became of the same named thing."""
+    old, reply = mem.record_turns([
+        {"role": "user", "content": "My Honda Civic broke down again.", "timestamp": 1_700_000_000},
+        {"role": "assistant", "content": "That's no fun. Did you get it towed?", "timestamp": 1_700_000_060},
+    ], session="s1", scope="p")
+    new = mem.record_turns([
+        {"role": "user", "content": "I sold the Honda Civic last month and bought a Kia Niro for the commute.",
+         "timestamp": 1_703_000_000},
+        {"role": "assistant", "content": "Enjoy the new ride!", "timestamp": 1_703_000_060},
+    ], session="s2", scope="p")[0]
+    for question in ("What car do I drive?", "Which vehicle do I use for the commute these days?"):
+        ids = top(mem, question, "p")
+        assert ids.index(new.id) < ids.index(old.id) and ids.index(new.id) < ids.index(reply.id), question

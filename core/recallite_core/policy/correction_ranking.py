@@ -6,7 +6,12 @@ Two question-aware steps look at the best hits only and write nothing:
 - two memories that may state one thing two ways (``maybe_changed``) rank newer first when the
   question asks about what both share and names nothing only the older one says;
 - two look-alikes (``named_first``: the staging vs the production server, Zara vs Omar) rank the one
-  whose own subject the question names above the one whose own subject it does not name.
+  whose own subject the question names above the one whose own subject it does not name;
+- two conversation turns (never compared at write time: they record what was said) of one speaker
+  from two sessions that name one thing the same way, in two words or more ("my old Honda Civic
+  broke down" / "I sold the Honda Civic and bought a Kia Niro"), for a question that names no word
+  of the older turn, rank the later session's first, and the older turn's neighbours in its
+  session (the exchange around it) go down with it (``_turn_pairs``, ``same_thing``).
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from recallite_core.storage.base import Session
 
 
 # -- ranking --------------------------------------------------------------------------------------------------------
-def newer_first(session: Session, scored: list[tuple], query: str | None = None, links: bool = True) -> list[tuple]:
+def newer_first(session: Session, scored: list[tuple], query: str | None = None, links: bool = True,
+                turns: bool = True) -> list[tuple]:
     """A replacement ranks above what it superseded, and of two memories linked as contradicting
     each other the newer ranks first, whatever their scores (feedback included): the older one's
     final score is capped just under the newer one's. With the ``query``, also two unlinked
@@ -27,7 +33,8 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
     with no feedback, the one whose own subject the question names (``named_first``) is lifted
     just above its twin, before the caps. ``scored``: (final, key,
     id, ...) tuples, best first; returns them re-sorted. ``links``: False when the store holds no
-    relations at all (nothing to read for the linked pairs)."""
+    relations at all (nothing to read for the linked pairs); ``turns``: False when it holds no
+    conversation turns (nothing for ``_turn_pairs`` to read)."""
     if len(scored) < 2 or not (links or query):
         return scored
     ids = [t[2] for t in scored]
@@ -47,6 +54,8 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
         linked = {frozenset((p.from_id, p.to_id)) for p in pairs}
         unsure, named = _question_pairs(session, ids[:QUERY_WINDOW], query, linked)
         above += unsure
+        if turns:
+            above += _turn_pairs(session, ids[:QUERY_WINDOW], query)
     if not above and not named:
         return scored
     final = {t[2]: t[0] for t in scored}
@@ -104,6 +113,77 @@ def _question_pairs(session: Session, ids: list[int], query: str,
             if side:
                 named.append((new_id, old_id) if side > 0 else (old_id, new_id))
     return out, named
+
+
+def _turn_pairs(session: Session, ids: list[int], query: str) -> list[tuple[int, int]]:
+    """Conversation turns are records of what was said, so detection never links them; among
+    ``ids``, two turns of one speaker and scope from different sessions that speak of one named
+    thing (``same_thing``) and that the question cannot tell apart: the later session's says what
+    became of it, so it goes first, and with the older turn the turns next to it in its session
+    (the exchange around what was said then) that rank above the newer one. (newer, older) pairs."""
+    if len(ids) < 2:
+        return []
+    loaded = session.memories.load(ids)
+    place = {mid: (scope, name, seq, role) for mid, scope, name, seq, role in session.episodes.turns_of(ids)}
+    turns = []
+    for mid in ids:
+        m = loaded.get(mid)
+        if m is None or mid not in place or m.status not in LIVE or m.failure_count > m.success_count:
+            continue
+        at = m.episode.timestamp if getattr(m, "episode", None) else m.created_at
+        turns.append((at, mid, m.content, place[mid]))
+    if len(turns) < 2:
+        return []
+    asked = {w.key for w in words(query)}
+    # Who takes part is not what they talk about: "Thanks, Caroline!" and "Hey Mel" name no thing.
+    people = {k for *_, role in place.values() for k in (w.key for w in words(role))}
+    rank = {mid: n for n, mid in enumerate(ids)}
+    out: list[tuple[int, int]] = []
+    turns.sort(key=lambda t: (t[0], t[1]))  # oldest first
+    for n, (old_at, old_id, old_text, (scope, name, seq, role)) in enumerate(turns):
+        for new_at, new_id, new_text, (new_scope, new_name, _, new_role) in turns[n + 1:]:
+            if new_scope != scope or new_name == name or new_role != role or new_at == old_at:
+                continue
+            if not same_thing(old_text, new_text, asked, people):
+                continue
+            out.append((new_id, old_id))
+            for mid, (sc, se, q, _) in place.items():  # the older exchange follows its turn down
+                if (sc, se) == (scope, name) and abs(q - seq) == 1 and rank[mid] < rank[new_id]:
+                    out.append((new_id, mid))
+    return out
+
+
+def same_thing(old: str, new: str, asked: set[str], people: set[str] = frozenset()) -> bool:
+    """Whether two turns may say what one named thing was and what became of it, as far as a
+    question with the content words ``asked`` can tell: both name one thing the same way, in two
+    words or more ("my old Honda Civic broke down" / "I sold the Honda Civic"), not a participant
+    (``people``: the speakers' names), both say something of their own, the question names no
+    word of the older turn (it asks for a value, not about what was said then), and no words of
+    their own name another subject on both sides (``maybe_changed``'s guards)."""
+    ow, nw = words(old), words(new)
+    if not ow or not nw:
+        return False
+    oset, nset = {w.key for w in ow}, {w.key for w in nw}
+    shared = oset & nset
+    own_o, own_n = oset - nset, nset - oset
+    if not own_o or not own_n or asked & oset:
+        return False  # the question names what the older turn says: it asks about that, not what holds now
+    # A named thing of two words or more, named the same way by both (a make and model, a full
+    # name, a product and its version): one capitalised word is often a greeting or a vocative.
+    heads = {w.key: w.head for w in nw}
+    if not any(w.key in shared and w.value and not w.digits and w.head and w.head in shared
+               and heads.get(w.key) == w.head and not any(p.startswith(w.key) for p in people) for w in ow):
+        return False  # no named thing in common (a participant's name, or the start of it, is not one)
+    diff_o = [i for i, w in enumerate(ow) if w.key in own_o]
+    diff_n = [j for j, w in enumerate(nw) if w.key in own_n]
+    # Said in passing, one side may describe the thing more ("my old Honda Civic"); only both
+    # naming which one, each its own way, is two things.
+    if (qualifies(ow, diff_o, shared) and qualifies(nw, diff_n, shared)) \
+            or (qualified(ow, nw, shared) and qualified(nw, ow, shared)):
+        return False
+    lead_o = [ow[i] for i in diff_o if ow[i].lead and (ow[i].value or ow[i].digits)]
+    lead_n = [nw[j] for j in diff_n if nw[j].lead and (nw[j].value or nw[j].digits)]
+    return not (lead_o and lead_n)
 
 
 def maybe_changed(old: str, new: str, asked: set[str]) -> bool:
