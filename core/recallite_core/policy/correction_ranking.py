@@ -16,6 +16,8 @@ Two question-aware steps look at the best hits only and write nothing:
 
 from __future__ import annotations
 
+from typing import Any
+
 from recallite_core.policy import rules as policy
 from recallite_core.policy.corrections import COMPARED_TYPES, LIVE, qualified, qualifies, words
 from recallite_core.storage.base import Session
@@ -52,10 +54,12 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
     named: list[tuple[int, int]] = []  # (named, twin)
     if query:
         linked = {frozenset((p.from_id, p.to_id)) for p in pairs}
-        unsure, named = _question_pairs(session, ids[:QUERY_WINDOW], query, linked)
+        window = ids[:QUERY_WINDOW]
+        loaded = session.memories.load(window) if len(window) >= 2 else {}  # one read for both steps
+        unsure, named = _question_pairs(loaded, window, query, linked)
         above += unsure
         if turns:
-            above += _turn_pairs(session, ids[:QUERY_WINDOW], query)
+            above += _turn_pairs(session, loaded, window, query)
     if not above and not named:
         return scored
     final = {t[2]: t[0] for t in scored}
@@ -82,7 +86,7 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
 QUERY_WINDOW = 8
 
 
-def _question_pairs(session: Session, ids: list[int], query: str,
+def _question_pairs(loaded: dict[int, Any], ids: list[int], query: str,
                     linked: set[frozenset]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """Among ``ids``, unlinked memories of one scope: (newer, older) pairs of two that may state one
     thing two ways, for a question that asks nothing only the older one says; and (named, twin)
@@ -91,7 +95,6 @@ def _question_pairs(session: Session, ids: list[int], query: str,
     things, not a change of it."""
     if len(ids) < 2:
         return [], []
-    loaded = session.memories.load(ids)
     rows = [(mid, m.content, m.created_at, m.scope, m.failure_count > m.success_count)
             for mid, m in loaded.items() if m.type in COMPARED_TYPES and m.status in LIVE]
     # Outcomes outrank wording: a memory with feedback is never lifted or passed over by it.
@@ -115,7 +118,7 @@ def _question_pairs(session: Session, ids: list[int], query: str,
     return out, named
 
 
-def _turn_pairs(session: Session, ids: list[int], query: str) -> list[tuple[int, int]]:
+def _turn_pairs(session: Session, loaded: dict[int, Any], ids: list[int], query: str) -> list[tuple[int, int]]:
     """Conversation turns are records of what was said, so detection never links them; among
     ``ids``, two turns of one speaker and scope from different sessions that speak of one named
     thing (``same_thing``) and that the question cannot tell apart: the later session's says what
@@ -123,7 +126,6 @@ def _turn_pairs(session: Session, ids: list[int], query: str) -> list[tuple[int,
     (the exchange around what was said then) that rank above the newer one. (newer, older) pairs."""
     if len(ids) < 2:
         return []
-    loaded = session.memories.load(ids)
     place = {mid: (scope, name, seq, role) for mid, scope, name, seq, role in session.episodes.turns_of(ids)}
     turns = []
     for mid in ids:
@@ -153,7 +155,7 @@ def _turn_pairs(session: Session, ids: list[int], query: str) -> list[tuple[int,
     return out
 
 
-def same_thing(old: str, new: str, asked: set[str], people: set[str] = frozenset()) -> bool:
+def same_thing(old: str, new: str, asked: set[str], people: set[str] | frozenset[str] = frozenset()) -> bool:
     """Whether two turns may say what one named thing was and what became of it, as far as a
     question with the content words ``asked`` can tell: both name one thing the same way, in two
     words or more ("my old Honda Civic broke down" / "I sold the Honda Civic"), not a participant
