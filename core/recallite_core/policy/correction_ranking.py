@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from recallite_core.policy import rules as policy
+from recallite_core.policy.correction_words import Word
 from recallite_core.policy.corrections import COMPARED_TYPES, LIVE, qualified, qualifies, words
 from recallite_core.storage.base import Session
 
@@ -162,13 +163,11 @@ def same_thing(old: str, new: str, asked: set[str], people: set[str] | frozenset
     (``people``: the speakers' names), both say something of their own, the question names no
     word of the older turn (it asks for a value, not about what was said then), and no words of
     their own name another subject on both sides (``maybe_changed``'s guards)."""
-    ow, nw = words(old), words(new)
-    if not ow or not nw:
+    sides = _sides(old, new)
+    if sides is None:
         return False
-    oset, nset = {w.key for w in ow}, {w.key for w in nw}
-    shared = oset & nset
-    own_o, own_n = oset - nset, nset - oset
-    if not own_o or not own_n or asked & oset:
+    ow, nw, shared, own_o, own_n = sides
+    if not own_o or not own_n or asked & (shared | own_o):
         return False  # the question names what the older turn says: it asks about that, not what holds now
     # A named thing of two words or more, named the same way by both (a make and model, a full
     # name, a product and its version): one capitalised word is often a greeting or a vocative.
@@ -183,9 +182,23 @@ def same_thing(old: str, new: str, asked: set[str], people: set[str] | frozenset
     if (qualifies(ow, diff_o, shared) and qualifies(nw, diff_n, shared)) \
             or (qualified(ow, nw, shared) and qualified(nw, ow, shared)):
         return False
-    lead_o = [ow[i] for i in diff_o if ow[i].lead and (ow[i].value or ow[i].digits)]
-    lead_n = [nw[j] for j in diff_n if nw[j].lead and (nw[j].value or nw[j].digits)]
-    return not (lead_o and lead_n)
+    return not (_leads(ow, diff_o) and _leads(nw, diff_n))
+
+
+def _sides(old: str, new: str) -> tuple[tuple[Word, ...], tuple[Word, ...], set[str], set[str], set[str]] | None:
+    """Both texts' words, the keys they share, and the keys each has of its own (None: one of them
+    has no word)."""
+    ow, nw = words(old), words(new)
+    if not ow or not nw:
+        return None
+    oset, nset = {w.key for w in ow}, {w.key for w in nw}
+    return ow, nw, oset & nset, oset - nset, nset - oset
+
+
+def _leads(ws: tuple[Word, ...], own: list[int]) -> bool:
+    """Whether words of a text's own, at positions ``own``, open it with a name or a number (they
+    name its subject: two texts each led by their own are about two things)."""
+    return any(ws[i].lead and (ws[i].value or ws[i].digits) for i in own)
 
 
 def maybe_changed(old: str, new: str, asked: set[str]) -> bool:
@@ -193,12 +206,10 @@ def maybe_changed(old: str, new: str, asked: set[str]) -> bool:
     the content words ``asked`` can tell: the question names words both share and none that only
     the older one has, both say something of their own, and nothing of their own names another
     subject (a word qualifying a shared one, another opening name or number)."""
-    ow, nw = words(old), words(new)
-    if not ow or not nw:
+    sides = _sides(old, new)
+    if sides is None:
         return False
-    oset, nset = {w.key for w in ow}, {w.key for w in nw}
-    shared = oset & nset
-    own_o, own_n = oset - nset, nset - oset
+    ow, nw, shared, own_o, own_n = sides
     if not own_o or not own_n or not (asked & shared) or asked & own_o:
         return False
     if not any(w.key in shared and not w.unit and not w.digits for w in ow):
@@ -208,9 +219,7 @@ def maybe_changed(old: str, new: str, asked: set[str]) -> bool:
     if qualifies(ow, diff_o, shared) or qualifies(nw, diff_n, shared) \
             or qualified(ow, nw, shared) or qualified(nw, ow, shared):
         return False
-    lead_o = [ow[i] for i in diff_o if ow[i].lead and (ow[i].value or ow[i].digits)]
-    lead_n = [nw[j] for j in diff_n if nw[j].lead and (nw[j].value or nw[j].digits)]
-    return not (lead_o and lead_n)
+    return not (_leads(ow, diff_o) and _leads(nw, diff_n))
 
 
 def _marks(ws, own: set[str], shared: set[str]) -> set[str]:
