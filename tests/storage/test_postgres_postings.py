@@ -116,3 +116,18 @@ def test_a_filter_that_drops_the_best_documents_still_gets_its_full_depth(pg):
         got = s.keywords.top("deploy", MemoryFilter(scopes=("quiet",)), 5, (1.0, 1.0, 1.0))
     assert [i for i, _ in everything[:20]] and not quiet & {i for i, _ in everything[:20]}  # the best are all 'busy'
     assert got == [r for r in everything if r[0] in quiet][:5]
+
+
+def test_document_frequencies_from_postings_are_the_tsvector_counts(pg):
+    """A recall asks each query term's document frequency: one-lexeme terms are counted from the
+    postings (the others from the tsvectors), as the GIN index counts them."""
+    pg.remember_many([{"content": t} for t in ("the spare key", "keys and a key-ring", "see /usr/local/bin", "a key_ring",
+                                                "a blue flowerpot", "spare spare parts")])
+    query = "spare key ring flowerpot the absent usr"
+    with pg.store.reading() as s:
+        s.keywords.top(query, MemoryFilter(), 10, (1.0, 1.0, 1.0))  # the terms of the query, asked together
+        got = {t: s.keywords.document_frequency(t) for t in query_terms(query)}
+        want = {t: pg.store.conn.execute("SELECT count(*) FROM memories WHERE tsv @@ "
+                                         "to_tsquery('recallite_english', %s)", (f"'{t}'",)).fetchone()[0]
+                for t in query_terms(query)}
+    assert got == want and want["spare"] == 2 and want["key"] == 3 and want["absent"] == 0
