@@ -133,7 +133,7 @@ def _turn_pairs(session: Session, loaded: dict[int, Any], ids: list[int], query:
         m = loaded.get(mid)
         if m is None or mid not in place or m.status not in LIVE or m.failure_count > m.success_count:
             continue
-        at = m.episode.timestamp if getattr(m, "episode", None) else m.created_at
+        at = m.episode.timestamp if m.episode else m.created_at
         turns.append((at, mid, m.content, place[mid]))
     if len(turns) < 2:
         return []

@@ -503,7 +503,7 @@ def nearest(retriever, session: Session, vec, scope: str, k: int, min_similarity
         picked = _best(kept, min(k, len(kept)))
         # Fewer than k pass and even the shortlist's farthest reach the threshold: rows outside
         # it might too, so the whole scan decides.
-        if len(picked) == k or not len(scores) or scores.min() < min_similarity:
+        if len(picked) == k or scores.min() < min_similarity:
             return [int(index.ids[rows[i]]) for i in picked.tolist() if kept[i] >= min_similarity]
     scores = dot_rows(index.matrix[:n], q)
     m = min(n, max(k, NEAREST_POOL))

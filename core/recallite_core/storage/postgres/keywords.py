@@ -46,11 +46,6 @@ def ts_query(text: str) -> str | None:
     return " | ".join(f"'{t}'" for t in terms) if terms else None
 
 
-def _any_of(lexemes: Sequence[str]) -> str:
-    """Normalised lexemes as a tsquery literal (cast with ::tsquery, so not stemmed again)."""
-    return " | ".join("'" + lx.replace("'", "''") + "'" for lx in lexemes)
-
-
 class PostgresKeywords:
     """Keyword search over the memories' tsvector and the conversation windows'. Scores are
     BM25 as FTS5 computes it (higher is better), ties by id."""
@@ -139,7 +134,7 @@ class PostgresKeywords:
 
     def _frequencies(self, terms: list[str]) -> dict[str, int]:
         """Memories holding each term: a term that is one lexeme counts its postings (an index-only
-        count); one the parser splits (a path, a hyphenated word) is matched against the tsvectors."""
+        count); one the text parser turns into several lexemes is matched against the tsvectors."""
         return dict(zip(terms, (r[0] for r in self._conn.execute(
             "SELECT CASE WHEN u.q IS NULL THEN 0 "
             "WHEN numnode(t.q) = 1 THEN (SELECT count(*) FROM keyword_postings p "
