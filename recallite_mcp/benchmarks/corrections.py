@@ -157,19 +157,20 @@ _SUBJECTS = ["the api", "the worker", "staging", "prod", "billing", "search", "t
 _ATTRS = ["timeout", "port", "retry limit", "owner", "region", "log level", "batch size", "queue", "version", "budget"]
 
 
+def _fact(rng: random.Random, i: int) -> str:
+    """A short filler fact of the speed and shortlist stores: many subjects share most words."""
+    return (f"{rng.choice(_SUBJECTS)} {rng.choice(_ATTRS)} note {i}: value {rng.randint(1, 99999)} "
+            f"set by team {rng.choice('abcdefgh')}")
+
+
 def speed(embedder: str = "default", store_size: int = 2000, writes: int = 150, seed: int = 7) -> dict[str, float]:
     """remember() p50 / p90 in ms on a store of ``store_size`` short facts, with detection off and
     on in turns (write by write, so both see the same store and the same load on the machine)."""
     from recallite_core import Recallite
 
     rng = random.Random(seed)
-
-    def fact(i: int) -> str:
-        return (f"{rng.choice(_SUBJECTS)} {rng.choice(_ATTRS)} note {i}: value {rng.randint(1, 99999)} "
-                f"set by team {rng.choice('abcdefgh')}")
-
     mem = Recallite.open(None, embedder=embedder)
-    mem.remember_many([{"content": fact(i), "type": "fact", "scope": "b"} for i in range(store_size)])
+    mem.remember_many([{"content": _fact(rng, i), "type": "fact", "scope": "b"} for i in range(store_size)])
     mem.embedder.embed(["warm up"])
     times: dict[bool, list[float]] = {False: [], True: []}
     cpu: dict[bool, list[float]] = {False: [], True: []}
@@ -177,7 +178,7 @@ def speed(embedder: str = "default", store_size: int = 2000, writes: int = 150, 
         on = bool(i % 2)
         mem.config.corrections = on
         c, t = time.process_time(), time.perf_counter()
-        mem.remember(fact(store_size + i), type="fact", scope="b")
+        mem.remember(_fact(rng, store_size + i), type="fact", scope="b")
         times[on].append(time.perf_counter() - t)
         cpu[on].append(time.process_time() - c)
     mem.close()
@@ -212,9 +213,7 @@ def shortlist_agreement(embedder: str = "default", store_size: int = 10000, seed
     try:
         mem.config.corrections = False
         cfg = mem.config
-        filler = [{"content": f"{rng.choice(_SUBJECTS)} {rng.choice(_ATTRS)} note {i}: value {rng.randint(1, 99999)} "
-                              f"set by team {rng.choice('abcdefgh')}", "type": "fact", "scope": "b"}
-                  for i in range(store_size)]
+        filler = [{"content": _fact(rng, i), "type": "fact", "scope": "b"} for i in range(store_size)]
         written = mem.remember_many(filler + [{"content": t, "type": "fact", "scope": "b"} for t in stored])
         partner = [int(m.id[4:]) for m in written[store_size:]]
         vecs = mem.core.embed(probes)
