@@ -238,3 +238,27 @@ def test_the_tuner_replayed_a_compact_context_at_the_markdown_limit(mem):
     mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[used])
     default = mem.stats().context_tuning["p"]["arms"][0]  # the default arm, which served it
     assert default["pulls"] == 1 and default["mean_reward"] > 0.5  # credited: it served what was used
+
+
+def test_successes_that_named_no_memory_voted_for_the_strictest_context(mem):
+    """Feedback without used_memory_ids says nothing about what a stricter setting would have cut,
+    but the tuner counted each such success as kept by every arm: stricter arms cost fewer tokens,
+    so they won, and the next task's needed memory ranked second was cut."""
+    for i in range(12):
+        mem.remember(f"Deploy note {i}: run the deploy with step {i} of the checklist.", type="procedure", scope="p")
+    for _ in range(30):
+        ctx = mem.build_context("deploy with the checklist", scope="p")
+        mem.feedback(ctx.retrieval_id, "success")
+    assert "until" in mem.stats().context_tuning.get("p", {"why": "until"})["why"]
+    assert len(mem.build_context("deploy with the checklist", scope="p").memory_ids) == 10
+
+
+def test_a_memory_the_agent_opened_counts_as_named_for_the_tuner(mem):
+    ids = [mem.remember(f"Deploy note {i}: run the deploy with step {i} of the checklist.", type="procedure",
+                        scope="p").id for i in range(12)]
+    ctx = mem.build_context("deploy with the checklist", scope="p")
+    mem.expand(ctx.retrieval_id, [ctx.memory_ids[0]])  # the agent opens the first one
+    mem.feedback(ctx.retrieval_id, "success")
+    default = mem.stats().context_tuning["p"]["arms"][0]
+    assert default["pulls"] == 1 and default["mean_reward"] > 0.5
+    assert ids

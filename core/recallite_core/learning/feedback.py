@@ -142,7 +142,9 @@ class FeedbackRecorder:
                     conn.outcomes.add_unused(fid, unused, policy.UNUSED_WEIGHT, now, policy.RULE_TYPES)
             # Candidates that keep helping earn validation (policy.earns_validation).
             promoted = promote_earned(conn, candidates, now) if outcome == "success" and candidates else []
-            self.core.learning.on_feedback(conn, rid, qvec, target, used, now)
+            # The tuner learns from what the agent named (or opened), never from rank-decayed guesses.
+            named_ids = used if used is not None else [mid for mid, _, e, _ in shown if e]
+            self.core.learning.on_feedback(conn, rid, qvec, target, named_ids, now)
         # What was just written, without reading it back.
         return FeedbackResult(
             feedback_id=fmt_id("fb", fid), retrieval_id=fmt_id("ret", rid), outcome=outcome, score=recorded_score,

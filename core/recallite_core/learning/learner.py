@@ -624,13 +624,20 @@ class ContextTuner:
             return
         # Replayed at the scale it was served with (compact: twice the arm's limit).
         scale = max(1, round(served_limit / pulled.limit)) if served_limit else 1
+        if not used:
+            # Feedback that names no memory cannot tell the arms apart: nothing says whether what a
+            # stricter arm would have cut was what the task needed. Counted as kept whatever the arm
+            # cut, every such success was a vote for the strictest arm, which then cut needed
+            # memories ranked second (agent day dev, 4 seeds: needed-memory recall days 3-5 .933
+            # with it, .962 without; docs/learning.md, Session 11).
+            return
         items = session.retrievals.served_items(retrieval_id)
         for arm in self.arm_list:
             if arm != pulled and not arm.within(pulled):
                 continue
             served = arm.serves(items, scale)
             ids = {i for i, *_ in served}
-            included = True if not used else all(u in ids for u in used)
+            included = all(u in ids for u in used)
             tokens = sum(t for *_, t in served)
             reward = (target if included else 0.0) - self.cfg.arm_token_cost * min(1.0, tokens / max(1, max_tokens))
             session.tuning.reward(scope, arm.key, reward, now, self.cfg.arm_decay)
