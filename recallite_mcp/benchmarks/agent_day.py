@@ -538,12 +538,45 @@ def off_task_line(res: dict[str, Any]) -> str:
     return f"off-task memories served with feedback from day {TARGET_FROM_DAY} (of {total} served): {parts}"
 
 
+def seeds_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Means over several seeds' runs of the days from TARGET_FROM_DAY (every project-day counts once):
+    one seed's table moves by .10 when one task changes, too coarse to tell two versions apart."""
+    acc: dict[str, list[float]] = {"precision": [], "recall": [], "twin_precision": [], "twin_recall": [], "tokens": []}
+    for res in results:
+        for row in res["days"]:
+            if row["day"] < TARGET_FROM_DAY:
+                continue
+            for r in row["projects"].values():
+                f, n = r["feedback"], r["no_feedback"]
+                for k, v in (("precision", f["precision"]), ("recall", f["recall"]), ("twin_precision", n["precision"]),
+                             ("twin_recall", n["recall"]), ("tokens", f["tokens"])):
+                    if v is not None:
+                        acc[k].append(v)
+    out: dict[str, Any] = {k: round(sum(v) / len(v), 4) if v else None for k, v in acc.items()}
+    out["seeds"] = [res["config"]["seed"] for res in results]
+    out["checks_failed"] = sum(1 for res in results for c in res["checks"] if not c["ok"])
+    out["checks"] = sum(len(res["checks"]) for res in results)
+    return out
+
+
+def _seed_list(text: str) -> list[int]:
+    try:
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--seeds takes whole numbers separated by commas, got {text!r}") from None
+    if not seeds:
+        raise argparse.ArgumentTypeError("--seeds needs at least one seed, e.g. --seeds 7,11,23,31")
+    return seeds
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="recallite-mcp bench --agent-day", description=__doc__.split("\n\n")[0])
     p.add_argument("--set", dest="set_name", choices=SETS, default="dev",
                    help="dev: for tuning; holdout: for the final report only")
     p.add_argument("--days", type=int, default=5)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--seeds", type=_seed_list, default=None, metavar="S1,S2,...",
+                   help="run once per seed and print the means of days 3+ over all runs (no per-day table)")
     p.add_argument("--embedder", choices=["default", "hash"], default="default",
                    help="default: MiniLM ONNX (offline); hash: fast, no model")
     p.add_argument("--tasks-per-day", type=int, default=10, help="tasks per project per day (default 10)")
@@ -555,6 +588,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--keep", default=None, metavar="DIR", help="copy each twin's database into DIR at the end of every day")
     args = p.parse_args(list(argv) if argv is not None else None)
     say = None if args.json else (lambda text: print(text, file=sys.stderr, flush=True))
+    if args.seeds:
+        return _main_seeds(args, say)
     res = run_agent_day(args.set_name, args.days, args.seed, args.embedder, args.tasks_per_day, args.kinds,
                         args.catalog, progress=say, trace=bool(args.trace), keep=args.keep)
     if args.trace:
@@ -578,6 +613,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{'PASS' if not bad else 'FAIL'}  {name} ({scope})" + (f": {', '.join(bad)}" if bad else ""))
     print(off_task_line(res))
     print(f"{'PASS' if not fails else 'FAIL'} overall; {res['seconds']} s")
+    return 0
+
+
+def _main_seeds(args: argparse.Namespace, say) -> int:
+    if args.trace or args.keep:
+        raise SystemExit("--trace and --keep go with one --seed, not --seeds.")
+    results = [run_agent_day(args.set_name, args.days, seed, args.embedder, args.tasks_per_day, args.kinds,
+                             args.catalog, progress=say) for seed in args.seeds]
+    summary = seeds_summary(results)
+    if args.json:
+        print(json.dumps({"summary": summary, "runs": results}, indent=2))
+        return 0
+    print(f"agent-day benchmark: set {results[0]['config']['set']}, seeds {','.join(map(str, summary['seeds']))}, "
+          f"{args.days} days, embedder {args.embedder}; means of days {TARGET_FROM_DAY}-{args.days} over every project-day")
+    for res in results:
+        bad = sum(1 for c in res["checks"] if not c["ok"])
+        print(f"seed {res['config']['seed']}: {bad} of {len(res['checks'])} checks failed")
+    print(f"precision fb/no {_f(summary['precision'], 3)}/{_f(summary['twin_precision'], 3)}  "
+          f"recall fb/no {_f(summary['recall'], 3)}/{_f(summary['twin_recall'], 3)}  "
+          f"tokens fb {_f(summary['tokens'], 0)}  checks failed {summary['checks_failed']} of {summary['checks']}")
     return 0
 
 

@@ -77,3 +77,25 @@ def test_off_task_memories_are_told_apart():
     assert agent.off_task_kind(f"0:{general.key}") == "general"
     assert agent.off_task_kind(f"1:{unrelated.key}") == "unrelated"
     assert agent.off_task_kind(None) == "unknown"
+
+
+def _run(seed: int, rows: list[tuple[int, float, float | None]]) -> dict:
+    """A run as run_agent_day returns it: (day, precision, recall) with feedback, the twin at 0.5/1.0."""
+    days = [{"day": d, "projects": {"p": {"feedback": {"precision": p, "recall": r, "tokens": 100},
+                                          "no_feedback": {"precision": 0.5, "recall": 1.0, "tokens": 300},
+                                          "delta": {"precision": p - 0.5, "recall": None if r is None else r - 1.0}}}}
+            for d, p, r in rows]
+    res = {"days": days, "config": {"seed": seed}}
+    res["checks"] = ad.check_targets(res)
+    return res
+
+
+def test_seeds_summary_averages_days_from_the_target_day_over_every_run():
+    a = _run(1, [(2, 0.0, 0.0), (3, 0.8, 1.0), (4, 1.0, None)])
+    b = _run(2, [(3, 0.6, 0.5)])
+    s = ad.seeds_summary([a, b])
+    assert s["seeds"] == [1, 2]
+    assert s["precision"] == round((0.8 + 1.0 + 0.6) / 3, 4)  # day 2 left out
+    assert s["recall"] == 0.75  # a day with no recall (nothing needed was stored yet) is not a zero
+    assert s["twin_recall"] == 1.0
+    assert s["checks_failed"] == sum(1 for r in (a, b) for c in r["checks"] if not c["ok"]) > 0
