@@ -578,8 +578,9 @@ class ContextTuner:
     Reads never change it. Feedback on a tuned context rewards the arm that served it with
     ``outcome - cost * tokens / max_tokens`` and, because the logged ranks and scores say what a
     stricter setting would have served, also every arm nested in it (a success whose used memory
-    a stricter setting would have cut counts 0 for that setting). The next context keeps the
-    default arm until ``min_judged`` judged contexts, then takes the best mean reward (see decide).
+    a stricter setting would have cut counts 0 for that setting). Only feedback that names the
+    memories used (or opened) judges a context. The next context keeps the default arm until
+    ``min_judged`` judged contexts, then takes the best mean reward (see decide).
     """
 
     def __init__(self, cfg: LearningConfig):
@@ -601,7 +602,7 @@ class ContextTuner:
         d = self.cfg.arm_decay  # pulls are discounted: n judged contexts count (1 - d^n) / (1 - d)
         enough = self.cfg.min_judged if d >= 1 else (1 - d ** self.cfg.min_judged) / (1 - d)
         if judged < enough - 1e-9:
-            return default.arm, f"default until {self.cfg.min_judged} judged contexts"
+            return default.arm, f"default until {self.cfg.min_judged} contexts whose feedback named the memories used"
         best = max((s for s in st if s.pulls >= enough - 1e-9), key=lambda s: s.mean - 1e-9 * (s is not default))
         if best is default:
             return default.arm, "default: no stricter setting did better on the judged contexts"
