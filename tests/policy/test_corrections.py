@@ -421,3 +421,24 @@ def test_an_older_sessions_turn_outranked_the_newer_sessions_answer(mem):
     for question in ("What car do I drive?", "Which vehicle do I use for the commute these days?"):
         ids = top(mem, question, "p")
         assert ids.index(new.id) < ids.index(old.id) and ids.index(new.id) < ids.index(reply.id), question
+
+
+def test_a_move_announced_in_a_later_session_ranked_under_the_old_address(mem):
+    """What broke: two turns of one speaker that share no named thing ("I've lived in Leeds for six
+    years" / "We moved to Nantes last weekend") were never weighed against each other, so for a
+    question about where the user lives now the earlier session's turn and the reply to it ranked
+    first. A question about what holds now puts the turn that announces a change above them."""
+    old, reply = mem.record_turns([
+        {"role": "user", "content": "I've lived in Leeds for about six years now, I love living here.",
+         "timestamp": 1_700_000_000},
+        {"role": "assistant", "content": "Leeds seems like a nice place to live.", "timestamp": 1_700_000_060},
+    ], session="s1", scope="p")
+    new = mem.record_turns([
+        {"role": "user", "content": "We moved to Nantes last weekend, there are boxes everywhere.",
+         "timestamp": 1_703_000_000},
+    ], session="s2", scope="p")[0]
+    ids = top(mem, "Which city does the user live in at the moment?", "p")
+    assert ids.index(new.id) < ids.index(old.id) and ids.index(new.id) < ids.index(reply.id)
+    # A question about what was said then is not about what holds now: recall's order stands.
+    said = top(mem, "How long had the user lived in Leeds?", "p")
+    assert said.index(old.id) < said.index(new.id)

@@ -16,10 +16,11 @@ Two question-aware steps look at the best hits only and write nothing:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from recallite_core.policy import rules as policy
-from recallite_core.policy.correction_words import Word
+from recallite_core.policy.correction_words import Word, has_cue
 from recallite_core.policy.corrections import COMPARED_TYPES, LIVE, qualified, qualifies, words
 from recallite_core.storage.base import Session
 
@@ -152,6 +153,40 @@ def _turn_pairs(session: Session, loaded: dict[int, Any], ids: list[int], query:
             out.append((new_id, old_id))
             for mid, (sc, se, q, _) in place.items():  # the older exchange follows its turn down
                 if (sc, se) == (scope, name) and abs(q - seq) == 1 and rank[mid] < rank[new_id]:
+                    out.append((new_id, mid))
+    if asks_now(query):
+        out += _change_turns(turns, rank, place)
+    return out
+
+
+# Words of a question that asks what holds now rather than what was said once.
+_NOW_ASKED = re.compile(r"\b(?:now|nowadays|currently|current|these days|at the moment|at present|still|"
+                        r"any ?more|today|latest|after)\b", re.I)
+
+
+def asks_now(query: str) -> bool:
+    """Whether a question asks what holds now: a word of the present ("now", "these days", "still")
+    or of a change ("after relocating", "which car replaced ...")."""
+    return bool(_NOW_ASKED.search(query)) or has_cue(query)
+
+
+def _change_turns(turns: list[tuple], rank: dict[int, int], place: dict[int, tuple]) -> list[tuple[int, int]]:
+    """For a question about what holds now: a turn among the best hits that announces a change
+    ("I changed jobs, I'm now ...", "we moved to ...") ranks above the turns of the same speaker
+    from earlier sessions that rank above it, and with each the turns next to it in its session (the
+    exchange around it): it says what became of what they said then, which the same words of the
+    question cannot tell apart. (newer, older) pairs; ``turns`` oldest first."""
+    out: list[tuple[int, int]] = []
+    for new_at, new_id, new_text, (scope, name, _, role) in turns:
+        if not has_cue(new_text):
+            continue
+        for old_at, old_id, _, (old_scope, old_name, old_seq, old_role) in turns:
+            if old_at >= new_at or old_name == name or old_scope != scope or old_role != role:
+                continue
+            if rank[old_id] < rank[new_id]:
+                out.append((new_id, old_id))
+            for mid, (sc, se, q, _) in place.items():  # the older exchange follows its turn down
+                if (sc, se) == (old_scope, old_name) and abs(q - old_seq) == 1 and rank[mid] < rank[new_id]:
                     out.append((new_id, mid))
     return out
 
