@@ -35,8 +35,6 @@ from recallite_core.storage.postgres.migrations import POSTINGS_REBUILD, TEXT_CO
 
 K1 = 1.2
 B = 0.75
-#: The keyword top checks its filter on this many times ``depth`` best documents before walking them all.
-OVERFETCH = 4
 #: A term of an FTS5 query as fts_query writes it: a double-quoted word (no quote inside).
 _QUOTED = re.compile(r'"(\w+)"')
 #: Bits of each label's occurrences in the packed column _postings reads (a smallint >= 0 fits 15).
@@ -125,9 +123,8 @@ class PostgresKeywords:
     def _bm25(self, postings: str, lexemes: list[str], weights: Sequence[float], flt: MemoryFilter, depth: int,
               docs: str, tokens: str) -> list[tuple[int, float]]:
         """BM25 of every document holding a query lexeme, from the postings alone; then the best
-        ``depth`` of those whose memory passes the filter. The filter is checked on the best
-        OVERFETCH x depth first (one statement); only when it keeps fewer than ``depth`` of them
-        and there are more is it checked on every scored document.
+        ``depth`` of those whose memory passes the filter, checked on the best few first (one
+        statement), on more only when too few of them pass.
 
         The postings are read in one statement (_postings) and scored here with numpy: the
         server's hash aggregate and sort of every scored document were most of a recall at 100k
@@ -162,10 +159,11 @@ class PostgresKeywords:
             at += len(ids)
         order = np.lexsort((unique, -scores))
         where, params = where_sql(flt)
-        # The filter is asked about the best OVERFETCH x depth, then 8 times more, as long as fewer
-        # than ``depth`` pass and there are more; the last step asks the server which of all scored
-        # documents pass (a join on the postings instead of every id sent).
-        window = depth * OVERFETCH
+        # The filter is asked about the best depth + a quarter (at least 20 more), then 8 times more,
+        # as long as fewer than ``depth`` pass and there are more (the retriever's _filtered_top
+        # widens its cut the same way); the last step asks the server which of all scored documents
+        # pass (a join on the postings instead of every id sent). Each id asked is an index probe.
+        window = depth + max(20, depth // 4)
         while True:
             if window < len(order):
                 ids = unique[order[:window]].tolist()
