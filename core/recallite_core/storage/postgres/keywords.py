@@ -59,6 +59,27 @@ def ts_query(text: str) -> str | None:
     return " | ".join(f"'{t}'" for t in terms) if terms else None
 
 
+def _summed(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The documents of all parts (ascending) and each one's scores summed in part order (a
+    lexeme holds a document once: no id repeats within one part). Summed in an array indexed by
+    id while the largest id is small beside the postings, else through np.unique's inverse."""
+    top = max(int(ids.max()) for ids, _ in parts)
+    if top <= 4 * sum(len(ids) for ids, _ in parts) + 1_000_000:
+        total, seen = np.zeros(top + 1), np.zeros(top + 1, dtype=bool)
+        for ids, s in parts:
+            total[ids] += s
+            seen[ids] = True
+        unique = np.flatnonzero(seen)
+        return unique, total[unique]
+    unique, where_in = np.unique(np.concatenate([ids for ids, _ in parts]), return_inverse=True)
+    scores = np.zeros(len(unique))
+    at = 0
+    for ids, s in parts:
+        scores[where_in[at:at + len(ids)]] += s
+        at += len(ids)
+    return unique, scores
+
+
 class PostgresKeywords:
     """Keyword search over the memories' tsvector and the conversation windows'. Scores are
     BM25 as FTS5 computes it (higher is better), ties by id."""
@@ -135,7 +156,7 @@ class PostgresKeywords:
         n_docs, n_tokens, found = self._postings(postings, sorted(lexemes), [col for _, col in weighed], docs, tokens)
         facts = getattr(self._conn, "facts", None)
         if facts is not None and postings == "keyword_postings":  # what document_frequency / holding ask next
-            facts.setdefault("postings", {}).update((lex, ids) for lex, ids, _ in found)
+            facts.setdefault("postings", {}).update((lex, np.sort(ids)) for lex, ids, _ in found)  # holding() bisects
         # |D|'s part of the denominator, k1 * (1 - b + b * |D| / avgdl), as c1 + c2 * |D|.
         c1 = K1 * (1 - B)
         c2 = K1 * B / max(n_tokens / max(n_docs, 1.0), 1e-9)
@@ -151,12 +172,7 @@ class PostgresKeywords:
             parts.append((ids, idf * f * (K1 + 1) / (f + c1 + c2 * lengths)))
         if not parts:
             return []
-        unique, where_in = np.unique(np.concatenate([ids for ids, _ in parts]), return_inverse=True)
-        scores = np.zeros(len(unique))
-        at = 0
-        for ids, s in parts:  # a lexeme holds a document once: no index repeats within one part
-            scores[where_in[at:at + len(ids)]] += s
-            at += len(ids)
+        unique, scores = _summed(parts)
         order = np.lexsort((unique, -scores))
         where, params = where_sql(flt)
         # The filter is asked about the best depth + a quarter (at least 20 more), then 8 times more,
@@ -261,7 +277,8 @@ class PostgresKeywords:
         held = self._kept_postings(term)
         if held is not None:
             ask = np.unique(np.asarray(list(ids), dtype=np.int64))
-            return ask[np.isin(ask, held)].tolist()
+            at = np.minimum(np.searchsorted(held, ask), max(len(held) - 1, 0))
+            return ask[held[at] == ask].tolist() if len(held) else []
         known = self._query_terms_with(term)
         if known is not None and ids:
             facts, terms = known
