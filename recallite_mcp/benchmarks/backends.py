@@ -284,9 +284,9 @@ def format_report(result: dict) -> str:
                      + f" = at most {1000 * result['cpus'] / cpu:,.0f} remembers/s on {result['cpus']} free cores"
                      + f" (load average after {round(w['loadavg_after'][0], 1)})")
     for size, c in result["backends"].get("postgres", {}).get("statements", {}).items():
-        lines += ["", f"postgres: statements of {c['recalls']} recalls @{int(size):,} (client wall time per recall; "
-                  f"these recalls p50 {c['recall_p50_ms']:.2f} ms, mean {c['recall_mean_ms']:.2f} ms; "
-                  f"statements {sum(r['ms'] for r in c['statements']):.2f} ms, the rest is the client)"]
+        lines += ["", (f"postgres: statements of {c['recalls']} recalls @{int(size):,} (client wall time per recall; "
+                       f"these recalls p50 {c['recall_p50_ms']:.2f} ms, mean {c['recall_mean_ms']:.2f} ms; "
+                       f"statements {sum(r['ms'] for r in c['statements']):.2f} ms, the rest is the client)")]
         lines += [f"  {r['ms']:7.2f} ms  x{r['per_recall']:<5} {r['statement']}" for r in c["statements"]]
     return "\n".join(lines)
 
