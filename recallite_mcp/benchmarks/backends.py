@@ -7,7 +7,8 @@ same phases on the same synthetic memories (``dataset.py``), hash embedder by de
 - recall p50/p95 at each size (10k and 100k by default; ``--quick``: 1k and 5k);
 - 10 concurrent recalls (10 threads on one store, wall time for the 10);
 - N writer processes (think N machines, default 8), each its own store on the same database,
-  remembering at the same moment: the total remembers/s.
+  remembering at the same moment: the total remembers/s;
+- with ``--statements``, each statement's time in the same recalls on PostgreSQL (per recall).
 
 The PostgreSQL database must hold no recallite data yet (a fresh one: the run leaves its
 memories there). It measures and prints; it asserts nothing. Numbers on a shared machine move
@@ -16,6 +17,7 @@ with its load: the load average is printed with them.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import shutil
@@ -23,7 +25,7 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from .dataset import memories as make_memories
 from .dataset import queries as make_queries
@@ -45,6 +47,67 @@ def _row(backend: str, operation: str, samples: Sequence[float], items_per_sampl
             "total_s": round(total, 3), "per_s": round(len(samples) * items_per_sample / total, 1) if total else None,
             "p50_ms": round(1000 * statistics.median(samples), 2), "p95_ms": round(_ms(samples, 0.95), 2)}
 
+
+
+class _StatementClock:
+    """Stands in for the PostgreSQL store's psycopg connection (``store.conn.raw``) and adds up
+    the client's wall time per statement text: ``execute`` returns once the server answered, so
+    its time is the round trip and the server's work. A unit's BEGIN travels in one pipeline
+    with its first statement (storage/postgres/lazy.py): that pipeline's time counts under the
+    first statement's text, marked "(with BEGIN)"."""
+
+    def __init__(self, raw: Any):
+        self.raw = raw
+        self.seconds: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self._pipelined: list[str] | None = None
+
+    def _add(self, text: str, seconds: float) -> None:
+        key = " ".join(text.split())[:100]
+        self.seconds[key] = self.seconds.get(key, 0.0) + seconds
+        self.calls[key] = self.calls.get(key, 0) + 1
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        if self._pipelined is not None:  # timed with the whole pipeline
+            self._pipelined.append(str(query))
+            return self.raw.execute(query, params, **kwargs)
+        t = time.perf_counter()
+        try:
+            return self.raw.execute(query, params, **kwargs)
+        finally:
+            self._add(str(query), time.perf_counter() - t)
+
+    @contextlib.contextmanager
+    def pipeline(self) -> Iterator[Any]:
+        self._pipelined = sent = []
+        t = time.perf_counter()
+        try:
+            with self.raw.pipeline() as p:
+                yield p
+        finally:
+            self._pipelined = None
+            rest = [q for q in sent if not q.startswith(("BEGIN", "SET", "SELECT set_config"))]
+            self._add("(with BEGIN) " + (rest[0] if rest else "BEGIN"), time.perf_counter() - t)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
+def statement_costs(m: Any, qs: Sequence[str]) -> dict:
+    """Each statement's client wall time per recall over ``qs`` on a PostgreSQL-backed Recallite,
+    and the recalls' own (the rest is the client: embedding, the vector scan, fusion, policy)."""
+    conn = m.store.conn
+    clock = _StatementClock(conn.raw)
+    conn.raw = clock
+    try:
+        walls = time_each(lambda q: m.recall(q, limit=10), qs)
+    finally:
+        conn.raw = clock.raw
+    n = len(qs)
+    rows = sorted(({"statement": k, "per_recall": round(clock.calls[k] / n, 2), "ms": round(1000 * v / n, 2)}
+                   for k, v in clock.seconds.items()), key=lambda r: -r["ms"])
+    return {"recalls": n, "recall_p50_ms": round(1000 * statistics.median(walls), 2),
+            "recall_mean_ms": round(1000 * sum(walls) / n, 2), "statements": rows}
 
 
 def _writer(location: str, embedder: str, dims: int, p: int, n: int, ready: Any, start: Any, out: Any,
@@ -126,10 +189,11 @@ def writers(location: str, embedder: str, dims: int, processes: int, per_process
 
 def run_backend(backend: str, location: str, *, sizes: Sequence[int], embedder: str, dims: int, singles: int,
                 queries: int, rounds: int, processes: int, per_process: int, say: Callable[[str], None],
-                detection: bool = True) -> dict:
+                detection: bool = True, statements: bool = False) -> dict:
     from recallite_core import Recallite
 
     rows: list[dict] = []
+    costs: dict[int, dict] = {}
     items = list(make_memories(max(sizes), seed=1234))
     qs = make_queries(max(queries, 10 * rounds), seed=99)
     m = Recallite.open(location, embedder=embedder, dims=dims)
@@ -155,22 +219,27 @@ def run_backend(backend: str, location: str, *, sizes: Sequence[int], embedder: 
             rows.append(_row(backend, f"recall @{size:,}", time_each(lambda q: m.recall(q, limit=10), qs[:queries])))
             rows.append(_row(backend, f"10 concurrent recalls @{size:,} (wall for 10)", concurrent_recalls(m, qs, rounds),
                              items_per_sample=10))
+            if statements and backend == "postgres":
+                say(f"[bench {backend}] statements of a recall @{size:,}")
+                costs[size] = statement_costs(m, qs[:queries])
         rows.append(_row(backend, f"remember_many ({BATCH}/batch)", batches, items_per_sample=BATCH))
     finally:
         m.close()
     say(f"[bench {backend}] {processes} writer processes x {per_process} remembers")
-    return {"rows": rows, "writers": writers(location, embedder, dims, processes, per_process, detection)}
+    return {"rows": rows, "writers": writers(location, embedder, dims, processes, per_process, detection),
+            **({"statements": costs} if costs else {})}
 
 
 def run(db: str, *, quick: bool = False, sizes: Sequence[int] | None = None, embedder: str = "hash", dims: int = 384,
         processes: int = 8, per_process: int | None = None, skip_sqlite: bool = False,
-        say: Callable[[str], None] | None = None, detection: bool = True) -> dict:
+        say: Callable[[str], None] | None = None, detection: bool = True, statements: bool = False) -> dict:
     say = say or (lambda msg: print(msg, file=sys.stderr, flush=True))
     sizes = sorted(sizes or (QUICK_SIZES if quick else SIZES))
     opts: dict[str, Any] = {
         "sizes": sizes, "embedder": embedder, "dims": dims, "singles": 200 if quick else 1000,
         "queries": 50 if quick else 200, "rounds": 5 if quick else 20, "processes": processes,
-        "per_process": per_process or (50 if quick else 250), "say": say, "detection": detection}
+        "per_process": per_process or (50 if quick else 250), "say": say, "detection": detection,
+        "statements": statements}
     result: dict = {"sizes": sizes, "embedder": embedder, "dims": dims, "detection": detection,
                     "loadavg_at_start": os.getloadavg(),
                     "cpus": os.cpu_count(), "backends": {}}
@@ -214,6 +283,11 @@ def format_report(result: dict) -> str:
                      + (f" + {server:.2f} ms in the server" if server is not None else "")
                      + f" = at most {1000 * result['cpus'] / cpu:,.0f} remembers/s on {result['cpus']} free cores"
                      + f" (load average after {round(w['loadavg_after'][0], 1)})")
+    for size, c in result["backends"].get("postgres", {}).get("statements", {}).items():
+        lines += ["", (f"postgres: statements of {c['recalls']} recalls @{int(size):,} (client wall time per recall; "
+                       f"these recalls p50 {c['recall_p50_ms']:.2f} ms, mean {c['recall_mean_ms']:.2f} ms; "
+                       f"statements {sum(r['ms'] for r in c['statements']):.2f} ms, the rest is the client)")]
+        lines += [f"  {r['ms']:7.2f} ms  x{r['per_recall']:<5} {r['statement']}" for r in c["statements"]]
     return "\n".join(lines)
 
 
@@ -233,11 +307,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--postgres-only", action="store_true", help="skip the SQLite side")
     ap.add_argument("--no-detection", action="store_true",
                     help="write-time correction detection off (what the storage costs without it)")
+    ap.add_argument("--statements", action="store_true",
+                    help="after the recall timing, time each statement of the same recalls on PostgreSQL")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     result = run(args.db, quick=args.quick, sizes=args.sizes, embedder=args.embedder, dims=args.dims,
                  processes=args.writers, per_process=args.per_writer, skip_sqlite=args.postgres_only,
-                 detection=not args.no_detection)
+                 detection=not args.no_detection, statements=args.statements)
     print(json.dumps(result, indent=2) if args.json else format_report(result))
     return 0
 

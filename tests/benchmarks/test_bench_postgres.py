@@ -30,3 +30,26 @@ def test_the_server_cpu_reader_counts_the_server_processes(postgres_db_url):
     finally:
         store.close()
     assert before is not None and before > 0 and after is not None and after >= before
+
+
+def test_the_statement_costs_of_a_recall_name_each_statement_and_leave_the_connection_as_it_was(postgres_db_url):
+    from recallite_core import Recallite
+
+    m = Recallite.open(postgres_db_url, embedder="hash", dims=8)
+    try:
+        m.remember_many([{"content": f"the deploy cache note {i}"} for i in range(20)])
+        raw = m.store.conn.raw
+        c = backends.statement_costs(m, ["deploy cache", "cache note"])
+        assert m.store.conn.raw is raw and m.recall("deploy", limit=3).memories
+    finally:
+        m.close()
+    texts = [r["statement"] for r in c["statements"]]
+    assert c["recalls"] == 2 and all(r["ms"] >= 0 and r["per_recall"] > 0 for r in c["statements"])
+    assert [t for t in texts if t.startswith("(with BEGIN) ")]  # the unit's opening pipeline, timed as one
+    assert [t for t in texts if "recallite_counter('keyword_docs')" in t]  # the BM25 postings
+    w = {"processes": 1, "per_process": 1, "wall_s": 1, "remembers_per_s": 1, "errors": 0,
+         "client_cpu_ms_per_remember": 1.0, "server_cpu_ms_per_remember": None, "loadavg_after": (1, 1, 1)}
+    report = backends.format_report({"embedder": "hash", "dims": 8, "cpus": 2, "loadavg_at_start": (1, 1, 1),
+                                     "loadavg_at_end": (1, 1, 1),
+                                     "backends": {"postgres": {"rows": [], "writers": w, "statements": {20: c}}}})
+    assert "statements of 2 recalls @20" in report

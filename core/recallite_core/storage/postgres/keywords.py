@@ -22,8 +22,11 @@ the postings.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Sequence
+
+import numpy as np
 
 from recallite_core.storage.base import MemoryFilter
 from recallite_core.storage.fts import query_terms
@@ -32,10 +35,20 @@ from recallite_core.storage.postgres.migrations import POSTINGS_REBUILD, TEXT_CO
 
 K1 = 1.2
 B = 0.75
-#: The keyword top checks its filter on this many times ``depth`` best documents before walking them all.
-OVERFETCH = 4
 #: A term of an FTS5 query as fts_query writes it: a double-quoted word (no quote inside).
 _QUOTED = re.compile(r'"(\w+)"')
+#: Bits of each label's occurrences in the packed column _postings reads (a smallint >= 0 fits 15).
+_LABEL_BITS = 15
+
+
+def _array(data: bytes, kind: str) -> np.ndarray:
+    """A one-dimensional array without NULLs in PostgreSQL's binary format (array_send) as numpy:
+    a header (dimensions, flags, element type, then size and lower bound per dimension), then
+    each element as its big-endian length and value."""
+    dims = int.from_bytes(data[:4], "big")
+    if dims == 0:
+        return np.zeros(0, dtype=kind)
+    return np.frombuffer(data, dtype=np.dtype([("n", ">i4"), ("v", kind)]), offset=12 + 8 * dims)["v"]
 
 
 def ts_query(text: str) -> str | None:
@@ -44,6 +57,27 @@ def ts_query(text: str) -> str | None:
     them makes every word plain text. None when the text has no word at all."""
     terms = query_terms(text)
     return " | ".join(f"'{t}'" for t in terms) if terms else None
+
+
+def _summed(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The documents of all parts (ascending) and each one's scores summed in part order (a
+    lexeme holds a document once: no id repeats within one part). Summed in an array indexed by
+    id while the largest id is small beside the postings, else through np.unique's inverse."""
+    top = max(int(ids.max()) for ids, _ in parts)
+    if top <= 4 * sum(len(ids) for ids, _ in parts) + 1_000_000:
+        total, seen = np.zeros(top + 1), np.zeros(top + 1, dtype=bool)
+        for ids, s in parts:
+            total[ids] += s
+            seen[ids] = True
+        unique = np.flatnonzero(seen)
+        return unique, total[unique]
+    unique, where_in = np.unique(np.concatenate([ids for ids, _ in parts]), return_inverse=True)
+    scores = np.zeros(len(unique))
+    at = 0
+    for ids, s in parts:
+        scores[where_in[at:at + len(ids)]] += s
+        at += len(ids)
+    return unique, scores
 
 
 class PostgresKeywords:
@@ -62,60 +96,103 @@ class PostgresKeywords:
         known = None if facts is None else facts.get(("lexemes", query))
         if known is not None:
             return list(known)
+        terms = list(dict.fromkeys(query_terms(query)))
+        # Beside the lexemes, each term's own lexeme when it is one (as _frequencies reads it), so
+        # that the terms' document frequencies and holders come from the postings _bm25 read.
         row = self._conn.execute(
-            f"SELECT array(SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', %s))) ORDER BY 1)",
-            (" ".join(query_terms(query)),)).fetchone()
+            f"SELECT array(SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', %s))) ORDER BY 1), "
+            "array(SELECT CASE WHEN numnode(x.q) = 1 THEN btrim(querytree(x.q), chr(39)) END "
+            "FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n) "
+            f"CROSS JOIN LATERAL (SELECT to_tsquery('{TEXT_CONFIG}', u.t) AS q) x ORDER BY u.n)",
+            (" ".join(terms), [ts_query(t) for t in terms])).fetchone()
         if facts is not None:
             facts[("lexemes", query)] = list(row[0] or [])
+            facts.setdefault("term_lexemes", {}).update(
+                (t, lex) for t, lex in zip(terms, row[1] or []) if lex is not None)
         return list(row[0] or [])
+
+    def _kept_postings(self, term: str) -> np.ndarray | None:
+        """The memory ids holding ``term`` as read by this snapshot's keyword top (None: not read)."""
+        facts = getattr(self._conn, "facts", None) or {}
+        lexeme = facts.get("term_lexemes", {}).get(term)
+        return None if lexeme is None else facts.get("postings", {}).get(lexeme)
+
+    def _postings(self, postings: str, lexemes: list[str], labels: Sequence[str],
+                  docs: str, tokens: str) -> tuple[float, float, list[tuple[str, np.ndarray, list[np.ndarray]]]]:
+        """N and the token total, and each lexeme's postings as arrays (memory ids, then the
+        occurrences of each of ``labels``, then the document lengths), in one statement. Each
+        column travels as one array in PostgreSQL's binary format, read by numpy without a
+        Python object per posting (a row per posting cost the client more than the scoring).
+        Every array the server builds costs about as much as reading the postings, so the
+        labels' occurrences (smallints, never negative: 15 bits each) travel packed in one bigint."""
+        packed = " | ".join(f"(p.{c}::int8 << {_LABEL_BITS * i})" for i, c in enumerate(labels)) or "0::int8"
+        cols = ", ".join(f"array_send(coalesce(array_agg({c}), '{{}}'))" for c in ("p.memory_id", packed, "p.len"))
+        rows = self._conn.execute(
+            f"SELECT recallite_counter('{docs}')::float8, recallite_counter('{tokens}')::float8, l.lexeme, x.* "
+            f"FROM unnest(%s::text[]) AS l(lexeme) CROSS JOIN LATERAL (SELECT {cols} "
+            f"FROM {postings} p WHERE p.lexeme = l.lexeme) x", (lexemes,), binary=True).fetchall()
+        if not rows:
+            return 0.0, 0.0, []
+        mask = (1 << _LABEL_BITS) - 1
+        out = []
+        for _, _, lexeme, ids, occurs, lengths in rows:
+            both = _array(occurs, ">i8")
+            out.append((lexeme, _array(ids, ">i8"),
+                        [(both >> (_LABEL_BITS * i)) & mask for i in range(len(labels))] + [_array(lengths, ">i4")]))
+        return float(rows[0][0]), float(rows[0][1]), out
 
     def _bm25(self, postings: str, lexemes: list[str], weights: Sequence[float], flt: MemoryFilter, depth: int,
               docs: str, tokens: str) -> list[tuple[int, float]]:
         """BM25 of every document holding a query lexeme, from the postings alone; then the best
-        ``depth`` of those whose memory passes the filter. The filter is checked on the best
-        OVERFETCH x depth first (a partial sort, a join per row); only when it keeps fewer than
-        ``depth`` of them and there are more is every scored document walked best first."""
-        where, params = where_sql(flt)
-        # f: the column-weighted occurrences, naming only the labels that weigh.
+        ``depth`` of those whose memory passes the filter, checked on the best few first (one
+        statement), on more only when too few of them pass.
+
+        The postings are read in one statement (_postings) and scored here with numpy: the
+        server's hash aggregate and sort of every scored document were most of a recall at 100k
+        (docs/postgres.md, "What a recall costs"). Same arithmetic, in the same order, as the
+        statement it replaced: each document's terms summed in sorted-lexeme order, every
+        operation in float64, so the scores are the same bits."""
         weighed = [(float(w), col) for w, col in zip(weights, ("fa", "fb", "fc", "fd")) if float(w) != 0.0]
-        occurrences = " + ".join(f"%s::float8 * p.{col}" for _, col in weighed) or "0::float8"
-        scored = (
-            # N and the token total from the trigger-kept counters (base row + the deltas not folded
-            # in yet, migration 0003); n per lexeme from its postings.
-            "WITH counts AS MATERIALIZED (SELECT"
-            f" recallite_counter('{docs}')::float8 AS n_docs,"
-            f" recallite_counter('{tokens}')::float8 AS n_tokens),"
-            # |D|'s part of the denominator, k1 * (1 - b + b * |D| / avgdl), as c1 + c2 * |D|.
-            f" totals AS MATERIALIZED (SELECT n_docs, {K1 * (1 - B)}::float8 AS c1,"
-            f"  {K1 * B}::float8 / greatest(n_tokens / greatest(n_docs, 1), 1e-9) AS c2 FROM counts),"
-            " idf AS MATERIALIZED (SELECT l.lexeme, CASE WHEN x.v <= 0 THEN 1e-6 ELSE x.v END AS idf"
-            "  FROM unnest(%s::text[]) AS l(lexeme), totals,"
-            f"  LATERAL (SELECT count(*)::float8 AS n FROM {postings} c WHERE c.lexeme = l.lexeme) c,"
-            "  LATERAL (SELECT ln((totals.n_docs - c.n + 0.5) / (c.n + 0.5)) AS v) x),"
-            # No ORDER BY in the sum, which would sort every posting: the plan reads the sorted lexemes'
-            # postings one lexeme after another, so each document's terms are summed in lexeme order;
-            # another plan could only move a score in its last bits (a float sum depends on its order).
-            " scored AS MATERIALIZED (SELECT h.memory_id,"
-            f"  sum(idf.idf * h.f * {K1 + 1} / (h.f + totals.c1 + totals.c2 * h.len)) AS s"
-            "  FROM idf CROSS JOIN totals CROSS JOIN LATERAL ("
-            f"   SELECT p.memory_id, p.len, {occurrences} AS f FROM {postings} p WHERE p.lexeme = idf.lexeme) h"
-            "  GROUP BY h.memory_id)"
-        )
-        passes = f"CROSS JOIN LATERAL (SELECT 1 FROM memories m WHERE m.id = r.memory_id AND {where}) ok"
-        head = [sorted(lexemes), *(w for w, _ in weighed)]
-        over = depth * OVERFETCH
-        rows = self._conn.execute(
-            scored + ", best AS MATERIALIZED (SELECT memory_id, s FROM scored ORDER BY s DESC, memory_id LIMIT %s)"
-            f" SELECT r.memory_id, r.s FROM best r {passes}"
-            " UNION ALL SELECT NULL, count(*) FROM best", [*head, over, *params]).fetchall()
-        found = sorted(((mid, float(s)) for mid, s in rows if mid is not None), key=lambda r: (-r[1], r[0]))
-        best = next(int(s) for mid, s in rows if mid is None)
-        if len(found) >= depth or best < over:
-            return found[:depth]
-        rows = self._conn.execute(
-            scored + f" SELECT r.memory_id, r.s FROM (SELECT * FROM scored ORDER BY s DESC, memory_id) r {passes}"
-            " ORDER BY r.s DESC, r.memory_id LIMIT %s", [*head, *params, depth]).fetchall()
-        return [(mid, float(s)) for mid, s in rows]
+        n_docs, n_tokens, found = self._postings(postings, sorted(lexemes), [col for _, col in weighed], docs, tokens)
+        facts = getattr(self._conn, "facts", None)
+        if facts is not None and postings == "keyword_postings":  # what document_frequency / holding ask next
+            facts.setdefault("postings", {}).update((lex, np.sort(ids)) for lex, ids, _ in found)  # holding() bisects
+        # |D|'s part of the denominator, k1 * (1 - b + b * |D| / avgdl), as c1 + c2 * |D|.
+        c1 = K1 * (1 - B)
+        c2 = K1 * B / max(n_tokens / max(n_docs, 1.0), 1e-9)
+        parts = []
+        for _, ids, (*occurs, lengths) in sorted(found, key=lambda r: r[0]):
+            if not len(ids):
+                continue
+            x = math.log((n_docs - len(ids) + 0.5) / (len(ids) + 0.5))
+            idf = 1e-6 if x <= 0 else x
+            f = np.zeros(len(ids))  # 0 + w * o is w * o exactly: the statement's first term
+            for (w, _), o in zip(weighed, occurs):
+                f = f + w * o.astype(np.float64)
+            parts.append((ids, idf * f * (K1 + 1) / (f + c1 + c2 * lengths)))
+        if not parts:
+            return []
+        unique, scores = _summed(parts)
+        order = np.lexsort((unique, -scores))
+        where, params = where_sql(flt)
+        # The filter is asked about the best depth + a quarter (at least 20 more), then 8 times more,
+        # as long as fewer than ``depth`` pass and there are more (the retriever's _filtered_top
+        # widens its cut the same way); the last step asks the server which of all scored documents
+        # pass (a join on the postings instead of every id sent). Each id asked is an index probe.
+        window = depth + max(20, depth // 4)
+        while True:
+            if window < len(order):
+                ids = unique[order[:window]].tolist()
+                kept = {r[0] for r in self._conn.execute(
+                    f"SELECT m.id FROM memories m WHERE m.id = ANY(%s) AND {where}", [ids, *params])}
+            else:
+                kept = {r[0] for r in self._conn.execute(
+                    f"SELECT m.id FROM memories m WHERE {where} AND EXISTS (SELECT 1 FROM {postings} p "
+                    "WHERE p.memory_id = m.id AND p.lexeme = ANY(%s))", [*params, lexemes])}
+            if len(kept) >= depth or window >= len(order):
+                break
+            window *= 8
+        return [(int(unique[i]), float(scores[i])) for i in order[:window] if int(unique[i]) in kept][:depth]
 
     # -- the query's terms, asked about one by one: answered for all of them at once -----------------
     # A recall asks for the keyword top, then, term by term, each term's document frequency and which
@@ -180,6 +257,9 @@ class PostgresKeywords:
 
     def document_frequency(self, term: str) -> int:
         """Memories holding the term (a single token)."""
+        kept = self._kept_postings(term)
+        if kept is not None:
+            return len(kept)
         known = self._query_terms_with(term)
         if known is not None:
             facts, terms = known
@@ -194,6 +274,11 @@ class PostgresKeywords:
 
     def holding(self, term: str, ids: Sequence[int]) -> list[int]:
         """Which of ``ids`` hold the term, in id order."""
+        held = self._kept_postings(term)
+        if held is not None:
+            ask = np.unique(np.asarray(list(ids), dtype=np.int64))
+            at = np.minimum(np.searchsorted(held, ask), max(len(held) - 1, 0))
+            return ask[held[at] == ask].tolist() if len(held) else []
         known = self._query_terms_with(term)
         if known is not None and ids:
             facts, terms = known

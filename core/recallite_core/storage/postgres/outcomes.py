@@ -143,15 +143,23 @@ class PostgresRetrievals:
     def add(self, query: str, profile: str, scopes: str | None, kind: str, now: float,
             items: Sequence[tuple[int, int, float, float | None]]) -> int:
         """Log one retrieval and its items (memory id, rank, score, keep ratio or None); returns its id."""
-        rid = self._conn.execute(
-            "INSERT INTO retrievals (query, profile, scope, kind, created_at) VALUES (%s, %s, %s, %s, %s) RETURNING id",
-            (query, profile, scopes, kind, now)).fetchone()[0]
-        if items:
-            with self._conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score, keep) VALUES (%s, %s, %s, %s, %s)",
-                    [(rid, *item) for item in items])
-        return rid
+        # One statement for the retrieval and its items (one round trip; the items' rows were an
+        # executemany of their own): the items' columns travel as one array each.
+        # The unit that logs a recall commits without waiting for its WAL to reach the disk
+        # (synchronous_commit off, for this transaction only; the flush was most of its COMMIT):
+        # a server crash may lose the last fraction of a second of retrieval log and access
+        # counts, never consistency, and other sessions see the rows at once. SQLite's log has
+        # the same terms (WAL with synchronous=NORMAL: no fsync per commit). docs/postgres.md.
+        mids, ranks, scores, keeps = (list(c) for c in zip(*items)) if items else ([], [], [], [])
+        return self._conn.execute(
+            "WITH lazy AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)), "
+            "r AS (INSERT INTO retrievals (query, profile, scope, kind, created_at) "
+            "VALUES (%s, %s, %s, %s, %s) RETURNING id), "
+            "i AS (INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score, keep) "
+            "SELECT r.id, u.m, u.k, u.s, u.p FROM r, "
+            "unnest(%s::bigint[], %s::integer[], %s::float8[], %s::float8[]) AS u(m, k, s, p)) "
+            "SELECT r.id FROM r, lazy",
+            (query, profile, scopes, kind, now, mids, ranks, scores, keeps)).fetchone()[0]
 
     def page(self, scope: str | None, limit: int, offset: int) -> list[tuple]:
         """(id, query, kind, profile, scopes JSON, created_at, tokens served, items) of logged
