@@ -159,15 +159,16 @@ def _turn_pairs(session: Session, loaded: dict[int, Any], ids: list[int], query:
     return out
 
 
-# Words of a question that asks what holds now rather than what was said once.
+# Words of a question that asks what holds now rather than what was said once: the present, or a
+# change ("after relocating", "which car replaced ..."). Not "after" alone ("what did she do after
+# the race?") nor "as of <date>" (the state at a moment past): those ask about a time, not now.
 _NOW_ASKED = re.compile(r"\b(?:now|nowadays|currently|current|these days|at the moment|at present|still|"
-                        r"any ?more|today|latest|after)\b", re.I)
+                        r"any ?more|today|latest|relocat\w*|moved|switched|replaced|changed)\b", re.I)
 
 
 def asks_now(query: str) -> bool:
-    """Whether a question asks what holds now: a word of the present ("now", "these days", "still")
-    or of a change ("after relocating", "which car replaced ...")."""
-    return bool(_NOW_ASKED.search(query)) or has_cue(query)
+    """Whether a question asks what holds now (``_NOW_ASKED``)."""
+    return bool(_NOW_ASKED.search(query))
 
 
 def _change_turns(turns: list[tuple], rank: dict[int, int], place: dict[int, tuple]) -> list[tuple[int, int]]:
