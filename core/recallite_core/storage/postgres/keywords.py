@@ -1,4 +1,4 @@
-"""Keyword search from the stored tsvector columns (GIN), scored by BM25 in the server.
+"""Keyword search from postings kept beside the stored tsvector columns, scored by BM25 in the client.
 
 The score is FTS5's bm25() (which SQLite's Keywords returns negated, so that higher is better),
 computed from the same inputs: for each query term t present in document D,
@@ -16,8 +16,8 @@ hyphenated words into the whole and its parts, and stems with Snowball English (
 Occurrences come from the tsvector's positions, labelled A, B, C by column (title, content, tags),
 kept as postings (migration 0007): one row per lexeme and document with its occurrences per label
 and the document's length, written by triggers in the writing transaction. A query reads only the
-postings of its own lexemes; N and the token total come from counters kept by triggers, n from
-the postings.
+postings of its own lexemes (one statement, binary arrays) and scores them here with numpy; N and
+the token total come from counters kept by triggers, n from the postings.
 """
 
 from __future__ import annotations
