@@ -94,6 +94,7 @@ class FeedbackRecorder:
                 if prev is not None:
                     return self._feedback_result(conn, prev, duplicate=True)
             shown = conn.retrievals.shown(rid)
+            opened = [mid for mid, _, e, _ in shown if e]
             if used is not None:
                 if used:
                     found = set(conn.memories.matching(used, MemoryFilter()))
@@ -101,8 +102,8 @@ class FeedbackRecorder:
                     if missing:
                         raise MemoryNotFoundError(f"used_memory_ids names unknown memories: {', '.join(missing)}.")
                 credits = [(i, 1.0) for i in used]
-            elif any(e for _, _, e, _ in shown):
-                credits = [(mid, 1.0) for mid, _, e, _ in shown if e]  # the ones the agent opened
+            elif opened:
+                credits = [(mid, 1.0) for mid in opened]  # the ones the agent opened
             elif outcome == "partial":
                 # Some of what the task needed was missing, and nothing says which of what was
                 # shown worked: crediting 'partial' to every memory shown marked a needed rule,
@@ -143,8 +144,7 @@ class FeedbackRecorder:
             # Candidates that keep helping earn validation (policy.earns_validation).
             promoted = promote_earned(conn, candidates, now) if outcome == "success" and candidates else []
             # The tuner learns from what the agent named (or opened), never from rank-decayed guesses.
-            named_ids = used if used is not None else [mid for mid, _, e, _ in shown if e]
-            self.core.learning.on_feedback(conn, rid, qvec, target, named_ids, now)
+            self.core.learning.on_feedback(conn, rid, qvec, target, used if used is not None else opened, now)
         # What was just written, without reading it back.
         return FeedbackResult(
             feedback_id=fmt_id("fb", fid), retrieval_id=fmt_id("ret", rid), outcome=outcome, score=recorded_score,

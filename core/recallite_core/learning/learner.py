@@ -629,8 +629,8 @@ class ContextTuner:
             # Feedback that names no memory cannot tell the arms apart: nothing says whether what a
             # stricter arm would have cut was what the task needed. Counted as kept whatever the arm
             # cut, every such success was a vote for the strictest arm, which then cut needed
-            # memories ranked second (agent day dev, 4 seeds: needed-memory recall days 3-5 .933
-            # with it, .962 without; docs/learning.md, Session 11).
+            # memories ranked second (`bench --agent-day --set dev --seeds 7,11,23,31`: needed-memory
+            # recall days 3-5 .933 with it, .963 without; docs/learning.md, Session 11).
             return
         items = session.retrievals.served_items(retrieval_id)
         for arm in self.arm_list:

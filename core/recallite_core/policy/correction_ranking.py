@@ -2,7 +2,7 @@
 contradicting memories above the older, and, where detection left two memories unlinked, the
 question decides between them (``newer_first``: one step of ``Retriever.rank``).
 
-Two question-aware steps look at the best hits only and write nothing:
+Question-aware steps look at the best hits only and write nothing:
 - two memories that may state one thing two ways (``maybe_changed``) rank newer first when the
   question asks about what both share and names nothing only the older one says;
 - two look-alikes (``named_first``: the staging vs the production server, Zara vs Omar) rank the one
@@ -11,7 +11,10 @@ Two question-aware steps look at the best hits only and write nothing:
   from two sessions that name one thing the same way, in two words or more ("my old Honda Civic
   broke down" / "I sold the Honda Civic and bought a Kia Niro"), for a question that names no word
   of the older turn, rank the later session's first, and the older turn's neighbours in its
-  session (the exchange around it) go down with it (``_turn_pairs``, ``same_thing``).
+  session (the exchange around it) go down with it (``_turn_pairs``, ``same_thing``);
+- for a question about what holds now (``asks_now``), a turn that announces a change ("we moved to
+  Nantes") ranks above the same speaker's turns from earlier sessions, with their exchanges, whatever
+  they name (``_change_turns``).
 """
 
 from __future__ import annotations
@@ -125,7 +128,8 @@ def _turn_pairs(session: Session, loaded: dict[int, Any], ids: list[int], query:
     ``ids``, two turns of one speaker and scope from different sessions that speak of one named
     thing (``same_thing``) and that the question cannot tell apart: the later session's says what
     became of it, so it goes first, and with the older turn the turns next to it in its session
-    (the exchange around what was said then) that rank above the newer one. (newer, older) pairs."""
+    (the exchange around what was said then) that rank above the newer one. For a question about
+    what holds now, also ``_change_turns``. (newer, older) pairs."""
     if len(ids) < 2:
         return []
     place = {mid: (scope, name, seq, role) for mid, scope, name, seq, role in session.episodes.turns_of(ids)}
@@ -151,9 +155,7 @@ def _turn_pairs(session: Session, loaded: dict[int, Any], ids: list[int], query:
             if not same_thing(old_text, new_text, asked, people):
                 continue
             out.append((new_id, old_id))
-            for mid, (sc, se, q, _) in place.items():  # the older exchange follows its turn down
-                if (sc, se) == (scope, name) and abs(q - seq) == 1 and rank[mid] < rank[new_id]:
-                    out.append((new_id, mid))
+            out += _exchange(new_id, (scope, name, seq), place, rank)
     if asks_now(query):
         out += _change_turns(turns, rank, place)
     return out
@@ -186,10 +188,16 @@ def _change_turns(turns: list[tuple], rank: dict[int, int], place: dict[int, tup
                 continue
             if rank[old_id] < rank[new_id]:
                 out.append((new_id, old_id))
-            for mid, (sc, se, q, _) in place.items():  # the older exchange follows its turn down
-                if (sc, se) == (old_scope, old_name) and abs(q - old_seq) == 1 and rank[mid] < rank[new_id]:
-                    out.append((new_id, mid))
+            out += _exchange(new_id, (old_scope, old_name, old_seq), place, rank)
     return out
+
+
+def _exchange(new_id: int, old: tuple, place: dict[int, tuple], rank: dict[int, int]) -> list[tuple[int, int]]:
+    """(new_id, turn) pairs for the turns next to the older turn ``old`` (scope, session, seq) in its
+    session that rank above ``new_id``: the exchange around what was said then follows it down."""
+    scope, name, seq = old
+    return [(new_id, mid) for mid, (sc, se, q, _) in place.items()
+            if (sc, se) == (scope, name) and abs(q - seq) == 1 and rank[mid] < rank[new_id]]
 
 
 def same_thing(old: str, new: str, asked: set[str], people: set[str] | frozenset[str] = frozenset()) -> bool:
