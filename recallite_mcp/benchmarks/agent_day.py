@@ -253,6 +253,7 @@ class Tally:
         mean = lambda xs: round(sum(xs) / len(xs), 4) if xs else None
         return {
             "tasks": len(self.outcomes), "precision": mean(self.precision), "recall": mean(self.recall),
+            "recall_each": list(self.recall),  # per task, in the schedule's order (the twins' line up)
             "recall_tasks": len(self.recall), "needed_not_yet_stored": self.unavailable,
             "tokens": mean(self.tokens), "served": mean(self.served),
             "success": mean([1.0 if o == "success" else 0.0 for o in self.outcomes]),
@@ -538,6 +539,29 @@ def off_task_line(res: dict[str, Any]) -> str:
     return f"off-task memories served with feedback from day {TARGET_FROM_DAY} (of {total} served): {parts}"
 
 
+def miss_counts(results: list[dict[str, Any]]) -> dict[str, int]:
+    """Tasks from TARGET_FROM_DAY whose needed memories were not all served, by which twin missed
+    them: with feedback only (feedback cost them), both (retrieval never found them), or without
+    feedback only (feedback found them). The twins run one schedule, so their tasks line up."""
+    out = {"feedback_only": 0, "both": 0, "no_feedback_only": 0}
+    for res in results:
+        for row in res["days"]:
+            if row["day"] < TARGET_FROM_DAY:
+                continue
+            for r in row["projects"].values():
+                for f, n in zip(r["feedback"]["recall_each"], r["no_feedback"]["recall_each"]):
+                    key = None if f and n else "both" if not f and not n else "feedback_only" if not f else "no_feedback_only"
+                    if key:
+                        out[key] += 1
+    return out
+
+
+def _misses_line(results: list[dict[str, Any]]) -> str:
+    m = miss_counts(results)
+    return (f"needed memories missed from day {TARGET_FROM_DAY}: with feedback only {m['feedback_only']}, "
+            f"by both {m['both']}, without feedback only {m['no_feedback_only']}")
+
+
 def seeds_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Means over several seeds' runs of the days from TARGET_FROM_DAY (every project-day counts once):
     one seed's table moves by .10 when one task changes, too coarse to tell two versions apart."""
@@ -556,6 +580,7 @@ def seeds_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
     out["seeds"] = [res["config"]["seed"] for res in results]
     out["checks_failed"] = sum(1 for res in results for c in res["checks"] if not c["ok"])
     out["checks"] = sum(len(res["checks"]) for res in results)
+    out["misses"] = miss_counts(results)
     return out
 
 
@@ -612,6 +637,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         scope = f"from day {TARGET_FROM_DAY}" if ">= 0." in name else "every day"
         print(f"{'PASS' if not bad else 'FAIL'}  {name} ({scope})" + (f": {', '.join(bad)}" if bad else ""))
     print(off_task_line(res))
+    print(_misses_line([res]))
     print(f"{'PASS' if not fails else 'FAIL'} overall; {res['seconds']} s")
     return 0
 
@@ -633,6 +659,7 @@ def _main_seeds(args: argparse.Namespace, say) -> int:
     print(f"precision fb/no {_f(summary['precision'], 3)}/{_f(summary['twin_precision'], 3)}  "
           f"recall fb/no {_f(summary['recall'], 3)}/{_f(summary['twin_recall'], 3)}  "
           f"tokens fb {_f(summary['tokens'], 0)}  checks failed {summary['checks_failed']} of {summary['checks']}")
+    print(_misses_line(results))
     return 0
 
 

@@ -81,8 +81,9 @@ def test_off_task_memories_are_told_apart():
 
 def _run(seed: int, rows: list[tuple[int, float, float | None]]) -> dict:
     """A run as run_agent_day returns it: (day, precision, recall) with feedback, the twin at 0.5/1.0."""
-    days = [{"day": d, "projects": {"p": {"feedback": {"precision": p, "recall": r, "tokens": 100},
-                                          "no_feedback": {"precision": 0.5, "recall": 1.0, "tokens": 300},
+    days = [{"day": d, "projects": {"p": {"feedback": {"precision": p, "recall": r, "tokens": 100, "recall_each": []},
+                                          "no_feedback": {"precision": 0.5, "recall": 1.0, "tokens": 300,
+                                                          "recall_each": []},
                                           "delta": {"precision": p - 0.5, "recall": None if r is None else r - 1.0}}}}
             for d, p, r in rows]
     res = {"days": days, "config": {"seed": seed}}
@@ -99,3 +100,12 @@ def test_seeds_summary_averages_days_from_the_target_day_over_every_run():
     assert s["recall"] == 0.75  # a day with no recall (nothing needed was stored yet) is not a zero
     assert s["twin_recall"] == 1.0
     assert s["checks_failed"] == sum(1 for r in (a, b) for c in r["checks"] if not c["ok"]) > 0
+
+
+def test_misses_are_told_apart_by_which_twin_missed():
+    a = _run(1, [(2, 1.0, 0.0), (3, 1.0, 0.5)])
+    a["days"][0]["projects"]["p"]["feedback"]["recall_each"] = [0]  # day 2: before the target day, not counted
+    a["days"][0]["projects"]["p"]["no_feedback"]["recall_each"] = [1]
+    a["days"][1]["projects"]["p"]["feedback"]["recall_each"] = [0, 0, 1, 1]
+    a["days"][1]["projects"]["p"]["no_feedback"]["recall_each"] = [1, 0, 0, 1]
+    assert ad.miss_counts([a]) == {"feedback_only": 1, "both": 1, "no_feedback_only": 1}
