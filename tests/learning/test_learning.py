@@ -440,7 +440,7 @@ def test_a_context_with_the_conversation_is_tuned_too(mem):
     ctx = mem.build_context("deploy with the checklist", scope="proj", conversation="s1")
     rid = int(ctx.retrieval_id[4:])
     row = mem.store.conn.execute("SELECT scope, arm FROM retrieval_tuning WHERE retrieval_id = ?", (rid,)).fetchone()
-    assert row == ("proj", "10:0.05")
+    assert row == ("proj", "10:0.1")
     mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[ctx.memory_ids[-1]])
     assert mem.stats().context_tuning["proj"]["arms"][0]["pulls"] == pytest.approx(1.0)
 
@@ -461,8 +461,8 @@ def test_a_cut_that_would_miss_the_used_memory_loses(mem):
                                    (0.2 * top, rid, last))
         mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[ctx.memory_ids[-1]])
     arms = {a["min_score_ratio"]: a for a in mem.stats().context_tuning["p"]["arms"]}
-    assert arms[0.3]["mean_reward"] < 0 < arms[0.05]["mean_reward"]
-    assert mem.stats().context_tuning["p"]["min_score_ratio"] == 0.05
+    assert arms[0.3]["mean_reward"] < 0 < arms[0.1]["mean_reward"]
+    assert mem.stats().context_tuning["p"]["min_score_ratio"] == 0.1
 
 
 async def _mcp_flow():

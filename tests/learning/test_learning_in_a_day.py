@@ -262,3 +262,17 @@ def test_a_memory_the_agent_opened_counts_as_named_for_the_tuner(mem):
     default = mem.stats().context_tuning["p"]["arms"][0]
     assert default["pulls"] == 1 and default["mean_reward"] > 0.5
     assert ids
+
+
+def test_a_context_without_feedback_served_memories_a_twentieth_as_relevant_as_its_best(mem):
+    """Until feedback tunes it, every context used the loosest floor (0.05 of the best hit): on the
+    agent day a context without feedback served about seven memories, four of them other tasks'.
+    The default floor is 0.1: the frontend build (0.054 of the best) stays out of a migrations task."""
+    for t in PROCEDURES + SHRINK + OTHERS + [COFFEE]:
+        mem.remember(t, type="procedure")
+    task = "run the database migrations"
+    served = mem.build_context(task).memory_ids
+    loosest = mem.recall(task, limit=10, explore=True, min_score_ratio=0.05).memories
+    assert served == [h.memory.id for h in loosest if h.score >= 0.1 * loosest[0].score]
+    left_out = [h.memory.content for h in loosest if h.memory.id not in served]
+    assert left_out and all("frontend" in c for c in left_out)
