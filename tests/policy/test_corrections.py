@@ -442,3 +442,34 @@ def test_a_move_announced_in_a_later_session_ranked_under_the_old_address(mem):
     # A question about what was said then is not about what holds now: recall's order stands.
     said = top(mem, "How long had the user lived in Leeds?", "p")
     assert said.index(old.id) < said.index(new.id)
+
+
+def test_a_diet_changed_without_a_change_word_ranked_under_the_old_habit():
+    """What broke (history set, user u1, MiniLM): "I've gone fully vegetarian since last month"
+    names no change word, so for "Do they still eat meat?" the earlier session's "I'm a big meat
+    eater" and the reply to it ranked above it. A state said to have begun ("since last month",
+    "I've gone ...") announces a change too; so does a swap ("I sold the Mazda and bought a Leaf")."""
+    from recallite_mcp.benchmarks.evalsets import load_history
+
+    user = next(u for u in load_history() if u["user"] == "u1")
+    mem = Recallite.open(None)  # MiniLM: the hash embedder does not find the new turn for this question
+    try:
+        mem.record_turns([{"session": t["session"], "role": t["role"], "content": t["content"],
+                           "timestamp": t["timestamp"], "scope": "u1", "metadata": {"key": t["id"]}}
+                          for t in user["turns"]])
+        hits = mem.recall("Do they still eat meat?", limit=10, scope="u1").memories
+        keys = [h.memory.metadata["key"] for h in hits]
+        assert keys[0] == "u1:s14:t5"  # "I've gone fully vegetarian since last month."
+        assert keys.index("u1:s14:t5") < keys.index("u1:s3:t29")  # "I'm a big meat eater ..."
+    finally:
+        mem.close()
+
+
+def test_a_turn_that_says_a_state_began_announces_a_change():
+    from recallite_core.policy.correction_ranking import announces_change
+
+    assert announces_change("I've gone fully vegetarian since last month.")
+    assert announces_change("I sold the Mazda 3 and bought a Nissan Leaf.")
+    assert announces_change("We gave up the allotment in spring.")
+    assert not announces_change("My old Mazda 3 broke down on the motorway again.")
+    assert not announces_change("I went to the gym after work.")

@@ -173,6 +173,22 @@ def asks_now(query: str) -> bool:
     return bool(_NOW_ASKED.search(query))
 
 
+# A turn that says a state began or was swapped without a change word of write-time detection:
+# "I've gone fully vegetarian since last month", "I sold the Mazda and bought a Leaf", "I gave up
+# coffee". Only this step reads them: a stored fact worded so is compared by its values instead.
+_STARTED = re.compile(
+    r"\bsince (?:last|this) (?:week|month|year|spring|summer|autumn|fall|winter)\b"
+    r"|\b(?:i|we)(?:'ve| have)? (?:gone|become|turned)\b"
+    r"|\bsold (?:the|my|our)\b.{1,60}\b(?:bought|got)\b"
+    r"|\b(?:i|we)(?:'ve| have)? (?:quit|gave up|given up)\b", re.I)
+
+
+def announces_change(text: str) -> bool:
+    """Whether a conversation turn says that something changed: a change word (``has_cue``) or a
+    state said to have begun or been swapped (``_STARTED``)."""
+    return has_cue(text) or bool(_STARTED.search(text.replace("’", "'")))
+
+
 def _change_turns(turns: list[tuple], rank: dict[int, int], place: dict[int, tuple]) -> list[tuple[int, int]]:
     """For a question about what holds now: a turn among the best hits that announces a change
     ("I changed jobs, I'm now ...", "we moved to ...") ranks above the turns of the same speaker
@@ -181,7 +197,7 @@ def _change_turns(turns: list[tuple], rank: dict[int, int], place: dict[int, tup
     question cannot tell apart. (newer, older) pairs; ``turns`` oldest first."""
     out: list[tuple[int, int]] = []
     for new_at, new_id, new_text, (scope, name, _, role) in turns:
-        if not has_cue(new_text):
+        if not announces_change(new_text):
             continue
         for old_at, old_id, _, (old_scope, old_name, old_seq, old_role) in turns:
             if old_at >= new_at or old_name == name or old_scope != scope or old_role != role:
