@@ -111,8 +111,10 @@ def statement_costs(m: Any, qs: Sequence[str]) -> dict:
 
 
 def _writer(location: str, embedder: str, dims: int, p: int, n: int, ready: Any, start: Any, out: Any,
-            detection: bool = True) -> None:
-    """One 'machine': its own store on the shared database, n remembers once all are ready."""
+            detection: bool = True, run: str = "") -> None:
+    """One 'machine': its own store on the shared database, n remembers once all are ready. ``run``
+    makes the texts new on every run, so a writer phase repeated on one database writes, not
+    meets duplicates."""
     from recallite_core import Recallite
 
     m = Recallite.open(location, embedder=embedder, dims=dims)
@@ -125,7 +127,7 @@ def _writer(location: str, embedder: str, dims: int, p: int, n: int, ready: Any,
         errors = 0
         for i in range(n):
             try:
-                m.remember(f"Writer {p} note {i}: the deploy of service {i % 13} took {i * 7 % 97} seconds.",
+                m.remember(f"Writer {p}{run} note {i}: the deploy of service {i % 13} took {i * 7 % 97} seconds.",
                            type="observation", tags=[f"w{p}"])
             except Exception:  # noqa: BLE001  counted and reported
                 errors += 1
@@ -159,7 +161,8 @@ def writers(location: str, embedder: str, dims: int, processes: int, per_process
     writers can reach at most about C / (client + server CPU per remember) remembers/s."""
     ctx = multiprocessing.get_context("spawn")
     ready, start, out = ctx.Queue(), ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(location, embedder, dims, p, per_process, ready, start, out, detection))
+    run = f" run {os.getpid()}-{int(time.time())}"
+    procs = [ctx.Process(target=_writer, args=(location, embedder, dims, p, per_process, ready, start, out, detection, run))
              for p in range(processes)]
     for pr in procs:
         pr.start()
