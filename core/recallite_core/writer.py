@@ -266,8 +266,9 @@ class Writer:
                 now = time.time()
                 mid = self.insert(conn, p, vec, now)
                 episodes = self.after_insert_many(conn, [(mid, p, plan, cat, cited)], now)
-                lock_in_id_order(conn, [found])
-                self.apply_corrections(conn, mid, found)
+                # apply_corrections reads (and locks) every memory it changes in one statement, in
+                # id order: no lock_in_id_order needed for one new memory.
+                self.apply_corrections(conn, mid, found, source=new_source(p))
         if dup is not None:
             return self._remembered_again(dup, cat, cited)
         # Built from what was written, as remember_many does, not read back (a round trip to a server).
@@ -335,30 +336,38 @@ class Writer:
             if earlier:
                 sims = vecs[earlier] @ vecs[n]
                 near = [earlier[j] for j in np.argsort(-sims)[:k].tolist() if sims[j] >= cfg.correction_min_similarity]
-                pool += [corrections.Stored(-(j + 1), items[j][0].content,
-                                            effective_source(items[j][0].source.type, json.dumps(items[j][0].metadata)),
-                                            items[j][0].type)
+                pool += [corrections.Stored(-(j + 1), items[j][0].content, new_source(items[j][0]), items[j][0].type)
                          for j in near]
-            out[n] = corrections.findings(p.content, effective_source(p.source.type, json.dumps(p.metadata)), p.type, pool)
+            out[n] = corrections.findings(p.content, new_source(p), p.type, pool)
         return out
 
     def apply_corrections(self, conn, new_id: int, found: list[corrections.Finding],
-                           batch: dict[int, int] | None = None) -> None:
-        """Supersede or link what a new memory changes (caller holds the write transaction)."""
-        for f in found:
-            old = f.old_id if f.old_id > 0 else (batch or {}).get(-f.old_id - 1)
-            if old is None:
-                continue
-            state = conn.memories.state(old)
-            if state is None or state[0] not in corrections.LIVE:
+                           batch: dict[int, int] | None = None, source: str | None = None) -> None:
+        """Supersede or link what a new memory changes (caller holds the write transaction).
+        The olds' states are read in one statement and the contradictions written in one: a
+        restatement often conflicts with several stored memories, and a round trip each was a
+        third of such a remember's statements on PostgreSQL. ``source``: the new memory's effective
+        source (as find_corrections read it), else read from the store."""
+        olds = [(f, old) for f in found
+                if (old := f.old_id if f.old_id > 0 else (batch or {}).get(-f.old_id - 1)) is not None]
+        if not olds:
+            return
+        # The olds are distinct, and superseding one leaves the others' status as it was.
+        status = {mid: st for mid, st, *_ in conn.memories.states_of([old for _, old in olds])}
+        links: list[int] = []
+        for f, old in olds:
+            if status.get(old) not in corrections.LIVE:
                 continue  # an earlier write of this batch retired it already
             if f.action == "supersede":
                 self.lifecycle.supersede_within(conn, old, new_id, f"detected: {f.why}", allow_unsafe=False, auto=True)
             else:
-                # An untrusted writer's contradiction warns without demoting (as relate() does).
-                row = conn.memories.source_of(new_id)
-                effect = policy.SOURCE_TRUST[effective_source(*row)] != policy.UNTRUSTED
-                conn.relations.add(new_id, old, "contradicts", int(effect), time.time())
+                links.append(old)
+        if links:
+            # An untrusted writer's contradiction warns without demoting (as relate() does).
+            src = source if source is not None else effective_source(*conn.memories.source_of(new_id))
+            effect = int(policy.SOURCE_TRUST[src] != policy.UNTRUSTED)
+            now = time.time()
+            conn.relations.add_many([(new_id, old, "contradicts", effect, now) for old in links])
 
     def remember_many(self, items: Iterable[dict], *, progress: Progress | None = None) -> list[Memory]:
         """Store many memories in one transaction with one embedding batch. All or nothing.
@@ -416,7 +425,7 @@ class Writer:
                 conn, [(new_ids[i], prepared[i], plan_of[i], *extras[i]) for i in fresh], now)
             lock_in_id_order(conn, list(found_of.values()))
             for i in fresh:
-                self.apply_corrections(conn, new_ids[i], found_of[i], batch=new_ids)
+                self.apply_corrections(conn, new_ids[i], found_of[i], batch=new_ids, source=new_source(prepared[i]))
             for i, p in enumerate(prepared):
                 if i in new_ids:
                     ids.append((new_ids[i], False))
@@ -459,6 +468,11 @@ class Writer:
         p.title = title if len(title) <= limit else title[: limit - 1].rstrip() + "…"
         p.tokens = estimate_tokens(p.content) + estimate_tokens(p.title)
         p.embed_text = embedding_text(p.title, p.content)
+
+
+def new_source(p: Prepared) -> str:
+    """A prepared memory's effective source (trust), as it will be stored."""
+    return effective_source(p.source.type, json.dumps(p.metadata))
 
 
 def lock_in_id_order(conn, founds: Sequence[list[corrections.Finding]]) -> None:

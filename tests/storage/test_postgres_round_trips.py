@@ -126,3 +126,28 @@ def test_the_terms_of_a_recall_query_are_answered_from_the_postings_the_keyword_
     with store.transaction() as s:  # outside a snapshot: the statement per term
         single = {t: (s.keywords.document_frequency(t), s.keywords.holding(t, ids)) for t in terms}
     assert batched == single and batched["cache"][0] == 2 and batched["server"][1] and batched["absent"] == (0, [])
+
+
+def test_a_remember_that_contradicted_three_memories_sent_one_statement_for_their_states_and_one_for_the_links(
+        postgres_db_url):
+    m = Recallite.open(postgres_db_url, embedder="hash")
+    try:
+        olds = [m.remember(f"Writer 1 run a note {i}: the deploy of service 5 took {secs} seconds.", type="observation").id
+                for i, secs in ((5, 35), (18, 29), (31, 23))]
+        spy = _Spy(m.store.conn.raw)
+        m.store.conn.raw = spy
+        try:
+            new = m.remember("Writer 1 run a note 44: the deploy of service 5 took 17 seconds.", type="observation")
+        finally:
+            m.store.conn.raw = spy.raw
+        assert all(o in (new.correction or "") for o in olds)  # it conflicts with all three (what this is about)
+        with m.store.reading() as s:
+            linked = s.relations.effects([int(o.split("_")[1]) for o in olds], "contradicts")
+        assert sorted(f for f, _t, _e in linked if f == int(new.id.split("_")[1])) == [int(new.id.split("_")[1])] * 3
+        # One statement reads (and locks) the three, one writes the three links: none per memory,
+        # and the new memory's own source is known, not read back.
+        assert sum(s.startswith("SELECT id, status, source_type") for s in spy.sent) == 1
+        assert sum(s.startswith("INSERT INTO relations") for s in spy.sent) == 1
+        assert not [s for s in spy.sent if s.startswith("SELECT source_type, metadata")]
+    finally:
+        m.close()

@@ -439,6 +439,18 @@ def test_relations(seed):
         assert s.feed.side_tables() == (True, False)
 
 
+
+def test_relations_added_many_at_once_skip_the_ones_that_exist(seed):
+    a, b, c = seed.memory("a"), seed.memory("b"), seed.memory("c")
+    seed.relate(a, b, "contradicts", effect=-1)
+    with seed.store.transaction() as s:
+        s.relations.add_many([(a, b, "contradicts", 1, NOW), (a, c, "contradicts", 0, NOW + 1),
+                              (b, c, "supports", 1, NOW + 2)])
+        s.relations.add_many([])
+    with seed.store.reading() as s:
+        assert sorted(s.relations.effects([b, c], "contradicts")) == [(a, b, -1), (a, c, 0)]  # a's first link kept
+        assert s.relations.edges([b], ("supports",)) == [(b, c, "supports")]
+
 # -- the retrieval log, outcomes, tuning ----------------------------------------------------------------
 def test_retrieval_log_and_tuning_round_trip(seed):
     a = seed.memory("rotate the API keys every 90 days", type="procedure")

@@ -85,6 +85,12 @@ class SqliteRelations:
             "INSERT OR IGNORE INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (?, ?, ?, ?, ?)",
             (from_id, to_id, type, effect, now))
 
+    def add_many(self, rows: Sequence[tuple[int, int, str, int, float]]) -> None:
+        """add() for each (from, to, type, effect, created_at)."""
+        self._conn.executemany(
+            "INSERT OR IGNORE INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (?, ?, ?, ?, ?)",
+            list(rows))
+
     def create(self, from_id: int, to_id: int, type: str, effect: int, now: float) -> int:
         """One new relation; returns its id."""
         rid = self._conn.execute(
