@@ -174,11 +174,12 @@ def run_learning_benchmark(
     scenarios: Sequence[str] = SCENARIOS, *, noise: float = 0.15, attempts: int = 3, limit: int = 3,
     mcp: bool = True, mcp_families: int = 8, mcp_rounds: int = 4, config=None, interference_from: int = 4,
     noise_mode: str = "label", progress: Callable[[str], None] | None = None, catalog: str = "ops",
-    via: str = "context", keep_log: bool = False,
+    via: str = "context", keep_log: bool = False, distractors: int | None = None, phrasings: int | None = None,
 ) -> dict[str, Any]:
     """Run the scenarios and return every number (the ``--json`` output).
 
-    ``families=None`` plays every family of ``catalog`` (``ops``: 48)."""
+    ``families=None`` plays every family of ``catalog`` (``ops``: 48); ``distractors`` and
+    ``phrasings`` keep the first ones of each family (lt.trimmed)."""
     unknown = [s for s in scenarios if s not in SCENARIOS]
     if unknown:
         raise ValueError(f"unknown scenarios {unknown}; choose from {', '.join(SCENARIOS)}")
@@ -187,7 +188,7 @@ def run_learning_benchmark(
     t0 = time.perf_counter()
     emb = make_embedder(embedder) if isinstance(embedder, str) else (
         embedder if isinstance(embedder, CachingEmbedder) else CachingEmbedder(embedder))
-    fams = lt.generate_families(families, seed=seed, catalog=catalog)
+    fams = lt.trimmed(lt.generate_families(families, seed=seed, catalog=catalog), distractors, phrasings)
     pairs = lt.interference_pairs(fams, catalog=catalog)
     # Embed every text once, up front (memories, replacements, queries): later calls hit the cache.
     texts: list[str] = []
@@ -212,6 +213,7 @@ def run_learning_benchmark(
         "config": {"catalog": catalog, "via": via, "families": len(fams), "rounds": rounds, "seed": seed,
                    "embedder": emb.name, "noise": noise, "interference_pairs": len(pairs),
                    "attempts": attempts, "limit": limit, "memories": sum(len(f.memories) for f in fams),
+                   "distractors": distractors, "phrasings": phrasings,
                    "interference_from": interference_from, "noise_mode": noise_mode,
                    "learner": learner_name(config)},
         "scenarios": {},
@@ -231,8 +233,8 @@ def run_learning_benchmark(
         if progress:
             progress(format_scenario(res))
     if mcp:
-        sub = (lt.generate_families(min(mcp_families, len(fams)), seed=seed, catalog=catalog)
-               if mcp_families < len(fams) else fams)
+        sub = (lt.trimmed(lt.generate_families(min(mcp_families, len(fams)), seed=seed, catalog=catalog),
+                          distractors, phrasings) if mcp_families < len(fams) else fams)
         result["mcp"] = run_mcp_check(sub, mcp_rounds, seed, emb)
         if progress:
             progress(format_mcp(result["mcp"]))
@@ -388,6 +390,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--via", choices=list(VIAS), default="context",
                    help="context: build_context(limit=3), exploration on (default); recall: recall(limit=3), no exploration")
     p.add_argument("--families", type=int, default=None, help="task families (default: all of the catalog)")
+    p.add_argument("--distractors", type=int, default=None,
+                   help="keep the first N distractors of each family (default: all; 2 = three candidate procedures)")
+    p.add_argument("--phrasings", type=int, default=None, help="keep the first N phrasings of each family (default: all)")
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--embedder", choices=["default", "hash", "e5"], default="default",
@@ -448,7 +453,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     res = run_learning_benchmark(args.families, args.rounds, args.seed, args.embedder, scenarios, noise=args.noise,
                                  attempts=args.attempts, mcp=not args.no_mcp, config=config,
                                  interference_from=args.interference_from, noise_mode=args.noise_mode, progress=say,
-                                 catalog=args.catalog, via=args.via, keep_log=args.explain)
+                                 catalog=args.catalog, via=args.via, keep_log=args.explain,
+                                 distractors=args.distractors, phrasings=args.phrasings)
     if args.plot:
         res["plot"] = args.plot if plot(res, args.plot) else None
         if res["plot"] is None:

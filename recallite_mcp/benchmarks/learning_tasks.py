@@ -97,6 +97,8 @@ with and without B's interference rounds, and B's success rate.
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import random
 import re
@@ -475,6 +477,18 @@ def generate_families(n_families: int | None = None, seed: int = 7, catalog: str
                         picked.append(i)
         chosen = sorted(picked)
     return [_build(raw[i], seed, catalog) for i in chosen]
+
+
+def trimmed(families: Sequence[TaskFamily], distractors: int | None = None,
+            phrasings: int | None = None) -> list[TaskFamily]:
+    """The families with at most ``distractors`` distractors and ``phrasings`` phrasings each (the
+    first ones; None keeps all): a smaller closed loop, e.g. three candidate procedures and three
+    phrasings per task as an agent meets them."""
+    for name, n in (("distractors", distractors), ("phrasings", phrasings)):
+        if n is not None and n < 1:
+            raise ValueError(f"{name} must be at least 1, got {n}")
+    return [dataclasses.replace(f, distractors=f.distractors[:distractors] if distractors else f.distractors,
+                                queries=f.queries[:phrasings] if phrasings else f.queries) for f in families]
 
 
 def _cycle_pick(items: Sequence[str], tag: str, key: str, round_index: int, seed: int) -> str:

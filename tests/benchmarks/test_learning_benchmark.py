@@ -225,3 +225,15 @@ def test_oracle_bound_learns_and_one_attempt_is_slower():
     one, three = oracle("voices-dev", 1, 4, "hash"), oracle("voices-dev", 3, 4, "hash")
     assert len(one) == 4 and one[0] == three[0] < three[1]
     assert sum(one[:3]) <= sum(three[:3])
+
+
+def test_a_closed_loop_of_three_candidates_and_three_phrasings_plays_only_those():
+    res = bench.run_learning_benchmark(families=6, rounds=4, seed=7, embedder="hash", scenarios=["clean"], mcp=False,
+                                       attempts=1, distractors=2, phrasings=3, keep_log=True)
+    assert res["config"]["memories"] == 6 * 3 and (res["config"]["distractors"], res["config"]["phrasings"]) == (2, 3)
+    fams = lt.trimmed(lt.generate_families(6, seed=7), distractors=2, phrasings=3)
+    asked = {e["query"] for e in res["scenarios"]["clean"]["log"]}
+    assert asked <= {q for f in fams for q in f.queries} and all(len(f.queries) == 3 for f in fams)
+    assert res["paraphrase_cosine"]["pairs"] == 6 * 3  # three pairs of phrasings per family
+    with pytest.raises(ValueError, match="distractors must be at least 1"):
+        lt.trimmed(fams, distractors=0)
