@@ -175,11 +175,13 @@ def run_learning_benchmark(
     mcp: bool = True, mcp_families: int = 8, mcp_rounds: int = 4, config=None, interference_from: int = 4,
     noise_mode: str = "label", progress: Callable[[str], None] | None = None, catalog: str = "ops",
     via: str = "context", keep_log: bool = False, distractors: int | None = None, phrasings: int | None = None,
+    known_tasks: bool = False,
 ) -> dict[str, Any]:
     """Run the scenarios and return every number (the ``--json`` output).
 
     ``families=None`` plays every family of ``catalog`` (``ops``: 48); ``distractors`` and
-    ``phrasings`` keep the first ones of each family (lt.trimmed)."""
+    ``phrasings`` keep the first ones of each family (lt.trimmed); ``known_tasks`` tells the learner
+    each query's family (learning_agent.KnownTasks: a bound on telling tasks apart)."""
     unknown = [s for s in scenarios if s not in SCENARIOS]
     if unknown:
         raise ValueError(f"unknown scenarios {unknown}; choose from {', '.join(SCENARIOS)}")
@@ -215,7 +217,7 @@ def run_learning_benchmark(
                    "attempts": attempts, "limit": limit, "memories": sum(len(f.memories) for f in fams),
                    "distractors": distractors, "phrasings": phrasings,
                    "interference_from": interference_from, "noise_mode": noise_mode,
-                   "learner": learner_name(config)},
+                   "learner": learner_name(config) + (", told each task" if known_tasks else "")},
         "scenarios": {},
         "skipped": {},
     }
@@ -228,7 +230,7 @@ def run_learning_benchmark(
             continue
         res = run_scenario(sc, fams, rounds, seed, emb, noise=noise, attempts=attempts, limit=limit, config=config,
                            interference_from=interference_from, noise_mode=noise_mode, via=via, pairs=pairs,
-                           keep_log=keep_log)
+                           keep_log=keep_log, known_tasks=known_tasks)
         result["scenarios"][sc] = res
         if progress:
             progress(format_scenario(res))
@@ -345,7 +347,8 @@ def ceiling(catalog: str, embedder: Any = "default", seed: int = 7) -> dict[str,
     return out
 
 
-def oracle(catalog: str, attempts: int = 3, rounds: int = 10, embedder: Any = "default", seed: int = 7) -> list[float]:
+def oracle(catalog: str, attempts: int = 3, rounds: int = 10, embedder: Any = "default", seed: int = 7,
+           families: int | None = None, distractors: int | None = None, phrasings: int | None = None) -> list[float]:
     """Success per round of an agent with a perfect memory of its own task and none of others': it
     never retries what failed for this family, goes straight back to what worked, and otherwise
     follows the retrieval order (no learning). A bound on any learner that keeps evidence local
@@ -354,7 +357,7 @@ def oracle(catalog: str, attempts: int = 3, rounds: int = 10, embedder: Any = "d
     from recallite_core.learning.learner import LearningConfig
 
     emb = make_embedder(embedder) if isinstance(embedder, str) else embedder
-    fams = lt.generate_families(None, seed=seed, catalog=catalog)
+    fams = lt.trimmed(lt.generate_families(families, seed=seed, catalog=catalog), distractors, phrasings)
     mem = Recallite.open(None, embedder=emb, config=RecalliteConfig(learning=LearningConfig(mode="ema")))
     try:
         specs = lt.store_memories(fams, seed)
@@ -410,6 +413,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="ablation: contextual (default); no-explore (no optimism or newcomer bonus); no-locality (no "
                         "success locality, every failure may count as a change); global (one posterior per memory, "
                         "whatever the query); ema (the usefulness column, the ranking before)")
+    p.add_argument("--known-tasks", action="store_true",
+                   help="tell the learner each query's task (a bound: telling tasks apart solved)")
     p.add_argument("--no-mcp", action="store_true", help="skip the short run through the MCP tools")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.add_argument("--oracle", action="store_true",
@@ -425,7 +430,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(list(argv) if argv is not None else None)
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     if args.oracle:
-        curve = oracle(args.catalog, args.attempts, args.rounds, args.embedder, args.seed)
+        curve = oracle(args.catalog, args.attempts, args.rounds, args.embedder, args.seed,
+                       args.families, args.distractors, args.phrasings)
         print(f"oracle ({args.catalog}, {args.attempts} attempt{'s' if args.attempts != 1 else ''}): "
               + " ".join(f"r{i + 1} {x:.2f}" for i, x in enumerate(curve)))
         return 0
@@ -454,7 +460,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  attempts=args.attempts, mcp=not args.no_mcp, config=config,
                                  interference_from=args.interference_from, noise_mode=args.noise_mode, progress=say,
                                  catalog=args.catalog, via=args.via, keep_log=args.explain,
-                                 distractors=args.distractors, phrasings=args.phrasings)
+                                 distractors=args.distractors, phrasings=args.phrasings,
+                                 known_tasks=args.known_tasks)
     if args.plot:
         res["plot"] = args.plot if plot(res, args.plot) else None
         if res["plot"] is None:

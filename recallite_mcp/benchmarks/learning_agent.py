@@ -154,20 +154,52 @@ def mean_rate(values: Sequence[bool | float]) -> float:
 # -- one scenario through the Python API ------------------------------------------------------------------
 
 
+class KnownTasks:
+    """Tells the learner each retrieval's true task: the retriever's task vector becomes one axis
+    per family, so evidence transfers fully between a family's phrasings and not at all between
+    families. A bound (``--known-tasks``): what the learner reaches when telling tasks apart is
+    solved, set against the run without it, which must tell them apart from the query and what it
+    retrieves."""
+
+    def __init__(self, mem):
+        self.retriever = mem.core.retriever
+        self.blend = self.retriever.task_vector
+        self.axis: dict[bytes, int] = {}  # query vector -> its family's axis
+        self.family_axis: dict[str, int] = {}
+        self.retriever.task_vector = self.task_vector
+
+    def ask(self, query: str, family: str) -> None:
+        """Register the family of a query before it is asked."""
+        key = np.asarray(self.retriever.query_vector(query), dtype=np.float32).tobytes()
+        self.axis[key] = self.family_axis.setdefault(family, len(self.family_axis))
+
+    def task_vector(self, session, qvec, ordered):
+        t = self.blend(session, qvec, ordered)
+        i = self.axis.get(np.asarray(qvec, dtype=np.float32).tobytes())
+        if i is None:
+            return t
+        v = np.zeros_like(t)
+        v[i % v.shape[0]] = 1.0
+        return v
+
+
 def run_scenario(
     scenario: str, families: list[lt.TaskFamily], rounds: int, seed: int, embedder, *, noise: float = 0.15,
     attempts: int = 3, limit: int = 3, config=None, interference_from: int = 4, noise_mode: str = "label",
     via: str = "context", pairs: list[tuple[str, str]] | None = None, keep_log: bool = False,
+    known_tasks: bool = False,
 ) -> dict[str, Any]:
     """One scenario on a fresh store. ``via="context"``: ``build_context`` (exploration on);
     ``via="recall"``: ``recall(query, limit)`` (no exploration). ``pairs`` defaults to the
-    interference pairs of the families' catalog."""
+    interference pairs of the families' catalog. ``known_tasks``: the learner is told each
+    query's family (KnownTasks, a bound)."""
     from recallite_core import Recallite
 
     if via not in VIAS:
         raise ValueError(f"via must be one of {', '.join(VIAS)}, got {via!r}")
     t0 = time.perf_counter()
     mem = Recallite.open(None, embedder=embedder, config=config)
+    told = KnownTasks(mem) if known_tasks else None
     try:
         key_of: dict[str, str] = {}
         id_of: dict[str, str] = {}
@@ -197,6 +229,8 @@ def run_scenario(
                 insert([f.drift_replacement for f in families if f.key in drifted])
             results: dict[str, list[tuple[bool, float]]] = {}
             for task in tasks_for_round(families, scenario, r, seed, drifted, pairs, interference_from):
+                if told is not None:
+                    told.ask(task.query, task.family.key)
                 if via == "recall":
                     got = mem.recall(task.query, limit=limit)
                     rid, shown = got.retrieval_id, [h.memory.id for h in got.memories]

@@ -227,6 +227,17 @@ def test_oracle_bound_learns_and_one_attempt_is_slower():
     assert sum(one[:3]) <= sum(three[:3])
 
 
+def test_the_oracle_ignored_the_families_distractors_and_phrasings_of_the_run_it_bounds():
+    from recallite_mcp.benchmarks.learning import oracle
+
+    # One family of two candidates: each round is that family's success (0 or 1), and with one
+    # attempt the second candidate is reached by round 2 at the latest. The whole catalog (48
+    # families, four candidates each) gave fractions.
+    curve = oracle("ops", 1, 3, "hash", 7, families=1, distractors=1)
+    assert all(x in (0.0, 1.0) for x in curve) and curve[1] == 1.0
+    assert all(x in (0.0, 0.5, 1.0) for x in oracle("voices-dev", 1, 3, "hash", 8, families=2, distractors=2, phrasings=2))
+
+
 def test_a_closed_loop_of_three_candidates_and_three_phrasings_plays_only_those():
     res = bench.run_learning_benchmark(families=6, rounds=4, seed=7, embedder="hash", scenarios=["clean"], mcp=False,
                                        attempts=1, distractors=2, phrasings=3, keep_log=True)
@@ -237,3 +248,30 @@ def test_a_closed_loop_of_three_candidates_and_three_phrasings_plays_only_those(
     assert res["paraphrase_cosine"]["pairs"] == 6 * 3  # three pairs of phrasings per family
     with pytest.raises(ValueError, match="distractors must be at least 1"):
         lt.trimmed(fams, distractors=0)
+
+
+def test_known_tasks_put_every_phrasing_of_a_family_on_its_own_axis():
+    from recallite_core import Recallite
+    from recallite_mcp.benchmarks.learning_agent import KnownTasks, make_embedder
+
+    mem = Recallite.open(None, embedder=make_embedder("hash"))
+    try:
+        told = KnownTasks(mem)
+        told.ask("deploy the branch to staging", "deploy")
+        told.ask("ship this build to the test environment", "deploy")
+        told.ask("rotate the database password", "rotate")
+        r = mem.core.retriever
+
+        def task(q):  # no candidates: the blended task vector is the query's own
+            return r.task_vector(None, r.query_vector(q), [])
+
+        deploy, ship, rotate = task("deploy the branch to staging"), task("ship this build to the test environment"), \
+            task("rotate the database password")
+        assert float(deploy @ ship) == 1.0 and float(deploy @ rotate) == 0.0
+        stranger = task("lint the code")  # not registered: left as the learner would place it
+        assert float(stranger @ r.query_vector("lint the code")) == pytest.approx(1.0, abs=1e-5)
+    finally:
+        mem.close()
+    res = bench.run_learning_benchmark(families=4, rounds=3, seed=7, embedder="hash", scenarios=["clean"], mcp=False,
+                                       attempts=1, distractors=2, phrasings=3, known_tasks=True)
+    assert res["config"]["learner"] == "contextual, told each task"
