@@ -253,7 +253,7 @@ class Writer:
         )
         cat = check_category(category)
         cited = None if cites is None else [parse_id(c) for c in ([cites] if isinstance(cites, (str, int)) else cites)]
-        with self.core.store.reading() as conn:
+        with self.core.store.reading(consistent=False) as conn:  # one statement: no snapshot to keep
             dup = self.find_duplicate(conn, p)
         if dup is not None:
             return self._remembered_again(dup, cat, cited)

@@ -151,3 +151,18 @@ def test_a_remember_that_contradicted_three_memories_sent_one_statement_for_thei
         assert not [s for s in spy.sent if s.startswith("SELECT source_type, metadata")]
     finally:
         m.close()
+
+
+def test_a_remember_sent_its_duplicate_check_inside_a_transaction_of_its_own(mem):
+    spy = _Spy(mem.store.conn.raw)
+    mem.store.conn.raw = spy
+    try:
+        new = mem.remember("The staging server runs on port 8080.")
+    finally:
+        mem.store.conn.raw = spy.raw
+    # The first check is one statement on its own: no BEGIN ... ROLLBACK around it (a round trip
+    # saved); the write unit checks again under its text lock, so a race still finds the winner.
+    assert not [s for s in spy.sent if "READ ONLY" in s or s == "ROLLBACK"]
+    assert sum(s.startswith("SELECT id FROM memories WHERE content_hash") for s in spy.sent) == 2
+    assert sum(s == "COMMIT" for s in spy.sent) == 1
+    assert mem.remember("The staging server runs on port 8080.").duplicate_of == new.id

@@ -441,7 +441,9 @@ class Storage(Protocol):
 
     ``transaction()`` is one write: everything done through its session commits together when
     the block ends, and nothing does if it raises. Nested use joins the outer transaction.
-    ``reading()`` is one consistent snapshot for several reads. Sessions are not shared across
+    ``reading()`` is one consistent snapshot for several reads; ``reading(consistent=False)``
+    may skip the snapshot (a server backend: no transaction, each statement on its own), for a
+    unit of one read. Sessions are not shared across
     threads; a store serialises its own users (SQLite: one lock per connection).
     ``transaction(concurrent=True)``: the unit of work is one of the write paths that may run
     beside other such writes on a server backend (PostgreSQL: it takes row and key locks as it
@@ -452,7 +454,7 @@ class Storage(Protocol):
     busy_timeout_ms: int
 
     def transaction(self, concurrent: bool = False) -> AbstractContextManager[Session]: ...
-    def reading(self) -> AbstractContextManager[Session]: ...
+    def reading(self, consistent: bool = True) -> AbstractContextManager[Session]: ...
     def get_meta(self, key: str) -> str | None: ...
     def set_meta(self, session: Session, key: str, value: str) -> None: ...
     def change_counter(self) -> int: ...

@@ -281,8 +281,9 @@ class Store:
                     raise explain(exc, self.path) from exc
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[SqliteSession]:
-        """A consistent snapshot for several SELECTs."""
+    def reading(self, consistent: bool = True) -> Iterator[SqliteSession]:
+        """A consistent snapshot for several SELECTs (``consistent`` is for server backends:
+        a local file's read transaction costs no round trip)."""
         self._check_pid()
         with self._lock:
             if self.conn.in_transaction:
