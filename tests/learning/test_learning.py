@@ -239,11 +239,29 @@ def test_exploration_only_where_asked(mem):
     assert ctx.memory_ids[0] == untried.id
     hit = next(h for h in mem.recall("reset the cache", limit=2, explore=True).memories if h.memory.id == untried.id)
     assert hit.breakdown.learning.exploration_bonus > 0 and "untried:exploration-bonus" in hit.reasons
-    # shown in a judged retrieval and not needed: its chance came and went
-    r = mem.recall("reset the cache", limit=2)
-    mem.feedback(r.retrieval_id, "failure", used_memory_ids=[tried.id])
-    hit = next(h for h in mem.recall("reset the cache", limit=2, explore=True).memories if h.memory.id == untried.id)
+    # a rule shown where another memory did the job (rules are never marked unused): its chance came
+    # and went
+    rule = mem.remember("Never reset the cache during business hours.", type="constraint")
+    r = mem.recall("reset the cache", limit=3)
+    assert rule.id in r.ids
+    mem.feedback(r.retrieval_id, "success", used_memory_ids=[untried.id])
+    hit = next(h for h in mem.recall("reset the cache", limit=3, explore=True).memories if h.memory.id == rule.id)
     assert hit.breakdown.learning.exploration_bonus == 0 and "untried:passed-over" in hit.reasons
+
+
+def test_a_memory_shown_beside_one_that_failed_lost_its_exploration_bonus(mem):
+    """The agent acted on the first memory of its context and it failed: the second one was never
+    tried and the task is still open. It used to count as passed over (no bonus), so a context
+    explored other memories before it."""
+    one = mem.remember("To reset the cache run make clean-cache then restart the worker.", type="procedure")
+    two = mem.remember("To reset the cache run make flush-cache then restart the worker.", type="procedure")
+    ctx = mem.build_context("reset the cache", limit=2)
+    assert set(ctx.memory_ids) == {one.id, two.id}
+    first, second = ctx.memory_ids
+    mem.feedback(ctx.retrieval_id, "failure", used_memory_ids=[first])
+    hit = next(h for h in mem.recall("reset the cache", limit=2, explore=True).memories if h.memory.id == second)
+    assert hit.breakdown.learning.exploration_bonus > 0 and "untried:exploration-bonus" in hit.reasons
+    assert mem.build_context("how do I reset the cache", limit=2).memory_ids[0] == second
 
 
 def test_a_new_memory_gets_tried_first_when_the_old_one_stops_working(mem):
@@ -496,3 +514,18 @@ def test_mcp_hits_and_stats_show_what_feedback_did():
     assert top["id"] == good and top["outcome_factor"] > 1 and "helped-on-similar-tasks" in top["reasons"]
     tuning = stats["context_tuning"]["p"]
     assert {"limit", "min_score_ratio", "arms"} <= set(tuning) and sum(a["pulls"] for a in tuning["arms"]) > 0
+
+
+def test_a_memory_the_budget_left_out_counted_as_passed_over(mem):
+    """A context too small for two memories served one; the task succeeded with it. The other was
+    ranked but never reached the agent: not passed over, it keeps its exploration bonus."""
+    one = mem.remember("To reset the cache run make clean-cache then restart the worker.", type="procedure")
+    two = mem.remember("To reset the cache run make flush-cache then restart the worker.", type="procedure")
+    ctx = mem.build_context("reset the cache", limit=2, max_tokens=60)
+    assert len(ctx.memory_ids) == 1
+    served = ctx.memory_ids[0]
+    left_out = two.id if served == one.id else one.id
+    mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[served])
+    hit = next(h for h in mem.recall("reset the cache", limit=2, explore=True).memories if h.memory.id == left_out)
+    assert hit.breakdown.learning.outcomes == 0
+    assert hit.breakdown.learning.exploration_bonus > 0 and "untried:passed-over" not in hit.reasons

@@ -96,8 +96,11 @@ class LearningConfig:
     task_weight: float = 2.0
     task_depth: int = 5
     explore_bonus: float = 0.35  # optimism when exploring: u = mean + explore_bonus * sd
-    # ... for a memory never tried although it was offered in retrievals that got feedback (the
-    # agent was shown it and needed something else): its chance came and went.
+    # ... for a memory never tried although it was shown where the task then succeeded, in full or
+    # in part, with other memories (the agent needed something else): its chance came and went.
+    # Shown beside a memory that failed, it keeps explore_bonus: the task is still open, and an
+    # agent that acts on the first hit never tried the rest (issue loop via context, held out: r3
+    # .80 -> .90 when this stopped counting failures; docs/learning.md, Session 14).
     passed_over_bonus: float = 0.0
     # A memory added after its rivals started being judged, and not offered in a retrieval that
     # got feedback since, is likelier to be the fix for what changed than one the agent was
@@ -476,7 +479,8 @@ class OutcomeModel:
         models = self.models(session, list(candidates), now)
         q = None if qvec is None else np.asarray(qvec, dtype=np.float32)
         # Never tried: a newcomer (created after its rivals started being judged, never offered in
-        # a judged retrieval since), passed over (offered before, not needed), or just untried.
+        # a retrieval that succeeded since), passed over (shown where other memories did the job), or
+        # just untried.
         judged = [float(m.times.min()) for m in models.values() if m.n]
         since = min(judged) if judged else None
         untried = [mid for mid in candidates if models.get(mid, self._empty).n == 0]
@@ -506,8 +510,9 @@ class OutcomeModel:
         return out
 
     def offered(self, session: Session, ids: Sequence[int]) -> set[int]:
-        """Which of ``ids`` were shown in some retrieval that got feedback (monotonic: cached once true).
-        Reads alone never change it: only feedback marks what was offered."""
+        """Which of ``ids`` were shown in some retrieval whose feedback was a success or a partial
+        one (monotonic: cached once true). Reads alone never change it, nor does a failure: only
+        a task done with other memories marks what was offered and not needed."""
         unknown = [i for i in ids if i not in self._offered]
         self._offered.update(session.outcomes.offered(unknown))
         return {i for i in ids if i in self._offered}

@@ -72,10 +72,12 @@ class PostgresOutcomes:
             ") h WHERE rn <= %s ORDER BY memory_id, rn", (list(ids), limit)).fetchall()
 
     def offered(self, ids: Sequence[int]) -> list[int]:
-        """Which of ``ids`` were shown in a retrieval that got feedback."""
+        """Which of ``ids`` were served (not left out by a budget) in a retrieval whose feedback was
+        not a failure: the task was done, in full or in part, with what the agent chose."""
         return [r[0] for r in self._conn.execute(
-            "SELECT DISTINCT ri.memory_id FROM retrieval_items ri WHERE ri.memory_id = ANY(%s) "
-            "AND EXISTS (SELECT 1 FROM feedback f WHERE f.retrieval_id = ri.retrieval_id)", (list(ids),))]
+            "SELECT DISTINCT ri.memory_id FROM retrieval_items ri WHERE ri.memory_id = ANY(%s) AND ri.served = 1 "
+            "AND EXISTS (SELECT 1 FROM feedback f WHERE f.retrieval_id = ri.retrieval_id "
+            "AND f.outcome <> 'failure')", (list(ids),))]
 
     def credit_records(self, ids: Sequence[int], min_weight: float) -> dict[int, CreditRecord]:
         return {mid: CreditRecord(succ, rets, fails) for mid, succ, rets, fails in self._conn.execute(

@@ -81,13 +81,15 @@ class SqliteOutcomes:
         return out
 
     def offered(self, ids: Sequence[int]) -> list[int]:
-        """Which of ``ids`` were shown in a retrieval that got feedback."""
+        """Which of ``ids`` were served (not left out by a budget) in a retrieval whose feedback was
+        not a failure: the task was done, in full or in part, with what the agent chose."""
         out: list[int] = []
         for chunk in chunked(ids):
             out += [r[0] for r in self._conn.execute(
                 "SELECT DISTINCT ri.memory_id FROM retrieval_items ri "
-                f"WHERE ri.memory_id IN ({marks(len(chunk))}) "
-                "AND EXISTS (SELECT 1 FROM feedback f WHERE f.retrieval_id = ri.retrieval_id)", chunk)]
+                f"WHERE ri.memory_id IN ({marks(len(chunk))}) AND ri.served "
+                "AND EXISTS (SELECT 1 FROM feedback f WHERE f.retrieval_id = ri.retrieval_id "
+                "AND f.outcome <> 'failure')", chunk)]
         return out
 
     def credit_records(self, ids: Sequence[int], min_weight: float) -> dict[int, CreditRecord]:
