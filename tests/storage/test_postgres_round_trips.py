@@ -4,6 +4,8 @@ unit and the next snapshot still read fresh values."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from recallite_core import Recallite
@@ -24,6 +26,17 @@ class _Spy:
         return getattr(self.raw, name)
 
 
+@contextlib.contextmanager
+def _spying(m):
+    """Every statement ``m`` sends inside the block, in ``spy.sent``."""
+    spy = _Spy(m.store.conn.raw)
+    m.store.conn.raw = spy
+    try:
+        yield spy
+    finally:
+        m.store.conn.raw = spy.raw
+
+
 @pytest.fixture
 def mem(postgres_db_url):
     m = Recallite.open(postgres_db_url, embedder="hash")
@@ -35,12 +48,8 @@ def mem(postgres_db_url):
 
 def test_recall_sent_each_snapshot_fact_and_the_trust_rows_as_statements_of_their_own(mem):
     mem.recall("redis cache")  # warm: the engine's caches loaded
-    spy = _Spy(mem.store.conn.raw)
-    mem.store.conn.raw = spy
-    try:
+    with _spying(mem) as spy:
         hits = mem.recall("redis cache")
-    finally:
-        mem.store.conn.raw = spy.raw
     assert hits.memories and all(h.trust is not None for h in hits.memories)
     alone = ("SELECT value FROM counters WHERE name = 'tombstone_floor'", "SELECT 1 FROM episodes LIMIT 1",
              "SELECT EXISTS (SELECT 1 FROM relations)", "SELECT (SELECT max(row_id) FROM memory_outcomes)",
@@ -66,12 +75,8 @@ def test_a_write_unit_reads_the_floor_it_moved_and_the_next_snapshot_sees_new_ro
 
 
 def _spied_recall(m, query):
-    spy = _Spy(m.store.conn.raw)
-    m.store.conn.raw = spy
-    try:
+    with _spying(m) as spy:
         m.recall(query)
-    finally:
-        m.store.conn.raw = spy.raw
     return spy.sent
 
 
@@ -134,12 +139,8 @@ def test_a_remember_that_contradicted_three_memories_sent_one_statement_for_thei
     try:
         olds = [m.remember(f"Writer 1 run a note {i}: the deploy of service 5 took {secs} seconds.", type="observation").id
                 for i, secs in ((5, 35), (18, 29), (31, 23))]
-        spy = _Spy(m.store.conn.raw)
-        m.store.conn.raw = spy
-        try:
+        with _spying(m) as spy:
             new = m.remember("Writer 1 run a note 44: the deploy of service 5 took 17 seconds.", type="observation")
-        finally:
-            m.store.conn.raw = spy.raw
         assert all(o in (new.correction or "") for o in olds)  # it conflicts with all three (what this is about)
         with m.store.reading() as s:
             linked = s.relations.effects([int(o.split("_")[1]) for o in olds], "contradicts")
@@ -154,12 +155,8 @@ def test_a_remember_that_contradicted_three_memories_sent_one_statement_for_thei
 
 
 def test_a_remember_sent_its_duplicate_check_inside_a_transaction_of_its_own(mem):
-    spy = _Spy(mem.store.conn.raw)
-    mem.store.conn.raw = spy
-    try:
+    with _spying(mem) as spy:
         new = mem.remember("The staging server runs on port 8080.")
-    finally:
-        mem.store.conn.raw = spy.raw
     # The first check is one statement on its own: no BEGIN ... ROLLBACK around it (a round trip
     # saved); the write unit checks again under its text lock, so a race still finds the winner.
     assert not [s for s in spy.sent if "READ ONLY" in s or s == "ROLLBACK"]

@@ -268,21 +268,13 @@ class PostgresStore:
             if self._mode is not None:
                 yield self._session
                 return
-            if not consistent:
-                if self.conn.broken or self.conn.closed:
-                    self._reconnect()
-                self._mode = "read"
+            if consistent:
                 try:
-                    yield self._session
+                    self._begin(("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",), snapshot=True)
                 except self._psycopg.Error as exc:
-                    raise self._explain(exc, "a read") from exc
-                finally:
-                    self._mode = None
-                return
-            try:
-                self._begin(("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",), snapshot=True)
-            except self._psycopg.Error as exc:
-                raise self._explain(exc, "starting a read") from exc
+                    raise self._explain(exc, "starting a read") from exc
+            elif self.conn.broken or self.conn.closed:
+                self._reconnect()
             self._mode = "read"
             try:
                 yield self._session
@@ -290,8 +282,9 @@ class PostgresStore:
                 raise self._explain(exc, "a read") from exc
             finally:
                 self._mode = None
-                # A read-only transaction has nothing to keep: ROLLBACK also ends an aborted one.
-                self._end("ROLLBACK")
+                if consistent:
+                    # A read-only transaction has nothing to keep: ROLLBACK also ends an aborted one.
+                    self._end("ROLLBACK")
 
     def keyword_mirror(self, weights: Sequence[float]) -> None:
         """None: keyword search runs in the server (the GIN index), with no in-memory mirror."""
