@@ -102,9 +102,9 @@ class LearningConfig:
     # agent that acts on the first hit never tried the rest (issue loop via context, held out: r3
     # .80 -> .90 when this stopped counting failures; docs/learning.md, Session 14).
     passed_over_bonus: float = 0.0
-    # A memory added after its rivals started being judged, and not offered in a retrieval that
-    # got feedback since, is likelier to be the fix for what changed than one the agent was
-    # shown and passed over: it gets this bonus (in sd) instead, until it is judged.
+    # A memory added after its rivals started being judged, and not passed over since, is likelier
+    # to be the fix for what changed than one the agent was shown and passed over: it gets this
+    # bonus (in sd) instead, until it is judged.
     newcomer_bonus: float = 1.2
     cache_size: int = 4096  # memories whose fitted outcome model is kept in memory
     cache_seconds: float = 3600.0  # refit after this long (time decay moves)
@@ -147,8 +147,8 @@ class Assessment:
     last_outcome_at: float | None = None
     explored: bool = False
     failure_run: int = 0  # most recent consecutive surprising failures (change detection)
-    newcomer: bool = False  # added after its rivals were judged, never offered in a judged retrieval since
-    passed_over: bool = False  # never tried, but offered in a retrieval that got feedback
+    newcomer: bool = False  # added after its rivals were judged, not passed over since
+    passed_over: bool = False  # never tried, but served where the task was done with other memories
     locality: float = 1.0  # share of its success evidence that applies here (success locality)
 
     def evidence(self) -> OutcomeEvidence:
@@ -297,7 +297,7 @@ class OutcomeModel:
         self.cfg = cfg
         self.gain = cfg.gain if cfg.gain is not None else gain
         self._cache: OrderedDict[int, _Model] = OrderedDict()
-        self._offered: set[int] = set()  # memories known to have been offered in a judged retrieval
+        self._offered: set[int] = set()  # memories known to have been passed over (offered())
         self._seen_rowid = -1
         self._epoch: int | None = None
         self._empty = self._fit([], 0.0)
