@@ -170,16 +170,19 @@ class KnownTasks:
 
     def ask(self, query: str, family: str) -> None:
         """Register the family of a query before it is asked."""
-        key = np.asarray(self.retriever.query_vector(query), dtype=np.float32).tobytes()
-        self.axis[key] = self.family_axis.setdefault(family, len(self.family_axis))
+        qvec = np.asarray(self.retriever.query_vector(query), dtype=np.float32)
+        axis = self.family_axis.setdefault(family, len(self.family_axis))
+        if axis >= qvec.shape[0]:
+            raise ValueError(f"--known-tasks gives each family an axis: {qvec.shape[0]} dimensions hold at most "
+                             f"{qvec.shape[0]} families; play fewer (--families)")
+        self.axis[qvec.tobytes()] = axis
 
     def task_vector(self, session, qvec, ordered):
-        t = self.blend(session, qvec, ordered)
         i = self.axis.get(np.asarray(qvec, dtype=np.float32).tobytes())
-        if i is None:
-            return t
-        v = np.zeros_like(t)
-        v[i % v.shape[0]] = 1.0
+        if i is None:  # a query the run did not register: placed as the learner would place it
+            return self.blend(session, qvec, ordered)
+        v = np.zeros(np.asarray(qvec).shape[0], dtype=np.float32)
+        v[i] = 1.0
         return v
 
 
