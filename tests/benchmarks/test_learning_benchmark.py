@@ -275,3 +275,25 @@ def test_known_tasks_put_every_phrasing_of_a_family_on_its_own_axis():
     res = bench.run_learning_benchmark(families=4, rounds=3, seed=7, embedder="hash", scenarios=["clean"], mcp=False,
                                        attempts=1, distractors=2, phrasings=3, known_tasks=True)
     assert res["config"]["learner"] == "contextual, told each task"
+
+
+def test_the_published_loop_figure_was_a_mean_over_seeds_that_no_command_printed():
+    """The README's learning row is a mean over seeds 7-9 while its command ran one seed: --seeds
+    prints the means (targets judged on them) and each seed's values."""
+    kw = dict(families=4, rounds=3, embedder="hash", scenarios=["clean", "noise"], attempts=1, distractors=2, phrasings=3)
+    res = bench.run_seeds([7, 8], **kw)
+    runs = [bench.run_learning_benchmark(seed=s, mcp=False, **kw) for s in (7, 8)]
+    assert res["config"]["seeds"] == [7, 8] and "mcp" not in res
+    for name in ("clean", "noise"):
+        got, one, two = (r["scenarios"][name] for r in (res, *runs))
+        assert [r["success"] for r in got["rounds"]] == pytest.approx(
+            [(a["success"] + b["success"]) / 2 for a, b in zip(one["rounds"], two["rounds"])])
+        assert got["regressions"] == pytest.approx((one["regressions"] + two["regressions"]) / 2, abs=1e-4)
+        for t in got["targets"]:
+            assert got["per_seed"][t["name"]] == [next(u["value"] for u in r["targets"] if u["name"] == t["name"])
+                                                  for r in (one, two)]
+    clean = res["scenarios"]["clean"]["targets"]
+    r3 = next(t for t in clean if t["name"] == "round 3")
+    assert r3["value"] == pytest.approx(sum(res["scenarios"]["clean"]["per_seed"]["round 3"]) / 2)
+    with pytest.raises(SystemExit):
+        bench.main(["--separation", "--seeds", "7,8", "--embedder", "hash"])
