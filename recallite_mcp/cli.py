@@ -174,6 +174,15 @@ def add(ctx, db, scope, embedder, log_level, content, mtype, title, tags, import
         click.echo(f"{m.id} already holds this ({m.status}); nothing new stored.")
     else:
         click.echo(f"{m.id} stored as {m.type}, {m.status}: {shorten(m.title)}")
+        # What the write did to older memories, and why it stays a candidate: the lines the
+        # MCP tool returns as note and hint.
+        if m.correction:
+            click.echo(m.correction)
+        for old in m.conflicts_with or []:
+            click.echo(f"here: recallite-mcp resolve {old} {m.id} --keep {m.id} (supersede) or --keep both")
+        flags = m.metadata.get("flagged")
+        if flags:
+            click.echo(f"flagged as instructions to an agent ({', '.join(map(str, flags))}): contexts quote it as data")
 
 
 @main.command()
@@ -429,8 +438,8 @@ def stats(ctx, db, scope, embedder, log_level, all_scopes, as_json):
         return
     d = s.scope_decision()
     rows = [
-        ["scope", f"{d.scope} ({d.rule}: {d.reason})"],
-        ["memories", st.memories], ["by type", _kv(st.by_type)], ["by status", _kv(st.by_status)],
+        ["write scope", f"{d.scope} ({d.rule}: {d.reason})"],
+        ["memories", f"{st.memories} ({'every scope; --this-scope for this one' if all_scopes else 'this scope'})"], ["by type", _kv(st.by_type)], ["by status", _kv(st.by_status)],
         ["by source", _kv(st.by_source)], ["by scope", _kv(st.by_scope)], ["relations", _kv(st.relations)],
         ["vectors", f"{st.vectors} ({st.embedder}, {st.dimensions} dims)"], ["retrievals", st.retrievals],
         ["feedback", _kv(st.feedback)], ["context calls", st.context_calls],
@@ -618,14 +627,16 @@ def eval_cmd(ctx, benchmark):
     sys.exit(mod.main(list(ctx.args)) or 0)
 
 
-@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True}, add_help_option=False)
 @click.option("--learning", is_flag=True, help="The closed-loop learning benchmark instead of speed.")
 @click.option("--faults", is_flag=True, help="Concurrency (N servers over stdio, one file) and SIGKILL crash runs, with checks.")
 @click.option("--agent-day", "agent_day", is_flag=True,
               help="Days of an agent in two projects through real stdio servers, with and without feedback.")
+@click.option("--help", "-h", "show_help", is_flag=True,
+              help="This help and the speed benchmark's options; after --learning, --faults or --agent-day, that benchmark's.")
 @click.pass_context
-def bench(ctx, learning, faults, agent_day):
-    """Benchmarks that print numbers: speed (default), --learning, --faults or --agent-day. Extra options go to the benchmark (--help there)."""
+def bench(ctx, learning, faults, agent_day, show_help):
+    """Benchmarks that print numbers: speed (default), --learning, --faults or --agent-day. Other options go to the benchmark."""
     if agent_day:
         from .benchmarks import agent_day as mod
     elif faults:
@@ -634,7 +645,15 @@ def bench(ctx, learning, faults, agent_day):
         from .benchmarks import learning as mod
     else:
         from .benchmarks import performance as mod
-    sys.exit(mod.main(list(ctx.args)) or 0)
+    args = list(ctx.args)
+    if show_help:
+        # The benchmark's own options live in its parser: --help is passed on, so that
+        # `bench --learning --help` lists --catalog and `bench --db URL --help` lists --quick.
+        if not (learning or faults or agent_day):
+            click.echo(ctx.get_help())
+            click.echo("\nOptions of the speed benchmark (the default):\n")
+        args.append("--help")
+    sys.exit(mod.main(args) or 0)
 
 
 @main.command()

@@ -294,6 +294,25 @@ def format_report(result: dict) -> str:
     return "\n".join(lines)
 
 
+def preflight(url: str) -> str | None:
+    """Why the PostgreSQL side cannot run (None: it can), checked before the SQLite side spends
+    minutes: the driver extra is installed and the database answers."""
+    from recallite_core.errors import StoreError
+    from recallite_core.storage.postgres import driver
+
+    try:
+        psycopg = driver.load("psycopg")
+        driver.load("pgvector.psycopg")
+    except StoreError as exc:
+        return str(exc)
+    try:
+        psycopg.connect(url, connect_timeout=10).close()
+    except Exception as exc:  # noqa: BLE001  any connection failure is reported the same way
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"cannot connect to {driver.masked(url)}: {driver.masked(first)}; check the URL and that the server runs"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
     import json
@@ -314,6 +333,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="after the recall timing, time each statement of the same recalls on PostgreSQL")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    problem = preflight(args.db)
+    if problem:
+        print(f"recallite-mcp bench --db: {problem}", file=sys.stderr)
+        return 2
     result = run(args.db, quick=args.quick, sizes=args.sizes, embedder=args.embedder, dims=args.dims,
                  processes=args.writers, per_process=args.per_writer, skip_sqlite=args.postgres_only,
                  detection=not args.no_detection, statements=args.statements)

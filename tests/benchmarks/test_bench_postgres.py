@@ -53,3 +53,27 @@ def test_the_statement_costs_of_a_recall_name_each_statement_and_leave_the_conne
                                      "loadavg_at_end": (1, 1, 1),
                                      "backends": {"postgres": {"rows": [], "writers": w, "statements": {20: c}}}})
     assert "statements of 2 recalls @20" in report
+
+
+def test_a_missing_driver_failed_only_after_the_sqlite_side_with_a_traceback(monkeypatch):
+    """Without the [postgres] extra, `bench --db postgresql://...` ran the whole SQLite side and then
+    died in a 40-line traceback; an unreachable database the same way. Both are one line now, before
+    anything runs."""
+    import pytest
+
+    from recallite_core.errors import StoreError
+    from recallite_core.storage.postgres import driver
+
+    pytest.importorskip("psycopg")
+    url = "postgresql://u:hunter2@127.0.0.1:1/nodb"
+    problem = backends.preflight(url)
+    assert problem is not None and problem.startswith("cannot connect to") and "hunter2" not in problem
+
+    def missing(module):
+        raise StoreError(f"PostgreSQL storage needs psycopg 3 and pgvector ({module} is missing): {driver.INSTALL_HINT}")
+
+    monkeypatch.setattr(driver, "load", missing)
+    assert 'pip install "recallite-mcp[postgres]"' in backends.preflight(url)
+    ran = []
+    monkeypatch.setattr(backends, "run", lambda *a, **k: ran.append(a))
+    assert backends.main(["--db", url, "--quick"]) == 2 and not ran
