@@ -80,7 +80,8 @@ def run_demo(settings: Settings, rounds: int = 3) -> None:
         final = mem.build_context(TASKS[0], max_tokens=400, scope=DEMO_SCOPE)
         click.echo(f"\n5. context for the same task now:\n\n{final.context}")
         s = mem.stats(scope=DEMO_SCOPE)
-        click.echo(f"stats: {s.memories} memories, {s.retrievals} retrievals, feedback {s.feedback}, "
+        fb_counts = ", ".join(f"{n} {k}" for k, n in s.feedback.items() if n) or "none"
+        click.echo(f"stats: {s.memories} memories, {s.retrievals} retrievals, feedback ({fb_counts}), "
                    f"{s.tokens_served} tokens served in {s.context_calls} context calls")
         moved = after[works] < before[works] or after[works] == 1
         click.echo("\nThe working procedure " + ("now ranks first." if after[works] == 1 else
