@@ -161,6 +161,8 @@ def demo(ctx, db, scope, embedder, log_level, rounds):
 @handle_errors
 def add(ctx, db, scope, embedder, log_level, content, mtype, title, tags, importance, source, level, as_json):
     """Remember one memory."""
+    from recallite_core.policy import rules as policy
+
     from .scoping import level_for
 
     s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
@@ -174,8 +176,11 @@ def add(ctx, db, scope, embedder, log_level, content, mtype, title, tags, import
         click.echo(f"{m.id} already holds this ({m.status}); nothing new stored.")
     else:
         click.echo(f"{m.id} stored as {m.type}, {m.status}: {shorten(m.title)}")
-        # What the write did to older memories, and why it stays a candidate: the lines the
-        # MCP tool returns as note and hint.
+        # What the write did to older memories, and how a candidate gets validated: what the MCP
+        # tool returns as its note and hint.
+        if m.status == "candidate" and m.layer != "working":
+            click.echo(f"a candidate until validated: `recallite-mcp validate {m.id}` if you confirm it, or by itself "
+                       f"after {policy.PROMOTION_SUCCESSES} successful uses in {policy.PROMOTION_RETRIEVALS} tasks")
         if m.correction:
             click.echo(m.correction)
         for old in m.conflicts_with or []:
@@ -439,7 +444,8 @@ def stats(ctx, db, scope, embedder, log_level, all_scopes, as_json):
     d = s.scope_decision()
     rows = [
         ["write scope", f"{d.scope} ({d.rule}: {d.reason})"],
-        ["memories", f"{st.memories} ({'every scope; --this-scope for this one' if all_scopes else 'this scope'})"], ["by type", _kv(st.by_type)], ["by status", _kv(st.by_status)],
+        ["memories", f"{st.memories} ({'every scope; --this-scope for this one' if all_scopes else 'this scope'})"],
+        ["by type", _kv(st.by_type)], ["by status", _kv(st.by_status)],
         ["by source", _kv(st.by_source)], ["by scope", _kv(st.by_scope)], ["relations", _kv(st.relations)],
         ["vectors", f"{st.vectors} ({st.embedder}, {st.dimensions} dims)"], ["retrievals", st.retrievals],
         ["feedback", _kv(st.feedback)], ["context calls", st.context_calls],
