@@ -178,7 +178,7 @@ def add(ctx, db, scope, embedder, log_level, content, mtype, title, tags, import
         click.echo(f"{m.id} stored as {m.type}, {m.status}: {shorten(m.title)}")
         # What the write did to older memories, and how a candidate gets validated: what the MCP
         # tool returns as its note and hint.
-        if m.status == "candidate" and m.layer != "working":
+        if m.status == "candidate":  # add never writes working memory
             click.echo(f"a candidate until validated: `recallite-mcp validate {m.id}` if you confirm it, or by itself "
                        f"after {policy.PROMOTION_SUCCESSES} successful uses in {policy.PROMOTION_RETRIEVALS} tasks")
         if m.correction:

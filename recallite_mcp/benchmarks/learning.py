@@ -74,8 +74,8 @@ from .learning_report import (
 )
 from .seeds import seed_list
 
-__all__ = ["run_learning_benchmark", "run_seeds", "seed_means", "run_scenario", "run_mcp_check", "separation", "ceiling", "oracle", "main",
-           "SCENARIOS", "VIAS", "TARGETS", "CachingEmbedder", "make_embedder", "agent_turn", "evaluate", "series",
+__all__ = ["run_learning_benchmark", "run_seeds", "seed_means", "run_scenario", "run_mcp_check", "separation",
+           "ceiling", "oracle", "main", "SCENARIOS", "VIAS", "TARGETS", "CachingEmbedder", "make_embedder", "agent_turn", "evaluate", "series",
            "tasks_for_round", "final_table", "format_cosine", "format_mcp", "format_regressions", "format_scenario",
            "format_separation", "plot"]
 
