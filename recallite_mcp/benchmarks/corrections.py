@@ -236,7 +236,7 @@ def shortlist_agreement(embedder: str = "default", store_size: int = 10000, seed
         mem.close()
 
 
-def history_updates(embedder: str = "default") -> dict[str, dict[str, float]]:
+def history_updates(embedder: str = "default", file: str = "history.jsonl") -> dict[str, dict[str, float]]:
     """The knowledge-update questions of the long-history set (`eval history`): conversation turns
     stored with record_turns, each question's evidence a turn of an earlier session and one of a
     later session that changes it. Per part: the newest evidence ranks above the older evidence
@@ -246,8 +246,8 @@ def history_updates(embedder: str = "default") -> dict[str, dict[str, float]]:
 
     from .evalsets import history_set, load_history
 
-    when = {t["id"]: t["timestamp"] for u in load_history() for t in u["turns"]}
-    es = history_set()
+    when = {t["id"]: t["timestamp"] for u in load_history(file) for t in u["turns"]}
+    es = history_set(file)
     mem = Recallite.open(None, embedder=embedder)
     key_of = es.store(mem)
     out: dict[str, dict[str, float]] = {}
@@ -266,6 +266,10 @@ def history_updates(embedder: str = "default") -> dict[str, dict[str, float]]:
         row["newest_first"] /= max(1, row["questions"])
         row["at1"] /= max(1, row["questions"])
     return out
+
+
+# The long-history sets whose knowledge-update questions `--history` reads (`eval history|updates`).
+HISTORY_SETS = {"history": "history.jsonl", "updates": "history_updates.jsonl"}
 
 
 def _pct(x: float) -> str:
@@ -330,13 +334,14 @@ def main(argv: list[str] | None = None) -> int:
                   f"scan's candidates {a['pair_found_by_scan']} times, missed by the shortlist {a['pair_missed']}")
         return 0
     if args.history:
-        h = history_updates(args.embedder)
+        sets = {name: history_updates(args.embedder, file) for name, file in HISTORY_SETS.items()}
         if args.json:
-            print(json.dumps(h))
+            print(json.dumps(sets))
         else:
-            for part, row in sorted(h.items()):
-                print(f"history {part}: {row['questions']} knowledge-update questions, newest evidence above the older "
-                      f"{_pct(row['newest_first']).strip()}, first {_pct(row['at1']).strip()}")
+            for name, h in sets.items():
+                for part, row in sorted(h.items()):
+                    print(f"{name} {part}: {row['questions']} knowledge-update questions, newest evidence above the "
+                          f"older {_pct(row['newest_first']).strip()}, first {_pct(row['at1']).strip()}")
         return 0
     splits = ["dev", "holdout"] if args.split == "both" else [args.split]
     results = [evaluate(s, args.embedder, args.source, detection=not args.off) for s in splits]

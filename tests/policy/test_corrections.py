@@ -473,3 +473,78 @@ def test_a_turn_that_says_a_state_began_announces_a_change():
     assert announces_change("We gave up the allotment in spring.")
     assert not announces_change("My old Mazda 3 broke down on the motorway again.")
     assert not announces_change("I went to the gym after work.")
+
+
+def _one_history_user(user: str):
+    """A store (MiniLM) holding one user of the long-history set, and turn id -> set key."""
+    from recallite_mcp.benchmarks.evalsets import load_history
+
+    turns = next(u for u in load_history() if u["user"] == user)["turns"]
+    mem = Recallite.open(None)
+    mem.record_turns([{"session": t["session"], "role": t["role"], "content": t["content"],
+                       "timestamp": t["timestamp"], "scope": user, "metadata": {"key": t["id"]}} for t in turns])
+    return mem
+
+
+def _keys(mem, question: str, scope: str) -> list[str]:
+    return [h.memory.metadata["key"] for h in mem.recall(question, limit=10, scope=scope).memories]
+
+
+def test_a_new_job_said_in_other_words_never_reached_the_change_step():
+    """What broke (history set, u1, MiniLM): for "How do they earn a living these days?" the keyword
+    channel's stem match (living / live) put "I've lived in Leeds ..." and the reply to it first,
+    and the turn that says the job changed ranked 15th although the vector channel ranked it 2nd:
+    the change step read only the best 8 hits. The vector channel's closest turns join it."""
+    mem = _one_history_user("u1")
+    try:
+        keys = _keys(mem, "How do they earn a living these days?", "u1")
+        assert keys[0] == "u1:s14:t3"  # "Big news: I changed jobs, I'm now an accountant at Meyer Partners."
+    finally:
+        mem.close()
+
+
+def test_a_colleagues_car_outranked_the_users_own():
+    """What broke (history set, u3, MiniLM): "My colleague Chloe drives a Peugeot 208 ..." ranked
+    first for "What car does the user drive now?", above "I sold the Mazda 3 and bought a Nissan Leaf."
+    A turn about someone the speaker knows yields to the speaker's own turns for a question about
+    the speaker; a question that names the colleague keeps it."""
+    mem = _one_history_user("u3")
+    try:
+        keys = _keys(mem, "What car does the user drive now?", "u3")
+        assert keys[0] == "u3:s10:t13"
+        assert keys.index("u3:s10:t13") < keys.index("u3:s12:t3")
+        assert _keys(mem, "What does Chloe drive?", "u3")[0] == "u3:s12:t3"
+    finally:
+        mem.close()
+
+
+def test_someone_else_is_the_subject_only_without_the_speaker():
+    from recallite_core.policy.correction_ranking import about_other
+
+    assert about_other("My colleague Chloe drives a Peugeot 208.") == ("colleague", "Chloe")
+    assert about_other("my sister just moved to Porto") == ("sister", None)
+    assert about_other("Oh, my new boss Marta wants the review by Friday.") == ("boss", "Marta")
+    # What broke (LoCoMo conv-43): "My wife and I were road tripping ..." was read as the wife's
+    # story, and the turn that answers the question about the trip went under the speaker's reply.
+    assert about_other("My wife and I were road tripping out on the European coastline.") is None
+    assert about_other("My brother Tom and I went climbing.") is None
+    assert about_other("I drive a Toyota Corolla.") is None
+
+
+def test_an_assistants_echo_outranked_the_statement_it_answers(mem):
+    """What broke (knowledge-update set): an assistant's reply restates what it answers in fewer
+    words ("Fair enough, rotating subscriptions is a good way to save."), so it ranked above the
+    user's turn that holds the fact. For a question not put to the assistant, the statement takes
+    its reply's place, if it has evidence of its own for the question."""
+    said, reply = mem.record_turns([
+        {"role": "user", "content": "Cancelled Netflix; I'm paying for Disney+ instead.", "timestamp": 1_700_000_000},
+        {"role": "assistant", "content": "Fair enough, rotating subscriptions is a good way to save.",
+         "timestamp": 1_700_000_060},
+    ], session="s1", scope="p")
+    mem.record_turns([{"role": "user", "content": "Can you explain compound interest?", "timestamp": 1_700_000_120},
+                      {"role": "assistant", "content": "Sure, interest on interest.", "timestamp": 1_700_000_180}],
+                     session="s1", scope="p")
+    assert top(mem, "Which subscription am I paying for?", "p")[0] == said.id
+    # Put to the assistant: what it said is the answer, and recall's order stands.
+    asked_you = top(mem, "What did you say about rotating subscriptions?", "p")
+    assert asked_you.index(reply.id) < asked_you.index(said.id)

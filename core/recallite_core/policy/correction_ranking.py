@@ -14,13 +14,17 @@ Question-aware steps look at the best hits only and write nothing:
   session (the exchange around it) go down with it (``_turn_pairs``, ``same_thing``);
 - for a question about what holds now (``asks_now``), a turn that announces a change ("we moved to
   Nantes") ranks above the same speaker's turns from earlier sessions, with their exchanges, whatever
-  they name (``_change_turns``).
+  they name (``_change_turns``); one found only among the vector channel's closest turns takes the
+  place of the best of them;
+- a turn about someone the speaker knows ("My colleague Chloe drives a Peugeot 208") ranks below the
+  speaker's own for a question about the speaker (``_own_before_others``), and an assistant's reply
+  below the turn it answers, which takes its place (``_said_before_echo``).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import AbstractSet, Any, Sequence
 
 from recallite_core.policy import rules as policy
 from recallite_core.policy.correction_words import Word, has_cue
@@ -30,7 +34,7 @@ from recallite_core.storage.base import Session
 
 # -- ranking --------------------------------------------------------------------------------------------------------
 def newer_first(session: Session, scored: list[tuple], query: str | None = None, links: bool = True,
-                turns: bool = True) -> list[tuple]:
+                turns: bool = True, close: Sequence[int] = (), evident: AbstractSet[int] = frozenset()) -> list[tuple]:
     """A replacement ranks above what it superseded, and of two memories linked as contradicting
     each other the newer ranks first, whatever their scores (feedback included): the older one's
     final score is capped just under the newer one's. With the ``query``, also two unlinked
@@ -57,6 +61,7 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
         if not failed:  # an unsure conflict: recency decides until outcomes fail the newer one
             above.append((newer, older))
     named: list[tuple[int, int]] = []  # (named, twin)
+    lifted: list[tuple[int, int]] = []
     if query:
         linked = {frozenset((p.from_id, p.to_id)) for p in pairs}
         window = ids[:QUERY_WINDOW]
@@ -64,10 +69,21 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
         unsure, named = _question_pairs(loaded, window, query, linked)
         above += unsure
         if turns:
-            above += _turn_pairs(session, loaded, window, query)
+            # Turns the vector channel puts closest to the question join the window below its
+            # last place: a turn that says what changed often shares no word with the question
+            # ("How do they earn a living these days?" / "I changed jobs, I'm now a pharmacist").
+            seen, every = set(window), set(ids)
+            extra = [i for i in close if i not in seen and i in every]
+            if extra:
+                loaded.update(session.memories.load(extra))
+            pairs_t, lifted = _turn_pairs(session, loaded, window + extra, query, set(extra), set(evident) & every)
+            above += pairs_t
     if not above and not named:
         return scored
     final = {t[2]: t[0] for t in scored}
+    for newer_id, older_id in lifted:  # a turn the window missed takes the place of the one it answers for
+        if final[older_id] >= final[newer_id]:
+            final[newer_id] = final[older_id] / policy.CORRECTION_YIELD
     # A look-alike the question names takes its twin's place, just above it: lifted, not the twin
     # pushed down, so nothing else it ranked above moves (capping would carry the twin, and any
     # chain behind it, under unrelated hits). The newer-first caps come after and win.
@@ -89,6 +105,8 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
 
 # How many of the best hits the question-aware step looks at (pairs among them: at most 28).
 QUERY_WINDOW = 8
+# ... and how many of the vector channel's closest matches join them for the turn step.
+CLOSE_TURNS = 3
 
 
 def _question_pairs(loaded: dict[int, Any], ids: list[int], query: str,
@@ -123,15 +141,18 @@ def _question_pairs(loaded: dict[int, Any], ids: list[int], query: str,
     return out, named
 
 
-def _turn_pairs(session: Session, loaded: dict[int, Any], ids: list[int], query: str) -> list[tuple[int, int]]:
+def _turn_pairs(session: Session, loaded: dict[int, Any], ids: list[int], query: str, extra: AbstractSet[int] = frozenset(),
+                evident: AbstractSet[int] = frozenset()) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """Conversation turns are records of what was said, so detection never links them; among
     ``ids``, two turns of one speaker and scope from different sessions that speak of one named
     thing (``same_thing``) and that the question cannot tell apart: the later session's says what
     became of it, so it goes first, and with the older turn the turns next to it in its session
     (the exchange around what was said then) that rank above the newer one. For a question about
-    what holds now, also ``_change_turns``. (newer, older) pairs."""
+    what holds now, also ``_change_turns``, which alone also reads the ``extra`` turns (the vector
+    channel's closest, below the window); then ``_own_before_others`` and ``_said_before_echo``.
+    Returns ((newer, older) pairs to cap, (turn, turn it takes the place of) pairs to lift first)."""
     if len(ids) < 2:
-        return []
+        return [], []
     place = {mid: (scope, name, seq, role) for mid, scope, name, seq, role in session.episodes.turns_of(ids)}
     turns = []
     for mid in ids:
@@ -141,23 +162,114 @@ def _turn_pairs(session: Session, loaded: dict[int, Any], ids: list[int], query:
         at = m.episode.timestamp if m.episode else m.created_at
         turns.append((at, mid, m.content, place[mid]))
     if len(turns) < 2:
-        return []
+        return [], []
     asked = {w.key for w in words(query)}
     # Who takes part is not what they talk about: "Thanks, Caroline!" and "Hey Mel" name no thing.
     people = {k for *_, role in place.values() for k in (w.key for w in words(role))}
     rank = {mid: n for n, mid in enumerate(ids)}
     out: list[tuple[int, int]] = []
     turns.sort(key=lambda t: (t[0], t[1]))  # oldest first
-    for n, (old_at, old_id, old_text, (scope, name, seq, role)) in enumerate(turns):
-        for new_at, new_id, new_text, (new_scope, new_name, _, new_role) in turns[n + 1:]:
+    # Only the change step reads the turns that joined from the vector channel.
+    inside = [t for t in turns if t[1] not in extra]
+    place_in = {k: v for k, v in place.items() if k not in extra}
+    for n, (old_at, old_id, old_text, (scope, name, seq, role)) in enumerate(inside):
+        for new_at, new_id, new_text, (new_scope, new_name, _, new_role) in inside[n + 1:]:
             if new_scope != scope or new_name == name or new_role != role or new_at == old_at:
                 continue
             if not same_thing(old_text, new_text, asked, people):
                 continue
             out.append((new_id, old_id))
-            out += _exchange(new_id, (scope, name, seq), place, rank)
+            out += _exchange(new_id, (scope, name, seq), place_in, rank)
+    lifts: list[tuple[int, int]] = []
     if asks_now(query):
-        out += _change_turns(turns, rank, place)
+        changed = _change_turns(turns, rank, place, place_in)
+        out += changed
+        lifts += [(a, b) for a, b in changed if a in extra]
+    out += _own_before_others(inside, rank, place_in, query)
+    echoes = _said_before_echo(session, inside, rank, place_in, query, evident)
+    out += echoes
+    lifts += echoes
+    return out, lifts
+
+
+# A question put to the assistant about what it said ("What did you recommend ...?").
+_ASKS_ASSISTANT = re.compile(r"\b(?:you|your|yours|yourself|assistant)\b", re.I)
+_ASSISTANT_ROLES = frozenset({"assistant", "system", "tool"})
+
+
+def _said_before_echo(session: Session, turns: list[tuple], rank: dict[int, int], place: dict[int, tuple],
+                      query: str, evident: AbstractSet[int]) -> list[tuple[int, int]]:
+    """An assistant's reply restates what it answers in fewer words ("Glad Leo is settling in" after
+    "Leo settled in fast at Hillcrest School"), so it often outranks it; for a question that does not
+    ask about the assistant, the turn it replies to (the one just before it) takes its place when
+    that turn has evidence of its own for the question (``evident``: not only a neighbour's score;
+    a reply to a question about sourdough is no echo of it). (statement, reply) pairs, applied as
+    lifts."""
+    if _ASKS_ASSISTANT.search(query):
+        return []
+    replies = [(mid, p) for _at, mid, _text, p in turns if p[3].lower() in _ASSISTANT_ROLES and p[2] > 0]
+    if not replies:
+        return []
+    before = {(sc, se, q): mid for mid, sc, se, q, role in
+              session.episodes.turns_at([(p[0], p[1], p[2] - 1) for _, p in replies])
+              if role.lower() not in _ASSISTANT_ROLES and mid in evident}
+    out = []
+    for mid, p in replies:
+        said = before.get((p[0], p[1], p[2] - 1))
+        if said is None or (said in rank and rank[said] < rank[mid]):
+            continue
+        out.append((said, mid))
+    return out
+
+
+# A turn whose subject is someone the speaker knows, not the speaker ("My colleague Chloe drives a
+# Peugeot 208", "my sister just moved to Porto"): the relation word, then maybe the person's name.
+_OTHER_PERSON = re.compile(
+    r"^\W*(?:(?:so|well|oh|also|and|btw|anyway),?\s+)?my\s+(?:best\s+|old\s+|new\s+|older\s+|younger\s+|little\s+|big\s+)?"
+    r"(colleague|co-?worker|cousin|friend|neighbou?r|brother|sister|sibling|boss|manager|mum|mom|mother|dad|father|"
+    r"wife|husband|partner|son|daughter|uncle|aunt|nephew|niece|roommate|flatmate|housemate|girlfriend|boyfriend|"
+    r"fianc[eé]e?|grandma|grandmother|grandpa|grandfather|kid|teammate|classmate)s?\b"
+    r"(?!(?:\s+[\w'-]+)?,?\s+(?:and|&)\s+(?:i|me|we)\b)"  # not "my wife and I": the speaker takes part
+    r"(?:\s+((?-i:[A-Z])[\w'-]+)\b)?", re.I)
+# A question about the speaker: the user, or I/me/my (first person), or they/their (the user
+# spoken of), not about a person it names.
+_ASKS_SELF = re.compile(r"\b(?:the user|user's|i|i'm|i've|me|my|mine|myself|they|their|them|themselves)\b", re.I)
+
+
+def about_other(text: str) -> tuple[str, str | None] | None:
+    """(relation word, name or None) when a turn opens with someone the speaker knows as its
+    subject ("My cousin Sofia got a job at Harbor Works"); None when it speaks of the speaker."""
+    m = _OTHER_PERSON.match(text)
+    return (m.group(1).lower(), m.group(2)) if m else None
+
+
+def _own_before_others(turns: list[tuple], rank: dict[int, int], place: dict[int, tuple], query: str) -> list[tuple[int, int]]:
+    """For a question about the speaker (``_ASKS_SELF``) that names neither the relation nor the
+    person: a turn about someone the speaker knows ranks below the best turn among ``turns`` in which
+    the same speaker speaks of themself, with the turns next to it in its session (its exchange).
+    "What car does the user drive now?" is not answered by "My colleague Chloe drives a Peugeot
+    208". (own, other) pairs."""
+    if not _ASKS_SELF.search(query):
+        return []
+    asked = {w.key for w in words(query)}
+    others, own = [], []
+    for _at, mid, text, (scope, name, seq, role) in turns:
+        if role.lower() in ("assistant", "system", "tool"):
+            continue
+        who = about_other(text)
+        if who is None:
+            own.append(mid)
+            continue
+        named = {w.key for w in words(" ".join(x for x in who if x))}
+        if not named & asked:
+            others.append((mid, (scope, name, seq), role))
+    out: list[tuple[int, int]] = []
+    for mid, where, role in others:
+        best = min((o for o in own if place[o][3] == role and place[o][0] == where[0]), key=rank.__getitem__, default=None)
+        if best is None:
+            continue
+        out.append((best, mid))
+        out += _exchange(best, where, place, rank)
     return out
 
 
@@ -165,7 +277,7 @@ def _turn_pairs(session: Session, loaded: dict[int, Any], ids: list[int], query:
 # change ("after relocating", "which car replaced ..."). Not "after" alone ("what did she do after
 # the race?") nor "as of <date>" (the state at a moment past): those ask about a time, not now.
 _NOW_ASKED = re.compile(r"\b(?:now|nowadays|currently|current|these days|at the moment|at present|still|"
-                        r"any ?more|today|latest|relocat\w*|moved|switched|replaced|changed)\b", re.I)
+                        r"any ?more|today|latest|relocat\w*|moved|switch\w*|replaced|changed)\b", re.I)
 
 
 def asks_now(query: str) -> bool:
@@ -189,7 +301,8 @@ def announces_change(text: str) -> bool:
     return has_cue(text) or bool(_STARTED.search(text.replace("’", "'")))
 
 
-def _change_turns(turns: list[tuple], rank: dict[int, int], place: dict[int, tuple]) -> list[tuple[int, int]]:
+def _change_turns(turns: list[tuple], rank: dict[int, int], place: dict[int, tuple],
+                  near: dict[int, tuple] | None = None) -> list[tuple[int, int]]:
     """For a question about what holds now: a turn among the best hits that announces a change
     ("I changed jobs, I'm now ...", "we moved to ...") ranks above the turns of the same speaker
     from earlier sessions that rank above it, and with each the turns next to it in its session (the
@@ -202,9 +315,9 @@ def _change_turns(turns: list[tuple], rank: dict[int, int], place: dict[int, tup
         for old_at, old_id, _, (old_scope, old_name, old_seq, old_role) in turns:
             if old_at >= new_at or old_name == name or old_scope != scope or old_role != role:
                 continue
-            if rank[old_id] < rank[new_id]:
-                out.append((new_id, old_id))
-            out += _exchange(new_id, (old_scope, old_name, old_seq), place, rank)
+            # Also when it already ranks above: a later lift must not carry the older one back over it.
+            out.append((new_id, old_id))
+            out += _exchange(new_id, (old_scope, old_name, old_seq), place if near is None else near, rank)
     return out
 
 
@@ -213,7 +326,7 @@ def _exchange(new_id: int, old: tuple, place: dict[int, tuple], rank: dict[int, 
     session that rank above ``new_id``: the exchange around what was said then follows it down."""
     scope, name, seq = old
     return [(new_id, mid) for mid, (sc, se, q, _) in place.items()
-            if (sc, se) == (scope, name) and abs(q - seq) == 1 and rank[mid] < rank[new_id]]
+            if (sc, se) == (scope, name) and abs(q - seq) == 1 and mid != new_id]
 
 
 def same_thing(old: str, new: str, asked: set[str], people: set[str] | frozenset[str] = frozenset()) -> bool:

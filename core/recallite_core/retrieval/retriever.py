@@ -21,6 +21,7 @@ from recallite_core.index.vector_index import ScanFilter, VectorIndex, exact_sco
 from recallite_core.learning.learner import Assessment, OutcomeModel, blend_task, outcome_reasons
 from recallite_core.models import Memory, RecallHit, ScoreBreakdown
 from recallite_core.policy import rules as policy
+from recallite_core.policy.correction_ranking import CLOSE_TURNS
 from recallite_core.policy.correction_ranking import newer_first as corrections_first
 from recallite_core.policy.trust import side_tables, trust_scores
 from recallite_core.retrieval.candidates import Fused, QueryVectorCache, RecallFilter, flags_of, scan_filter_for
@@ -423,6 +424,12 @@ class Retriever:
             out.update(i for i in rest if shares.get(i, 0.0) >= cfg.keyword_relevance)
         return out
 
+    def evident(self, ids: list[int], cos: dict[int, float], keyword: AbstractSet[int]) -> set[int]:
+        """Of ``ids``, those with evidence of their own for the query: cosine at the semantic floor,
+        or a hit of the keyword channel (not a neighbouring turn's score lent to them)."""
+        floor = self.semantic_floor
+        return {i for i in ids if cos.get(i, -1.0) >= floor or i in keyword}
+
     def task_vector(self, session: Session, qvec: np.ndarray, ordered: list[tuple[int, float]]) -> np.ndarray:
         """The query placed among the memories it retrieves: its vector plus ``task_weight`` times the
         score-weighted centroid of the top ``task_depth`` fused candidates, normalised. Paraphrases of
@@ -654,7 +661,9 @@ class Retriever:
                 scored.append((final, f"mem_{mid}", mid, fusion_score, factors))
             scored.sort(key=lambda t: (-t[0], t[1]))
             scored = corrections_first(session, scored, query, links=self._side_tables(session)[0],
-                                       turns=self.episodes_present(session))
+                                       turns=self.episodes_present(session),
+                                       close=[i for i, _ in vec[:CLOSE_TURNS]],
+                                       evident=self.evident(pool_ids, cos, {i for i, _ in kw}))
             if min_score is not None:
                 scored = [t for t in scored if t[0] >= min_score]
             if min_score_ratio and scored:
