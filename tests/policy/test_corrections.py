@@ -548,3 +548,53 @@ def test_an_assistants_echo_outranked_the_statement_it_answers(mem):
     # Put to the assistant: what it said is the answer, and recall's order stands.
     asked_you = top(mem, "What did you say about rotating subscriptions?", "p")
     assert asked_you.index(reply.id) < asked_you.index(said.id)
+
+
+def test_a_sisters_move_was_read_as_the_speakers_own(mem):
+    """What broke (review): "My sister just moved to Porto" announces a change, so the change step
+    put it above the speaker's "I live in Lyon" while the own-before-others step put it below: both
+    caps ran and their order was left to the last pass. A change of someone else's is not the
+    speaker's, and pairs that would close a cycle are dropped (links and earlier steps win)."""
+    old = mem.record_turns([{"role": "user", "content": "I live in Lyon near the old town.", "timestamp": 1_700_000_000},
+                            {"role": "assistant", "content": "Lyon is lovely.", "timestamp": 1_700_000_060}],
+                           session="s1", scope="p")[0]
+    other = mem.record_turns([{"role": "user", "content": "My sister just moved to Porto.", "timestamp": 1_703_000_000},
+                              {"role": "assistant", "content": "Porto is a great city.", "timestamp": 1_703_000_060}],
+                             session="s2", scope="p")[0]
+    ids = top(mem, "Where does the user live now?", "p")
+    assert ids.index(old.id) < ids.index(other.id)
+    assert top(mem, "Where does my sister live now?", "p")[0] == other.id
+
+
+def test_pairs_that_close_a_cycle_are_dropped_in_order_of_precedence():
+    from recallite_core.policy.correction_ranking import acyclic
+
+    assert acyclic([(1, 2), (2, 3), (3, 1), (2, 1), (4, 5), (1, 2)]) == [(1, 2), (2, 3), (4, 5)]
+
+
+def test_an_answer_went_under_the_question_it_answers(mem):
+    """What broke (review): the echo step lifted "Which laptop should I buy for video editing?" over
+    the reply that answers it. A reply to a question is the answer, not an echo."""
+    asked, answer = mem.record_turns([
+        {"role": "user", "content": "Which laptop should I buy for video editing?", "timestamp": 1_700_000_000},
+        {"role": "assistant", "content": "A MacBook Pro with 32 GB of RAM handles 4K editing well.",
+         "timestamp": 1_700_000_060}], session="s1", scope="p")
+    mem.record_turns([{"role": "user", "content": "Can you explain compound interest?", "timestamp": 1_702_000_000},
+                      {"role": "assistant", "content": "Interest on interest.", "timestamp": 1_702_000_060}],
+                     session="s2", scope="p")
+    assert top(mem, "How much RAM for 4K video editing?", "p")[0] == answer.id
+
+
+def test_a_relation_of_two_words_or_two_names_was_not_the_one_asked_about():
+    """What broke (review): "brother-in-law" was read as "brother", so "Where does my brother-in-law
+    live?" demoted "My brother-in-law Marc lives in Ghent"; "coworker" did not name "co-worker". And a
+    turn with the speaker in it is the speaker's too ("My boss fired me")."""
+    from recallite_core.policy.correction_ranking import about_other, asks_assistant
+
+    assert about_other("My brother-in-law Marc lives in Ghent.") == ("brother-in-law", "Marc")
+    assert about_other("My boss fired me.") is None
+    assert about_other("My husband's company relocated us to Berlin.") is None
+    assert about_other("My new boss Jonah wants the review by Friday, can you help me outline it?") is None
+    assert not asks_assistant("Do you remember where I moved?")
+    assert not asks_assistant("Thank you, what is my address?")
+    assert asks_assistant("What did you recommend for my back?")

@@ -45,7 +45,10 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
     just above its twin, before the caps. ``scored``: (final, key,
     id, ...) tuples, best first; returns them re-sorted. ``links``: False when the store holds no
     relations at all (nothing to read for the linked pairs); ``turns``: False when it holds no
-    conversation turns (nothing for ``_turn_pairs`` to read)."""
+    conversation turns (nothing for ``_turn_pairs`` to read); ``close``: the vector channel's closest
+    ids (the change step reads them past the window); ``evident``: ids with evidence of their own for
+    the query (an echo's statement must have some). A pair that would close a cycle with the pairs
+    before it is dropped (``acyclic``)."""
     if len(scored) < 2 or not (links or query):
         return scored
     ids = [t[2] for t in scored]
@@ -80,9 +83,11 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
             above += pairs_t
     if not above and not named:
         return scored
+    above = acyclic(above)
+    kept = set(above)
     final = {t[2]: t[0] for t in scored}
     for newer_id, older_id in lifted:  # a turn the window missed takes the place of the one it answers for
-        if final[older_id] >= final[newer_id]:
+        if (newer_id, older_id) in kept and final[older_id] >= final[newer_id]:
             final[newer_id] = final[older_id] / policy.CORRECTION_YIELD
     # A look-alike the question names takes its twin's place, just above it: lifted, not the twin
     # pushed down, so nothing else it ranked above moves (capping would carry the twin, and any
@@ -101,6 +106,33 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
     out = [(final[t[2]], *t[1:]) for t in scored]
     out.sort(key=lambda t: (-t[0], t[1]))
     return out
+
+
+def acyclic(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``pairs`` (above, below) in order of precedence, without those that would close a cycle with
+    the ones kept before them: links outrank the question-aware steps, and among the turn steps the
+    earlier one wins ("I live in Lyon" / "My husband's company relocated us to Berlin" must not be
+    both above and below each other, which left their order to whichever cap ran last)."""
+    below: dict[int, set[int]] = {}
+    out: list[tuple[int, int]] = []
+    for a, b in dict.fromkeys(pairs):
+        if a == b or _reaches(below, b, a):
+            continue
+        below.setdefault(a, set()).add(b)
+        out.append((a, b))
+    return out
+
+
+def _reaches(below: dict[int, set[int]], start: int, goal: int) -> bool:
+    seen, todo = {start}, [start]
+    while todo:
+        for nxt in below.get(todo.pop(), ()):
+            if nxt == goal:
+                return True
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return False
 
 
 # How many of the best hits the question-aware step looks at (pairs among them: at most 28).
@@ -192,9 +224,19 @@ def _turn_pairs(session: Session, loaded: dict[int, Any], ids: list[int], query:
     return out, lifts
 
 
-# A question put to the assistant about what it said ("What did you recommend ...?").
+# A question put to the assistant about what it said ("What did you recommend ...?"), once the
+# ways of asking it to look something up are set aside ("Do you remember where I moved?").
 _ASKS_ASSISTANT = re.compile(r"\b(?:you|your|yours|yourself|assistant)\b", re.I)
-_ASSISTANT_ROLES = frozenset({"assistant", "system", "tool"})
+_POLITE = re.compile(r"\b(?:(?:do|can|could|would|will)\s+you\s+(?:please\s+)?(?:remember|know|recall|remind|tell|find|"
+                     r"check|look\s+up|say)|thank\s+you|thanks)\b", re.I)
+_ASSISTANT_ROLES = frozenset({"assistant", "system", "tool", "agent", "bot", "ai", "model"})
+_ASKING = re.compile(r"\?\s*$|^\W*(?:what|which|who|whom|whose|where|when|why|how|should|shall|can|could|would|will|"
+                     r"do|does|did|is|are|am|was|were|any|anyone)\b", re.I)
+
+
+def asks_assistant(query: str) -> bool:
+    """Whether a question is put to the assistant about what it said."""
+    return bool(_ASKS_ASSISTANT.search(_POLITE.sub(" ", query)))
 
 
 def _said_before_echo(session: Session, turns: list[tuple], rank: dict[int, int], place: dict[int, tuple],
@@ -205,7 +247,7 @@ def _said_before_echo(session: Session, turns: list[tuple], rank: dict[int, int]
     that turn has evidence of its own for the question (``evident``: not only a neighbour's score;
     a reply to a question about sourdough is no echo of it). (statement, reply) pairs, applied as
     lifts."""
-    if _ASKS_ASSISTANT.search(query):
+    if asks_assistant(query):
         return []
     replies = [(mid, p) for _at, mid, _text, p in turns if p[3].lower() in _ASSISTANT_ROLES and p[2] > 0]
     if not replies:
@@ -213,10 +255,19 @@ def _said_before_echo(session: Session, turns: list[tuple], rank: dict[int, int]
     before = {(sc, se, q): mid for mid, sc, se, q, role in
               session.episodes.turns_at([(p[0], p[1], p[2] - 1) for _, p in replies])
               if role.lower() not in _ASSISTANT_ROLES and mid in evident}
+    if not before:
+        return []
+    # A reply to a question is its answer, not an echo ("Which laptop should I buy?" / "A MacBook Pro
+    # with 32 GB of RAM"), unless the question asks about the speaker, whose own question may hold the
+    # fact ("With a salary of 33,000, how much should I put into my pension?").
+    text = {mid: m.content for mid, m in session.memories.load(list(before.values())).items()}
+    about_speaker = bool(_ASKS_SELF.search(query))
     out = []
     for mid, p in replies:
         said = before.get((p[0], p[1], p[2] - 1))
-        if said is None or (said in rank and rank[said] < rank[mid]):
+        if said is None or said not in text or (said in rank and rank[said] < rank[mid]):
+            continue
+        if not about_speaker and _ASKING.search(text[said]):
             continue
         out.append((said, mid))
     return out
@@ -226,9 +277,9 @@ def _said_before_echo(session: Session, turns: list[tuple], rank: dict[int, int]
 # Peugeot 208", "my sister just moved to Porto"): the relation word, then maybe the person's name.
 _OTHER_PERSON = re.compile(
     r"^\W*(?:(?:so|well|oh|also|and|btw|anyway),?\s+)?my\s+(?:best\s+|old\s+|new\s+|older\s+|younger\s+|little\s+|big\s+)?"
-    r"(colleague|co-?worker|cousin|friend|neighbou?r|brother|sister|sibling|boss|manager|mum|mom|mother|dad|father|"
+    r"((?:colleague|co-?worker|cousin|friend|neighbou?r|brother|sister|sibling|boss|manager|mum|mom|mother|dad|father|"
     r"wife|husband|partner|son|daughter|uncle|aunt|nephew|niece|roommate|flatmate|housemate|girlfriend|boyfriend|"
-    r"fianc[eé]e?|grandma|grandmother|grandpa|grandfather|kid|teammate|classmate)s?\b"
+    r"fianc[eé]e?|grandma|grandmother|grandpa|grandfather|kid|teammate|classmate)(?:-in-law)?)s?\b"
     r"(?!(?:\s+[\w'-]+)?,?\s+(?:and|&)\s+(?:i|me|we)\b)"  # not "my wife and I": the speaker takes part
     r"(?:\s+((?-i:[A-Z])[\w'-]+)\b)?", re.I)
 # A question about the speaker: the user, or I/me/my (first person), or they/their (the user
@@ -236,11 +287,22 @@ _OTHER_PERSON = re.compile(
 _ASKS_SELF = re.compile(r"\b(?:the user|user's|i|i'm|i've|me|my|mine|myself|they|their|them|themselves)\b", re.I)
 
 
+# The speaker in the turn too ("My boss fired me", "... relocated us", "... I was the maid of honour").
+_SPEAKER_TOO = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my\s+own|myself|we|we're|we've|us|ourselves)\b", re.I)
+# One relation, several words: a question may name it by any of them.
+_SAME_RELATION = [frozenset(g) for g in (("colleague", "coworker", "co-worker"), ("mum", "mom", "mother"),
+                                          ("dad", "father"), ("grandma", "grandmother"), ("grandpa", "grandfather"),
+                                          ("neighbour", "neighbor"), ("kid", "child", "son", "daughter"))]
+
+
 def about_other(text: str) -> tuple[str, str | None] | None:
     """(relation word, name or None) when a turn opens with someone the speaker knows as its
-    subject ("My cousin Sofia got a job at Harbor Works"); None when it speaks of the speaker."""
+    subject and the speaker is not in it ("My cousin Sofia got a job at Harbor Works"); None when it
+    speaks of the speaker ("My boss fired me")."""
     m = _OTHER_PERSON.match(text)
-    return (m.group(1).lower(), m.group(2)) if m else None
+    if not m or _SPEAKER_TOO.search(text, m.end()):
+        return None
+    return m.group(1).lower(), m.group(2)
 
 
 def _own_before_others(turns: list[tuple], rank: dict[int, int], place: dict[int, tuple], query: str) -> list[tuple[int, int]]:
@@ -251,25 +313,30 @@ def _own_before_others(turns: list[tuple], rank: dict[int, int], place: dict[int
     208". (own, other) pairs."""
     if not _ASKS_SELF.search(query):
         return []
-    asked = {w.key for w in words(query)}
+    asked = {w.key for w in words(query)} | {t.lower() for t in re.findall(r"[\w'-]+", query)}
     others, own = [], []
     for _at, mid, text, (scope, name, seq, role) in turns:
-        if role.lower() in ("assistant", "system", "tool"):
+        if role.lower() in _ASSISTANT_ROLES:
             continue
         who = about_other(text)
         if who is None:
             own.append(mid)
             continue
-        named = {w.key for w in words(" ".join(x for x in who if x))}
+        relation, person = who
+        named = {relation, *(w.key for w in words(" ".join(x for x in who if x)))}
+        named |= {w for group in _SAME_RELATION if relation in group for w in group}
+        if person:
+            named.add(person.lower())
         if not named & asked:
             others.append((mid, (scope, name, seq), role))
+    replies = {mid: p for mid, p in place.items() if p[3].lower() in _ASSISTANT_ROLES}
     out: list[tuple[int, int]] = []
     for mid, where, role in others:
         best = min((o for o in own if place[o][3] == role and place[o][0] == where[0]), key=rank.__getitem__, default=None)
         if best is None:
             continue
         out.append((best, mid))
-        out += _exchange(best, where, place, rank)
+        out += _exchange(best, where, replies, rank)  # its reply goes with it; another speaker's turn does not
     return out
 
 
@@ -310,8 +377,8 @@ def _change_turns(turns: list[tuple], rank: dict[int, int], place: dict[int, tup
     question cannot tell apart. (newer, older) pairs; ``turns`` oldest first."""
     out: list[tuple[int, int]] = []
     for new_at, new_id, new_text, (scope, name, _, role) in turns:
-        if not announces_change(new_text):
-            continue
+        if not announces_change(new_text) or about_other(new_text):
+            continue  # "My sister just moved to Porto" is no change of the speaker's
         for old_at, old_id, _, (old_scope, old_name, old_seq, old_role) in turns:
             if old_at >= new_at or old_name == name or old_scope != scope or old_role != role:
                 continue
