@@ -76,7 +76,8 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
             # last place: a turn that says what changed often shares no word with the question
             # ("How do they earn a living these days?" / "I changed jobs, I'm now a pharmacist").
             seen, every = set(window), set(ids)
-            extra = [i for i in close if i not in seen and i in every]
+            # Only the change step reads them, and only for a question about what holds now.
+            extra = [i for i in close if i not in seen and i in every] if asks_now(query) else []
             if extra:
                 loaded.update(session.memories.load(extra))
             pairs_t, lifted = _turn_pairs(session, loaded, window + extra, query, set(extra), set(evident) & every)
@@ -252,25 +253,26 @@ def _said_before_echo(session: Session, turns: list[tuple], rank: dict[int, int]
     replies = [(mid, p) for _at, mid, _text, p in turns if p[3].lower() in _ASSISTANT_ROLES and p[2] > 0]
     if not replies:
         return []
-    before = {(sc, se, q): mid for mid, sc, se, q, role in
-              session.episodes.turns_at([(p[0], p[1], p[2] - 1) for _, p in replies])
+    # The turn before each reply: from the window when it is there, else one read of the store.
+    at = {(p[0], p[1], p[2]): (mid, p[3]) for mid, p in place.items()}
+    missing = [(p[0], p[1], p[2] - 1) for _, p in replies if (p[0], p[1], p[2] - 1) not in at]
+    if missing:
+        at.update({(sc, se, q): (mid, role) for mid, sc, se, q, role in session.episodes.turns_at(missing)})
+    before = {key: mid for key, (mid, role) in at.items()
               if role.lower() not in _ASSISTANT_ROLES and mid in evident}
-    if not before:
-        return []
     # A reply to a question is its answer, not an echo ("Which laptop should I buy?" / "A MacBook Pro
     # with 32 GB of RAM"), unless the question asks about the speaker, whose own question may hold the
-    # fact ("With a salary of 33,000, how much should I put into my pension?").
-    text = {mid: m.content for mid, m in session.memories.load(list(before.values())).items()}
+    # fact ("With a salary of 33,000, how much should I put into my pension?"): only then is the text read.
     about_speaker = bool(_ASKS_SELF.search(query))
-    out = []
-    for mid, p in replies:
-        said = before.get((p[0], p[1], p[2] - 1))
-        if said is None or said not in text or (said in rank and rank[said] < rank[mid]):
-            continue
-        if not about_speaker and _ASKING.search(text[said]):
-            continue
-        out.append((said, mid))
-    return out
+    pairs = [(said, mid) for mid, p in replies if (said := before.get((p[0], p[1], p[2] - 1))) is not None
+             and not (said in rank and rank[said] < rank[mid])]
+    if not pairs or about_speaker:
+        return pairs
+    text = {mid: t for _at, mid, t, _p in turns}
+    unread = [said for said, _ in pairs if said not in text]
+    if unread:
+        text.update((mid, m.content) for mid, m in session.memories.load(unread).items())
+    return [(said, mid) for said, mid in pairs if said in text and not _ASKING.search(text[said])]
 
 
 # A turn whose subject is someone the speaker knows, not the speaker ("My colleague Chloe drives a
