@@ -236,7 +236,7 @@ def shortlist_agreement(embedder: str = "default", store_size: int = 10000, seed
         mem.close()
 
 
-def history_updates(embedder: str = "default", file: str = "history.jsonl") -> dict[str, dict[str, float]]:
+def history_updates(embedder: str = "default", name: str = "history") -> dict[str, dict[str, float]]:
     """The knowledge-update questions of the long-history set (`eval history`): conversation turns
     stored with record_turns, each question's evidence a turn of an earlier session and one of a
     later session that changes it. Per part: the newest evidence ranks above the older evidence
@@ -244,10 +244,10 @@ def history_updates(embedder: str = "default", file: str = "history.jsonl") -> d
     Turns are records of what was said, so detection leaves them alone: this is recall's order."""
     from recallite_core import Recallite
 
-    from .evalsets import history_set, load_history
+    from .evalsets import HISTORY_FILES, history_set, load_history
 
-    when = {t["id"]: t["timestamp"] for u in load_history(file) for t in u["turns"]}
-    es = history_set(file)
+    when = {t["id"]: t["timestamp"] for u in load_history(HISTORY_FILES[name]) for t in u["turns"]}
+    es = history_set(name)
     mem = Recallite.open(None, embedder=embedder)
     key_of = es.store(mem)
     out: dict[str, dict[str, float]] = {}
@@ -266,10 +266,6 @@ def history_updates(embedder: str = "default", file: str = "history.jsonl") -> d
         row["newest_first"] /= max(1, row["questions"])
         row["at1"] /= max(1, row["questions"])
     return out
-
-
-# The long-history sets whose knowledge-update questions `--history` reads (`eval history|updates`).
-HISTORY_SETS = {"history": "history.jsonl", "updates": "history_updates.jsonl"}
 
 
 def _pct(x: float) -> str:
@@ -334,7 +330,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"scan's candidates {a['pair_found_by_scan']} times, missed by the shortlist {a['pair_missed']}")
         return 0
     if args.history:
-        sets = {name: history_updates(args.embedder, file) for name, file in HISTORY_SETS.items()}
+        from .evalsets import HISTORY_FILES
+
+        sets = {name: history_updates(args.embedder, name) for name in HISTORY_FILES}
         if args.json:
             print(json.dumps(sets))
         else:

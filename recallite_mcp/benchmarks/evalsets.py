@@ -98,12 +98,16 @@ def nearmiss_set() -> EvalSet:
     return EvalSet("nearmiss", f"{len(memories)} memories in one scope, {len(questions)} questions", questions, store)
 
 
-def load_history(file: str = "history.jsonl") -> list[dict]:
+# The long-history sets (recorded turns, questions on them): set name -> data file.
+HISTORY_FILES = {"history": "history.jsonl", "updates": "history_updates.jsonl"}
+
+
+def load_history(file: str = HISTORY_FILES["history"]) -> list[dict]:
     return [json.loads(line) for line in _data(file).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def history_set(file: str = "history.jsonl", name: str = "history") -> EvalSet:
-    users = load_history(file)
+def history_set(name: str = "history") -> EvalSet:
+    users = load_history(HISTORY_FILES[name])
     questions = [Question(q["id"], q["text"], q["gold"], u["part"], u["user"], q["kind"]) for u in users for q in u["questions"]]
 
     def store(mem) -> dict[str, str]:
@@ -123,7 +127,7 @@ def history_set(file: str = "history.jsonl", name: str = "history") -> EvalSet:
 
 
 def updates_set() -> EvalSet:
-    return history_set("history_updates.jsonl", "updates")
+    return history_set("updates")
 
 
 SETS: dict[str, Callable[[], EvalSet]] = {"nearmiss": nearmiss_set, "history": history_set, "updates": updates_set}

@@ -212,10 +212,10 @@ def _turn_pairs(session: Session, loaded: dict[int, Any], ids: list[int], query:
             if not same_thing(old_text, new_text, asked, people):
                 continue
             out.append((new_id, old_id))
-            out += _exchange(new_id, (scope, name, seq), place_in, rank)
+            out += _exchange(new_id, (scope, name, seq), place_in)
     lifts: list[tuple[int, int]] = []
     if asks_now(query):
-        changed = _change_turns(turns, rank, place, place_in)
+        changed = _change_turns(turns, place_in)
         out += changed
         lifts += [(a, b) for a, b in changed if a in extra]
     out += _own_before_others(inside, rank, place_in, query)
@@ -338,7 +338,7 @@ def _own_before_others(turns: list[tuple], rank: dict[int, int], place: dict[int
         if best is None:
             continue
         out.append((best, mid))
-        out += _exchange(best, where, replies, rank)  # its reply goes with it; another speaker's turn does not
+        out += _exchange(best, where, replies)  # its reply goes with it; another speaker's turn does not
     return out
 
 
@@ -370,11 +370,10 @@ def announces_change(text: str) -> bool:
     return has_cue(text) or bool(_STARTED.search(text.replace("’", "'")))
 
 
-def _change_turns(turns: list[tuple], rank: dict[int, int], place: dict[int, tuple],
-                  near: dict[int, tuple] | None = None) -> list[tuple[int, int]]:
+def _change_turns(turns: list[tuple], place: dict[int, tuple]) -> list[tuple[int, int]]:
     """For a question about what holds now: a turn among the best hits that announces a change
     ("I changed jobs, I'm now ...", "we moved to ...") ranks above the turns of the same speaker
-    from earlier sessions that rank above it, and with each the turns next to it in its session (the
+    from earlier sessions, and with each the turns of ``place`` next to it in its session (the
     exchange around it): it says what became of what they said then, which the same words of the
     question cannot tell apart. (newer, older) pairs; ``turns`` oldest first."""
     out: list[tuple[int, int]] = []
@@ -386,13 +385,14 @@ def _change_turns(turns: list[tuple], rank: dict[int, int], place: dict[int, tup
                 continue
             # Also when it already ranks above: a later lift must not carry the older one back over it.
             out.append((new_id, old_id))
-            out += _exchange(new_id, (old_scope, old_name, old_seq), place if near is None else near, rank)
+            out += _exchange(new_id, (old_scope, old_name, old_seq), place)
     return out
 
 
-def _exchange(new_id: int, old: tuple, place: dict[int, tuple], rank: dict[int, int]) -> list[tuple[int, int]]:
-    """(new_id, turn) pairs for the turns next to the older turn ``old`` (scope, session, seq) in its
-    session that rank above ``new_id``: the exchange around what was said then follows it down."""
+def _exchange(new_id: int, old: tuple, place: dict[int, tuple]) -> list[tuple[int, int]]:
+    """(new_id, turn) pairs for the turns of ``place`` next to the older turn ``old`` (scope, session,
+    seq) in its session: the exchange around what was said then follows it down (a no-op cap for
+    those already below ``new_id``, kept so that no later lift carries them back over it)."""
     scope, name, seq = old
     return [(new_id, mid) for mid, (sc, se, q, _) in place.items()
             if (sc, se) == (scope, name) and abs(q - seq) == 1 and mid != new_id]

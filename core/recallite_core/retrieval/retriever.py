@@ -660,10 +660,10 @@ class Retriever:
                 final = fusion_score * factors[0] * factors[1] * factors[2] * factors[3] * factors[4]
                 scored.append((final, f"mem_{mid}", mid, fusion_score, factors))
             scored.sort(key=lambda t: (-t[0], t[1]))
-            scored = corrections_first(session, scored, query, links=self._side_tables(session)[0],
-                                       turns=self.episodes_present(session),
-                                       close=[i for i, _ in vec[:CLOSE_TURNS]],
-                                       evident=self.evident(pool_ids, cos, {i for i, _ in kw}))
+            turns = self.episodes_present(session)  # the turn step's inputs only for a store with turns
+            scored = corrections_first(session, scored, query, links=self._side_tables(session)[0], turns=turns,
+                                       close=[i for i, _ in vec[:CLOSE_TURNS]] if turns else (),
+                                       evident=self.evident(pool_ids, cos, {i for i, _ in kw}) if turns else frozenset())
             if min_score is not None:
                 scored = [t for t in scored if t[0] >= min_score]
             if min_score_ratio and scored:
