@@ -475,11 +475,12 @@ def test_a_turn_that_says_a_state_began_announces_a_change():
     assert not announces_change("I went to the gym after work.")
 
 
-def _one_history_user(user: str):
-    """A store (MiniLM) holding one user of the long-history set, and turn id -> set key."""
-    from recallite_mcp.benchmarks.evalsets import load_history
+def _one_history_user(user: str, name: str = "history"):
+    """A store (MiniLM) holding one user of a long-history set (``evalsets.HISTORY_FILES``), each
+    turn keyed by its set id."""
+    from recallite_mcp.benchmarks.evalsets import HISTORY_FILES, load_history
 
-    turns = next(u for u in load_history() if u["user"] == user)["turns"]
+    turns = next(u for u in load_history(HISTORY_FILES[name]) if u["user"] == user)["turns"]
     mem = Recallite.open(None)
     mem.record_turns([{"session": t["session"], "role": t["role"], "content": t["content"],
                        "timestamp": t["timestamp"], "scope": user, "metadata": {"key": t["id"]}} for t in turns])
@@ -598,3 +599,60 @@ def test_a_relation_of_two_words_or_two_names_was_not_the_one_asked_about():
     assert not asks_assistant("Do you remember where I moved?")
     assert not asks_assistant("Thank you, what is my address?")
     assert asks_assistant("What did you recommend for my back?")
+
+
+def test_a_neighbours_news_led_by_a_name_outranked_the_users_own():
+    """What broke (updates set, dev): "Jonas next door is learning Portuguese before a trip." ranked
+    first for "What foreign tongue am I working on?" and "Ayesha's boss just quit without notice."
+    for "Who is my boss?": only "my colleague Chloe ..." was read as someone else's news. A turn
+    led by a name and what that person did is someone else's too, unless the speaker is in it."""
+    from recallite_core.policy.correction_ranking import about_other
+
+    assert about_other("Tariq got a new Galaxy A54 and spent all of lunch showing me the camera.") is None  # "me"
+    assert about_other("Tariq switched to a Fairphone 5 and already regrets it.") == (None, "Tariq")
+    assert about_other("Jonas next door's kid just started at Kingsway Juniors.") == (None, "Jonas")
+    assert about_other("Our landlord is a midwife and works the weirdest hours.") == ("landlord", None)
+    assert about_other("Saturday was all trail running, I'm completely hooked.") is None
+    assert about_other("It has rained every single day this week.") is None
+    assert about_other("Dr Hughes said my knee is fine.") is None
+    mem = _one_history_user("v3", "updates")
+    try:
+        assert _keys(mem, "What foreign tongue am I working on?", "v3")[0] == "v3:s9:t21"
+    finally:
+        mem.close()
+    mem = _one_history_user("v4", "updates")
+    try:
+        assert _keys(mem, "Who is my boss?", "v4")[0] == "v4:s14:t3"
+    finally:
+        mem.close()
+
+
+def test_a_switch_asked_about_in_the_plain_present_ranked_under_the_old_favourite():
+    """What broke (updates set, dev): "What does the user prefer to program in?" names no word of the
+    present, so the change step never ran and "My favourite language is Python ..." stayed above
+    "I've switched to Rust for my side projects ...". A question about the speaker in the simple
+    present asks what holds now too; only turns with evidence of their own for it take part."""
+    from recallite_core.policy.correction_ranking import asks_present
+
+    assert asks_present("What does the user prefer to program in?")
+    assert asks_present("Which team am I leading at work?")
+    assert not asks_present("How has the user's Japanese been going over time?")
+    assert not asks_present("What did I drive before?")
+    assert not asks_present("What does Nate like?")  # a participant of a dialogue, not the speaker
+    mem = _one_history_user("v1", "updates")
+    try:
+        assert _keys(mem, "What does the user prefer to program in?", "v1")[0] == "v1:s12:t7"
+    finally:
+        mem.close()
+
+
+def test_an_assistants_reply_from_one_thing_to_another_was_read_as_the_users_change():
+    """What broke (updates set, dev): the assistant's "Prices vary so much from street to street."
+    has the from ... to ... of a change, so for "How much is the user paying for the flat now?" it
+    went above the user's earlier turns and the exchanges around them, "I'm paying 1,480 ..." among
+    them. Only the speakers' own turns announce their changes."""
+    mem = _one_history_user("v4", "updates")
+    try:
+        assert _keys(mem, "How much is the user paying for the flat now?", "v4")[0] == "v4:s9:t19"
+    finally:
+        mem.close()

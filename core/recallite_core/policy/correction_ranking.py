@@ -12,13 +12,16 @@ Question-aware steps look at the best hits only and write nothing:
   broke down" / "I sold the Honda Civic and bought a Kia Niro"), for a question that names no word
   of the older turn, rank the later session's first, and the older turn's neighbours in its
   session (the exchange around it) go down with it (``_turn_pairs``, ``same_thing``);
-- for a question about what holds now (``asks_now``), a turn that announces a change ("we moved to
-  Nantes") ranks above the same speaker's turns from earlier sessions, with their exchanges, whatever
-  they name (``_change_turns``); one found only among the vector channel's closest turns takes the
-  place of the best of them;
-- a turn about someone the speaker knows ("My colleague Chloe drives a Peugeot 208") ranks below the
-  speaker's own for a question about the speaker (``_own_before_others``), and an assistant's reply
-  below the turn it answers, which takes its place (``_said_before_echo``).
+- for a question about what holds now (``asks_now``), a speaker's turn that announces a change
+  ("we moved to Nantes") ranks above the same speaker's turns from earlier sessions, with their
+  exchanges, whatever they name (``_change_turns``); one found only among the vector channel's
+  closest turns takes the place of the best of them. A question about the speaker in the simple
+  present (``asks_present``: "What does the user prefer to program in?") does the same among the
+  turns with evidence of their own for it;
+- a turn about someone the speaker knows ("My colleague Chloe drives a Peugeot 208", "Jonas next
+  door is learning Portuguese") ranks below the speaker's own for a question about the speaker
+  (``_own_before_others``), and an assistant's reply below the turn it answers, which takes its
+  place (``_said_before_echo``).
 """
 
 from __future__ import annotations
@@ -218,6 +221,10 @@ def _turn_pairs(session: Session, loaded: dict[int, Any], ids: list[int], query:
         changed = _change_turns(turns, place_in)
         out += changed
         lifts += [(a, b) for a, b in changed if a in extra]
+    elif asks_present(query):
+        # No word of the present: only turns with evidence of their own for the question take part,
+        # so a change of another topic ("I switched to Rust") stays where it ranks.
+        out += _change_turns([t for t in inside if t[1] in evident], place_in)
     out += _own_before_others(inside, rank, place_in, query)
     echoes = _said_before_echo(session, inside, rank, place_in, query, evident)
     out += echoes
@@ -278,12 +285,31 @@ def _said_before_echo(session: Session, turns: list[tuple], rank: dict[int, int]
 # A turn whose subject is someone the speaker knows, not the speaker ("My colleague Chloe drives a
 # Peugeot 208", "my sister just moved to Porto"): the relation word, then maybe the person's name.
 _OTHER_PERSON = re.compile(
-    r"^\W*(?:(?:so|well|oh|also|and|btw|anyway),?\s+)?my\s+(?:best\s+|old\s+|new\s+|older\s+|younger\s+|little\s+|big\s+)?"
+    r"^\W*(?:(?:so|well|oh|also|and|btw|anyway),?\s+)?(?:my|our)\s+(?:best\s+|old\s+|new\s+|older\s+|younger\s+|little\s+|big\s+)?"
     r"((?:colleague|co-?worker|cousin|friend|neighbou?r|brother|sister|sibling|boss|manager|mum|mom|mother|dad|father|"
     r"wife|husband|partner|son|daughter|uncle|aunt|nephew|niece|roommate|flatmate|housemate|girlfriend|boyfriend|"
-    r"fianc[eé]e?|grandma|grandmother|grandpa|grandfather|kid|teammate|classmate)(?:-in-law)?)s?\b"
+    r"fianc[eé]e?|grandma|grandmother|grandpa|grandfather|kid|teammate|classmate|landlord|landlady)(?:-in-law)?)s?\b"
     r"(?!(?:\s+[\w'-]+)?,?\s+(?:and|&)\s+(?:i|me|we)\b)"  # not "my wife and I": the speaker takes part
     r"(?:\s+((?-i:[A-Z])[\w'-]+)\b)?", re.I)
+# A turn led by someone's name and what they did ("Tariq got a new Galaxy A54", "Jonas next door is
+# learning Portuguese", "Ayesha's boss just quit"): a capitalised word, then a verb a person does.
+# Only these verbs, and none of the capitalised words that open a speaker's own news
+# (``_NOT_A_NAME``): "Saturday was all trail running", "It has rained all week".
+_NAMED_OTHER = re.compile(
+    r"^\W*(?:(?:so|well|oh|also|and|btw|anyway),?\s+)?(?:(?:dr|mr|mrs|ms)\.?\s+)?((?-i:[A-Z][a-z]+(?:-[A-Z][a-z]+)?))"
+    r"(?:\s+next\s+door|\s+from\s+(?:work|the\s+office|uni|school|the\s+gym))?(?:'s\s+[\w-]+)?"
+    r"\s+(?:just\s+|finally\s+|also\s+|still\s+|always\s+|never\s+|really\s+)?"
+    r"(?:is|was|has|had|got|gets|bought|buys|drives|started|starts|switched|took|takes|traded|sees|rents|insists|"
+    r"showed|went|goes|adopted|sent|recommended|moved|moves|says|said|thinks|keeps|loves|likes|hates|wants|uses|"
+    r"plays|works|lives|quit|quits|left|joined|told|swears|reckons|signed|landed|can't|won't|doesn't|isn't|"
+    r"wasn't|hasn't)\b", re.I)
+_MY = re.compile(r"\bmy\b", re.I)
+_NOT_A_NAME = frozenset(
+    "it we i you they he she this that there here these those what who which when where why how everyone "
+    "everybody everything nothing nobody someone somebody something today yesterday tonight tomorrow "
+    "monday tuesday wednesday thursday friday saturday sunday january february march april may june july "
+    "august september october november december spring summer autumn fall winter weekend morning evening "
+    "night life work traffic weather dinner lunch breakfast rent money one each all both".split())
 # A question about the speaker: the user, or I/me/my (first person), or they/their (the user
 # spoken of), not about a person it names.
 _ASKS_SELF = re.compile(r"\b(?:the user|user's|i|i'm|i've|me|my|mine|myself|they|their|them|themselves)\b", re.I)
@@ -297,14 +323,19 @@ _SAME_RELATION = [frozenset(g) for g in (("colleague", "coworker", "co-worker"),
                                           ("neighbour", "neighbor"), ("kid", "child", "son", "daughter"))]
 
 
-def about_other(text: str) -> tuple[str, str | None] | None:
-    """(relation word, name or None) when a turn opens with someone the speaker knows as its
-    subject and the speaker is not in it ("My cousin Sofia got a job at Harbor Works"); None when it
-    speaks of the speaker ("My boss fired me")."""
+def about_other(text: str) -> tuple[str | None, str | None] | None:
+    """(relation word or None, name or None) when a turn opens with someone the speaker knows as its
+    subject and the speaker is not in it ("My cousin Sofia got a job at Harbor Works", "Tariq got a
+    new Galaxy A54", "Ayesha's boss just quit"); None when it speaks of the speaker ("My boss fired
+    me") or opens otherwise."""
     m = _OTHER_PERSON.match(text)
-    if not m or _SPEAKER_TOO.search(text, m.end()):
-        return None
-    return m.group(1).lower(), m.group(2)
+    if m:
+        return None if _SPEAKER_TOO.search(text, m.end()) else (m.group(1).lower(), m.group(2))
+    m = _NAMED_OTHER.match(text)
+    if not m or m.group(1).lower() in _NOT_A_NAME or _SPEAKER_TOO.search(text, m.end()) \
+            or _MY.search(text, m.end()):
+        return None  # "Dr Hughes said my knee is fine" is the speaker's news
+    return None, m.group(1)
 
 
 def _own_before_others(turns: list[tuple], rank: dict[int, int], place: dict[int, tuple], query: str) -> list[tuple[int, int]]:
@@ -317,6 +348,8 @@ def _own_before_others(turns: list[tuple], rank: dict[int, int], place: dict[int
         return []
     asked = {w.key for w in words(query)} | {t.lower() for t in re.findall(r"[\w'-]+", query)}
     others, own = [], []
+    # A participant named in a turn is spoken to or of in the conversation itself ("Caroline is great").
+    people = {p[3].lower() for p in place.values()}
     for _at, mid, text, (scope, name, seq, role) in turns:
         if role.lower() in _ASSISTANT_ROLES:
             continue
@@ -325,8 +358,12 @@ def _own_before_others(turns: list[tuple], rank: dict[int, int], place: dict[int
             own.append(mid)
             continue
         relation, person = who
-        named = {relation, *(w.key for w in words(" ".join(x for x in who if x)))}
-        named |= {w for group in _SAME_RELATION if relation in group for w in group}
+        if relation is None and person and person.lower() in people:
+            own.append(mid)
+            continue
+        named = {*(w.key for w in words(" ".join(x for x in who if x)))}
+        if relation:
+            named |= {relation} | {w for group in _SAME_RELATION if relation in group for w in group}
         if person:
             named.add(person.lower())
         if not named & asked:
@@ -354,6 +391,22 @@ def asks_now(query: str) -> bool:
     return bool(_NOW_ASKED.search(query))
 
 
+# A question about the speaker in the simple present ("What does the user prefer to program in?",
+# "Which team am I leading?") asks what holds now too, unless a word of the past or a span of time
+# says otherwise ("How has the user's Japanese been going?", "What did I drive before?"). Only
+# first person or "the user": "What does Nate like?" about a participant of a dialogue is not read so.
+_FIRST_PERSON = re.compile(r"\b(?:the user|user's|i|i'm|me|my|mine|myself)\b", re.I)
+_PRESENT_TENSE = re.compile(r"\b(?:do|does|is|are|am|i'm)\b", re.I)
+_PAST_ASKED = re.compile(r"\b(?:did|was|were|had|has|have|used to|before|previous\w*|first|originally|old|last|ago|"
+                         r"former\w*|back then|ever|in \d{4})\b", re.I)
+
+
+def asks_present(query: str) -> bool:
+    """Whether a question about the speaker asks in the simple present, with no word of the past
+    (``asks_now`` aside)."""
+    return bool(_FIRST_PERSON.search(query) and _PRESENT_TENSE.search(query) and not _PAST_ASKED.search(query))
+
+
 # A turn that says a state began or was swapped without a change word of write-time detection:
 # "I've gone fully vegetarian since last month", "I sold the Mazda and bought a Leaf", "I gave up
 # coffee". Only this step reads them: a stored fact worded so is compared by its values instead.
@@ -378,8 +431,10 @@ def _change_turns(turns: list[tuple], place: dict[int, tuple]) -> list[tuple[int
     question cannot tell apart. (newer, older) pairs; ``turns`` oldest first."""
     out: list[tuple[int, int]] = []
     for new_at, new_id, new_text, (scope, name, _, role) in turns:
-        if not announces_change(new_text) or about_other(new_text):
-            continue  # "My sister just moved to Porto" is no change of the speaker's
+        if role.lower() in _ASSISTANT_ROLES or not announces_change(new_text) or about_other(new_text):
+            # An assistant's "prices vary from street to street" and "My sister just moved to
+            # Porto" are no change of the speaker's.
+            continue
         for old_at, old_id, _, (old_scope, old_name, old_seq, old_role) in turns:
             if old_at >= new_at or old_name == name or old_scope != scope or old_role != role:
                 continue
