@@ -603,18 +603,26 @@ def test_a_relation_of_two_words_or_two_names_was_not_the_one_asked_about():
 
 def test_a_neighbours_news_led_by_a_name_outranked_the_users_own():
     """What broke (updates set, dev): "Jonas next door is learning Portuguese before a trip." ranked
-    first for "What foreign tongue am I working on?" and "Ayesha's boss just quit without notice."
-    for "Who is my boss?": only "my colleague Chloe ..." was read as someone else's news. A turn
-    led by a name and what that person did is someone else's too, unless the speaker is in it."""
+    first for "What foreign tongue am I working on?", "Ayesha's boss just quit without notice." for
+    "Who is my boss?" and "Tariq got a new Galaxy A54 ..." for "Which phone did I upgrade to?": only
+    "my colleague Chloe ..." was read as someone else's news. A turn led by a name and what that
+    person did is someone else's too, unless the speaker is in it as a subject or with "my"."""
     from recallite_core.policy.correction_ranking import about_other
 
-    assert about_other("Tariq got a new Galaxy A54 and spent all of lunch showing me the camera.") is None  # "me"
+    # The speaker as an object is not the speaker's news; as a subject, or with "my", it is.
+    assert about_other("Tariq got a new Galaxy A54 and spent all of lunch showing me the camera.") == (None, "Tariq")
+    assert about_other("Jonas and I went climbing on Sunday.") is None
     assert about_other("Tariq switched to a Fairphone 5 and already regrets it.") == (None, "Tariq")
     assert about_other("Jonas next door's kid just started at Kingsway Juniors.") == (None, "Jonas")
     assert about_other("Our landlord is a midwife and works the weirdest hours.") == ("landlord", None)
     assert about_other("Saturday was all trail running, I'm completely hooked.") is None
     assert about_other("It has rained every single day this week.") is None
     assert about_other("Dr Hughes said my knee is fine.") is None
+    mem = _one_history_user("v1", "updates")
+    try:
+        assert _keys(mem, "Which phone did I upgrade to?", "v1")[0] == "v1:s11:t11"
+    finally:
+        mem.close()
     mem = _one_history_user("v3", "updates")
     try:
         assert _keys(mem, "What foreign tongue am I working on?", "v3")[0] == "v3:s9:t21"

@@ -303,7 +303,7 @@ _NAMED_OTHER = re.compile(
     r"showed|went|goes|adopted|sent|recommended|moved|moves|says|said|thinks|keeps|loves|likes|hates|wants|uses|"
     r"plays|works|lives|quit|quits|left|joined|told|swears|reckons|signed|landed|can't|won't|doesn't|isn't|"
     r"wasn't|hasn't)\b", re.I)
-_MY = re.compile(r"\bmy\b", re.I)
+_SPEAKER_SUBJECT = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|myself|we|we're|we've|our|ourselves)\b", re.I)
 _NOT_A_NAME = frozenset(
     "it we i you they he she this that there here these those what who which when where why how everyone "
     "everybody everything nothing nobody someone somebody something today yesterday tonight tomorrow "
@@ -327,13 +327,13 @@ def about_other(text: str) -> tuple[str | None, str | None] | None:
     """(relation word or None, name or None) when a turn opens with someone the speaker knows as its
     subject and the speaker is not in it ("My cousin Sofia got a job at Harbor Works", "Tariq got a
     new Galaxy A54", "Ayesha's boss just quit"); None when it speaks of the speaker ("My boss fired
-    me") or opens otherwise."""
+    me"; after a name, only the speaker as a subject or with "my": "Jonas and I went climbing") or
+    opens otherwise."""
     m = _OTHER_PERSON.match(text)
     if m:
         return None if _SPEAKER_TOO.search(text, m.end()) else (m.group(1).lower(), m.group(2))
     m = _NAMED_OTHER.match(text)
-    if not m or m.group(1).lower() in _NOT_A_NAME or _SPEAKER_TOO.search(text, m.end()) \
-            or _MY.search(text, m.end()):
+    if not m or m.group(1).lower() in _NOT_A_NAME or _SPEAKER_SUBJECT.search(text, m.end()):
         return None  # "Dr Hughes said my knee is fine" is the speaker's news
     return None, m.group(1)
 
