@@ -15,9 +15,7 @@ Question-aware steps look at the best hits only and write nothing:
 - for a question about what holds now (``asks_now``), a speaker's turn that announces a change
   ("we moved to Nantes") ranks above the same speaker's turns from earlier sessions, with their
   exchanges, whatever they name (``_change_turns``); one found only among the vector channel's
-  closest turns takes the place of the best of them. A question about the speaker in the simple
-  present (``asks_present``: "What does the user prefer to program in?") does the same among the
-  turns with evidence of their own for it;
+  closest turns takes the place of the best of them;
 - a turn about someone the speaker knows ("My colleague Chloe drives a Peugeot 208", "Jonas next
   door is learning Portuguese") ranks below the speaker's own for a question about the speaker
   (``_own_before_others``), and an assistant's reply below the turn it answers, which takes its
@@ -221,11 +219,7 @@ def _turn_pairs(session: Session, loaded: dict[int, Any], ids: list[int], query:
         changed = _change_turns(turns, place_in)
         out += changed
         lifts += [(a, b) for a, b in changed if a in extra]
-    elif asks_present(query):
-        # No word of the present: only turns with evidence of their own for the question take part,
-        # so a change of another topic ("I switched to Rust") stays where it ranks.
-        out += _change_turns([t for t in inside if t[1] in evident], place_in)
-    out += _own_before_others(inside, rank, place_in, query)
+    out += _own_before_others(inside, rank, place_in, query, evident)
     echoes = _said_before_echo(session, inside, rank, place_in, query, evident)
     out += echoes
     lifts += echoes
@@ -292,17 +286,26 @@ _OTHER_PERSON = re.compile(
     r"(?!(?:\s+[\w'-]+)?,?\s+(?:and|&)\s+(?:i|me|we)\b)"  # not "my wife and I": the speaker takes part
     r"(?:\s+((?-i:[A-Z])[\w'-]+)\b)?", re.I)
 # A turn led by someone's name and what they did ("Tariq got a new Galaxy A54", "Jonas next door is
-# learning Portuguese", "Ayesha's boss just quit"): a capitalised word, then a verb a person does.
-# Only these verbs, and none of the capitalised words that open a speaker's own news
-# (``_NOT_A_NAME``): "Saturday was all trail running", "It has rained all week".
+# learning Portuguese", "Ayesha's boss just quit"): a capitalised word, then a verb of a person's
+# news; after a word that marks a person (a title, "next door", "from work", a possessive) any of
+# the plainer verbs too. Not "Salary is 52k now", "Lisbon was amazing", "Physio says the knee is
+# healing" (the speaker's own news, its subject left out), nor a pronoun, a day or a month
+# (``_NOT_A_NAME``).
+_NEWS_VERB = (r"(?:got|gets|bought|buys|drives|started|starts|switched|took|takes|traded|rents|insists|adopted|sent|"
+              r"recommended|moved|moves|quit|quits|left|joined|told|swears|reckons|signed|landed)")
+_PLAIN_VERB = (r"(?:is|was|has|had|sees|showed|went|goes|says|said|thinks|keeps|loves|likes|hates|wants|uses|plays|"
+               r"works|lives|can't|won't|doesn't|isn't|wasn't|hasn't)")
+_LEAD = r"^\W*(?:(?:so|well|oh|also|and|btw|anyway),?\s+)?"
+_NAME = r"((?-i:[A-Z][a-z]+(?:-[A-Z][a-z]+)?))"
+_ADVERB = r"\s+(?:just\s+|finally\s+|also\s+|still\s+|always\s+|never\s+|really\s+)?"
 _NAMED_OTHER = re.compile(
-    r"^\W*(?:(?:so|well|oh|also|and|btw|anyway),?\s+)?(?:(?:dr|mr|mrs|ms)\.?\s+)?((?-i:[A-Z][a-z]+(?:-[A-Z][a-z]+)?))"
-    r"(?:\s+next\s+door|\s+from\s+(?:work|the\s+office|uni|school|the\s+gym))?(?:'s\s+[\w-]+)?"
-    r"\s+(?:just\s+|finally\s+|also\s+|still\s+|always\s+|never\s+|really\s+)?"
-    r"(?:is|was|has|had|got|gets|bought|buys|drives|started|starts|switched|took|takes|traded|sees|rents|insists|"
-    r"showed|went|goes|adopted|sent|recommended|moved|moves|says|said|thinks|keeps|loves|likes|hates|wants|uses|"
-    r"plays|works|lives|quit|quits|left|joined|told|swears|reckons|signed|landed|can't|won't|doesn't|isn't|"
-    r"wasn't|hasn't)\b", re.I)
+    _LEAD + r"(?:"
+    + r"(?:dr|mr|mrs|ms)\.?\s+" + _NAME + r"(?:'s\s+[\w-]+)?" + _ADVERB + r"(?:" + _NEWS_VERB + "|" + _PLAIN_VERB + r")"
+    + r"|" + _NAME + r"(?:\s+next\s+door|\s+from\s+(?:work|the\s+office|uni|school|the\s+gym))(?:'s\s+[\w-]+)?"
+    + _ADVERB + r"(?:" + _NEWS_VERB + "|" + _PLAIN_VERB + r")"
+    + r"|" + _NAME + r"'s\s+[\w-]+" + _ADVERB + r"(?:" + _NEWS_VERB + "|" + _PLAIN_VERB + r")"
+    + r"|" + _NAME + _ADVERB + _NEWS_VERB
+    + r")\b", re.I)
 _SPEAKER_SUBJECT = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|myself|we|we're|we've|our|ourselves)\b", re.I)
 _NOT_A_NAME = frozenset(
     "it we i you they he she this that there here these those what who which when where why how everyone "
@@ -316,7 +319,7 @@ _ASKS_SELF = re.compile(r"\b(?:the user|user's|i|i'm|i've|me|my|mine|myself|they
 
 
 # The speaker in the turn too ("My boss fired me", "... relocated us", "... I was the maid of honour").
-_SPEAKER_TOO = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my\s+own|myself|we|we're|we've|us|ourselves)\b", re.I)
+_SPEAKER_TOO = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my\s+own|myself|we|we're|we've|us|our|ours|ourselves)\b", re.I)
 # One relation, several words: a question may name it by any of them.
 _SAME_RELATION = [frozenset(g) for g in (("colleague", "coworker", "co-worker"), ("mum", "mom", "mother"),
                                           ("dad", "father"), ("grandma", "grandmother"), ("grandpa", "grandfather"),
@@ -333,15 +336,20 @@ def about_other(text: str) -> tuple[str | None, str | None] | None:
     if m:
         return None if _SPEAKER_TOO.search(text, m.end()) else (m.group(1).lower(), m.group(2))
     m = _NAMED_OTHER.match(text)
-    if not m or m.group(1).lower() in _NOT_A_NAME or _SPEAKER_SUBJECT.search(text, m.end()):
+    if not m:
+        return None
+    name = next(g for g in m.groups() if g)
+    if name.lower() in _NOT_A_NAME or _SPEAKER_SUBJECT.search(text, m.end()):
         return None  # "Dr Hughes said my knee is fine" is the speaker's news
-    return None, m.group(1)
+    return None, name
 
 
-def _own_before_others(turns: list[tuple], rank: dict[int, int], place: dict[int, tuple], query: str) -> list[tuple[int, int]]:
+def _own_before_others(turns: list[tuple], rank: dict[int, int], place: dict[int, tuple], query: str,
+                       evident: AbstractSet[int]) -> list[tuple[int, int]]:
     """For a question about the speaker (``_ASKS_SELF``) that names neither the relation nor the
     person: a turn about someone the speaker knows ranks below the best turn among ``turns`` in which
-    the same speaker speaks of themself, with the turns next to it in its session (its exchange).
+    the same speaker speaks of themself and that has evidence of its own for the question
+    (``evident``), with the turns next to it in its session (its exchange).
     "What car does the user drive now?" is not answered by "My colleague Chloe drives a Peugeot
     208". (own, other) pairs."""
     if not _ASKS_SELF.search(query):
@@ -355,11 +363,13 @@ def _own_before_others(turns: list[tuple], rank: dict[int, int], place: dict[int
             continue
         who = about_other(text)
         if who is None:
-            own.append(mid)
+            if mid in evident:  # an own turn with no evidence of its own for the question answers nothing
+                own.append(mid)
             continue
         relation, person = who
         if relation is None and person and person.lower() in people:
-            own.append(mid)
+            if mid in evident:
+                own.append(mid)
             continue
         named = {*(w.key for w in words(" ".join(x for x in who if x)))}
         if relation:
@@ -389,22 +399,6 @@ _NOW_ASKED = re.compile(r"\b(?:now|nowadays|currently|current|these days|at the 
 def asks_now(query: str) -> bool:
     """Whether a question asks what holds now (``_NOW_ASKED``)."""
     return bool(_NOW_ASKED.search(query))
-
-
-# A question about the speaker in the simple present ("What does the user prefer to program in?",
-# "Which team am I leading?") asks what holds now too, unless a word of the past or a span of time
-# says otherwise ("How has the user's Japanese been going?", "What did I drive before?"). Only
-# first person or "the user": "What does Nate like?" about a participant of a dialogue is not read so.
-_FIRST_PERSON = re.compile(r"\b(?:the user|user's|i|i'm|me|my|mine|myself)\b", re.I)
-_PRESENT_TENSE = re.compile(r"\b(?:do|does|is|are|am|i'm)\b", re.I)
-_PAST_ASKED = re.compile(r"\b(?:did|was|were|had|has|have|used to|before|previous\w*|first|originally|old|last|ago|"
-                         r"former\w*|back then|ever|in \d{4})\b", re.I)
-
-
-def asks_present(query: str) -> bool:
-    """Whether a question about the speaker asks in the simple present, with no word of the past
-    (``asks_now`` aside)."""
-    return bool(_FIRST_PERSON.search(query) and _PRESENT_TENSE.search(query) and not _PAST_ASKED.search(query))
 
 
 # A turn that says a state began or was swapped without a change word of write-time detection:
