@@ -76,3 +76,29 @@ def test_plain_memories_are_untouched_by_conversation_signals():
     b = r.memories[0].breakdown
     assert b.neighbour_share is None and b.speaker_boost is None
     m.close()
+
+
+def test_a_time_phrase_of_the_question_matched_every_turn_with_its_word():
+    """What broke (history set, MiniLM): "Which holiday did they take this year and what stood out?"
+    ranked "I've lived in Leeds for about six years now." first, on the keyword "year" alone, above
+    the two turns about the trip to Iceland. Words that say when a question
+    is asked about ("this year", "these days", "at the moment") are not keywords of it."""
+    from recallite_core.storage.fts import query_terms
+
+    assert query_terms("Which holiday did they take this year and what stood out?") == ["holiday", "take", "stood"]
+    assert query_terms("How do they earn a living these days?") == ["earn", "living"]
+    assert query_terms("these days") == ["days"]  # nothing else left: the words stay
+    assert "year" in query_terms("What happened last year?")
+    from recallite_mcp.benchmarks.evalsets import load_history
+
+    user = next(u for u in load_history() if u["user"] == "u1")
+    mem = Recallite.open(None)  # MiniLM, the history set's first user
+    try:
+        mem.record_turns([{"session": t["session"], "role": t["role"], "content": t["content"],
+                           "timestamp": t["timestamp"], "scope": "u1", "metadata": {"key": t["id"]}}
+                          for t in user["turns"]])
+        got = mem.recall("Which holiday did they take this year and what stood out?", scope="u1", limit=3)
+        # "We're planning a trip to Iceland in April." / "Just got back from Iceland; ..."
+        assert got.memories[0].memory.metadata["key"] in {"u1:s1:t27", "u1:s12:t15"}
+    finally:
+        mem.close()

@@ -19,9 +19,15 @@ STOPWORDS = frozenset(
 )
 
 
+# Words that say when a question is asked about rather than what it is about: "Which holiday did
+# they take this year?" matched every "I've lived here for six years" by its "year".
+_WHEN_ASKED = re.compile(r"\b(?:these days|this (?:week|month|year)|at the moment|at present|right now|nowadays)\b", re.I)
+
+
 def query_terms(text: str, max_terms: int = 32) -> list[str]:
-    """Lower-cased word tokens, stop words dropped (unless nothing else is left), deduplicated."""
-    words = [w.lower() for w in _WORD.findall(text)]
+    """Lower-cased word tokens, stop words and the words of when it is asked ("these days", "this
+    year") dropped (unless nothing else is left), deduplicated."""
+    words = [w.lower() for w in _WORD.findall(_WHEN_ASKED.sub(" ", text))] or [w.lower() for w in _WORD.findall(text)]
     words = [w.replace("_", " ").strip() or w for w in words]
     kept = [w for w in words if w not in STOPWORDS] or words
     out: list[str] = []
