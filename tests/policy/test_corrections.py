@@ -643,15 +643,9 @@ def test_the_users_own_news_without_a_subject_was_read_as_someone_elses():
                 "Lisbon was amazing, the pastel de nata alone was worth the trip.",
                 "Biscuit is our new puppy, a beagle with too much energy.", "Our landlord fixed our boiler."):
         assert about_other(own) is None, own
-    mem = Recallite.open(None)
+    mem, said = _two_sessions("I'm trying to read more books this year.",
+                              "Spanish is going well, started evening classes at the Cervantes.")
     try:
-        mem.record_turns([{"role": "user", "content": "I'm trying to read more books this year.", "timestamp": 1_700_000_000},
-                          {"role": "assistant", "content": "Good luck.", "timestamp": 1_700_000_060}],
-                         session="s1", scope="p")
-        said = mem.record_turns([
-            {"role": "user", "content": "Spanish is going well, started evening classes at the Cervantes.",
-             "timestamp": 1_703_000_000},
-            {"role": "assistant", "content": "Good to know.", "timestamp": 1_703_000_060}], session="s2", scope="p")[0]
         assert top(mem, "What language am I learning?", "p")[0] == said.id
     finally:
         mem.close()
@@ -662,17 +656,22 @@ def test_a_turn_about_someone_else_went_under_an_own_turn_that_answers_nothing()
     someone else) went under the user's "I bake sourdough most weekends." for "Which school does my
     son go to?", and the reply to it came first. The speaker's own turn must have evidence of its
     own for the question (a keyword hit or a cosine at the floor) to take precedence."""
-    mem = Recallite.open(None)
+    mem, said = _two_sessions("I bake sourdough most weekends.", "Leo started year two at Hillcrest Primary.")
     try:
-        mem.record_turns([{"role": "user", "content": "I bake sourdough most weekends.", "timestamp": 1_700_000_000},
-                          {"role": "assistant", "content": "Good luck.", "timestamp": 1_700_000_060}],
-                         session="s1", scope="p")
-        said = mem.record_turns([
-            {"role": "user", "content": "Leo started year two at Hillcrest Primary.", "timestamp": 1_703_000_000},
-            {"role": "assistant", "content": "Good to know.", "timestamp": 1_703_000_060}], session="s2", scope="p")[0]
         assert top(mem, "Which school does my son go to?", "p")[0] == said.id
     finally:
         mem.close()
+
+
+def _two_sessions(first: str, later: str):
+    """A store (MiniLM) with two sessions a month apart, each one user turn and a short reply; returns
+    it and the later user turn."""
+    mem = Recallite.open(None)
+    for n, (text, at) in enumerate(((first, 1_700_000_000), (later, 1_703_000_000))):
+        got = mem.record_turns([{"role": "user", "content": text, "timestamp": at},
+                                {"role": "assistant", "content": "Good to know.", "timestamp": at + 60}],
+                               session=f"s{n + 1}", scope="p")
+    return mem, got[0]
 
 
 def test_an_assistants_reply_from_one_thing_to_another_was_read_as_the_users_change():
