@@ -603,26 +603,18 @@ def test_a_relation_of_two_words_or_two_names_was_not_the_one_asked_about():
 
 def test_a_neighbours_news_led_by_a_name_outranked_the_users_own():
     """What broke (updates set, dev): "Ayesha's boss just quit without notice." ranked first for "Who
-    is my boss?" and "Tariq got a new Galaxy A54 ..." for "Which phone did I upgrade to?": only "my
-    colleague Chloe ..." was read as someone else's news. A turn led by a name and a verb of a
-    person's news (any verb after a title, "next door" or a possessive) is someone else's too,
-    unless the speaker is in it as a subject or with "my"."""
+    is my boss?", above "My new boss Jonah wants the quarterly review by Friday ...": only "my
+    colleague Chloe ..." was read as someone else's news. A name marked as a person ("Ayesha's
+    boss", "Jonas next door", "Tariq from work") is someone else's too, unless the speaker is in it."""
     from recallite_core.policy.correction_ranking import about_other
 
-    assert about_other("Tariq got a new Galaxy A54 and spent all of lunch showing me the camera.") == (None, "Tariq")
+    assert about_other("Ayesha's boss just quit without notice.") == (None, "Ayesha")
     assert about_other("Jonas next door is learning Portuguese before a trip.") == (None, "Jonas")
     assert about_other("Jonas next door's kid just started at Kingsway Juniors.") == (None, "Jonas")
-    assert about_other("Ayesha's boss just quit without notice.") == (None, "Ayesha")
-    assert about_other("Dr Hughes said the results are fine.") == (None, "Hughes")
+    assert about_other("Tariq from work got a Galaxy A54.") == (None, "Tariq")
     assert about_other("Our landlord is a midwife and works the weirdest hours.") == ("landlord", None)
-    assert about_other("Jonas and I went climbing on Sunday.") is None
-    assert about_other("Dr Hughes said my knee is fine.") is None
-    assert about_other("Saturday started with a long run.") is None
-    mem = _one_history_user("v1", "updates")
-    try:
-        assert _keys(mem, "Which phone did I upgrade to?", "v1")[0] == "v1:s11:t11"
-    finally:
-        mem.close()
+    assert about_other("Jonas next door said my car is too loud.") is None
+    assert about_other("Ayesha's boss and I had lunch.") is None
     mem = _one_history_user("v4", "updates")
     try:
         assert _keys(mem, "Who is my boss?", "v4")[0] == "v4:s14:t3"
@@ -631,17 +623,20 @@ def test_a_neighbours_news_led_by_a_name_outranked_the_users_own():
 
 
 def test_the_users_own_news_without_a_subject_was_read_as_someone_elses():
-    """What broke (review of the rule above): any capitalised first word before is/was/says read as a
-    person, so "Spanish is going well ..." went under the speaker's unrelated "I'm trying to read
-    more books this year." for "What language am I learning?", and "Salary is 52k now ...",
-    "Physio says the knee is healing", "Lisbon was amazing" likewise. A plain verb names a person
-    only after a title, "next door" or a possessive; "our" keeps a turn the speaker's."""
+    """What broke (two reviews of the rule above): a capitalised first word and a verb read as
+    someone else's news, so the speaker's own went under an unrelated own turn: "Spanish is going
+    well ..." for "What language am I learning?", and "Salary got bumped to 60k" no longer counted as
+    the speaker's change for "What's my salary now?". A name counts only when marked as a person."""
     from recallite_core.policy.correction_ranking import about_other
 
     for own in ("Salary is 52k now after the promotion.", "Physio says the knee is healing nicely.",
                 "Spanish is going well, started evening classes at the Cervantes.",
                 "Lisbon was amazing, the pastel de nata alone was worth the trip.",
-                "Biscuit is our new puppy, a beagle with too much energy.", "Our landlord fixed our boiler."):
+                "Biscuit is our new puppy, a beagle with too much energy.", "Our landlord fixed our boiler.",
+                "Salary got bumped to 60k after the review!", "Verizon switched me to the unlimited plan.",
+                "Google switched the whole team to fully remote.", "Dr Patel says the knee is healing well.",
+                "Biscuit got his stitches out today.", "Leo started year two at Hillcrest Primary.",
+                "Tariq got a new Galaxy A54.", "It's mum's birthday on Sunday."):
         assert about_other(own) is None, own
     mem, said = _two_sessions("I'm trying to read more books this year.",
                               "Spanish is going well, started evening classes at the Cervantes.")
@@ -649,16 +644,28 @@ def test_the_users_own_news_without_a_subject_was_read_as_someone_elses():
         assert top(mem, "What language am I learning?", "p")[0] == said.id
     finally:
         mem.close()
-
-
-def test_a_turn_about_someone_else_went_under_an_own_turn_that_answers_nothing():
-    """What broke (review): "Leo started year two at Hillcrest Primary." (the user's son, read as
-    someone else) went under the user's "I bake sourdough most weekends." for "Which school does my
-    son go to?", and the reply to it came first. The speaker's own turn must have evidence of its
-    own for the question (a keyword hit or a cosine at the floor) to take precedence."""
-    mem, said = _two_sessions("I bake sourdough most weekends.", "Leo started year two at Hillcrest Primary.")
+    mem, said = _two_sessions("I make 52k a year at the agency.", "Salary got bumped to 60k after the review!")
     try:
-        assert top(mem, "Which school does my son go to?", "p")[0] == said.id
+        assert top(mem, "What's my salary now?", "p")[0] == said.id
+    finally:
+        mem.close()
+
+
+def test_a_colleagues_car_went_above_the_users_own_that_names_no_car():
+    """What broke (review): "My colleague Chloe drives a Peugeot 208 and loves it." ranked first for
+    "What car do I drive now?" once the speaker's own turn had to have evidence of its own for the
+    question: "Finally picked up the keys to the new Golf yesterday!" names no car (MiniLM does not
+    place the Golf near the question), yet it is the answer. Any own turn goes first."""
+    mem = Recallite.open(None)
+    try:
+        for n, (text, at) in enumerate((("Finally picked up the keys to the new Golf yesterday!", 1_700_000_000),
+                                        ("My colleague Chloe drives a Peugeot 208 and loves it.", 1_703_000_000))):
+            got = mem.record_turns([{"role": "user", "content": text, "timestamp": at},
+                                    {"role": "assistant", "content": "Nice.", "timestamp": at + 60}],
+                                   session=f"s{n + 1}", scope="p")
+            if n == 0:
+                golf = got[0]
+        assert top(mem, "What car do I drive now?", "p")[0] == golf.id
     finally:
         mem.close()
 
@@ -678,9 +685,30 @@ def test_an_assistants_reply_from_one_thing_to_another_was_read_as_the_users_cha
     """What broke (updates set, dev): the assistant's "Prices vary so much from street to street."
     has the from ... to ... of a change, so for "How much is the user paying for the flat now?" it
     went above the user's earlier turns and the exchanges around them, "I'm paying 1,480 ..." among
-    them. Only the speakers' own turns announce their changes."""
+    them. "From street to street", "from time to time", "from one team to another" say that
+    something varies, not that it moved; the assistant's own changes still count ("I've changed my
+    recommendation: the MacBook Air M3 is now the better buy")."""
+    from recallite_core.policy.correction_words import has_cue
+
+    assert not has_cue("Prices vary so much from street to street.")
+    assert not has_cue("People move from one team to another.")
+    assert has_cue("We moved from Jenkins to GitHub Actions.")
     mem = _one_history_user("v4", "updates")
     try:
         assert _keys(mem, "How much is the user paying for the flat now?", "v4")[0] == "v4:s9:t19"
+    finally:
+        mem.close()
+    mem = Recallite.open(None)
+    try:
+        ids = []
+        for n, (asked, said, at) in enumerate((
+                ("Which laptop should I buy for coding?", "I'd recommend the Dell XPS 13 for coding.", 1_700_000_000),
+                ("Prices changed, any update on the laptop?",
+                 "I've changed my recommendation: the MacBook Air M3 is now the better buy.", 1_703_000_000))):
+            ids.append(mem.record_turns([{"role": "user", "content": asked, "timestamp": at},
+                                         {"role": "assistant", "content": said, "timestamp": at + 60}],
+                                        session=f"s{n + 1}", scope="p")[1].id)
+        got = top(mem, "What laptop should I get now?", "p")
+        assert got.index(ids[1]) < got.index(ids[0])
     finally:
         mem.close()

@@ -89,6 +89,18 @@ def test_a_time_phrase_of_the_question_matched_every_turn_with_its_word():
     assert query_terms("How do they earn a living these days?") == ["earn", "living"]
     assert query_terms("these days") == ["days"]  # nothing else left: the words stay
     assert "year" in query_terms("What happened last year?")
+    # With fewer than two other words the time is the topic (review: "Dentist appointment this week,
+    # Thursday at 3pm." was no longer found at all for this question).
+    assert query_terms("What have I got on this week?") == ["got", "week"]
+    facts = Recallite.open(None)
+    try:
+        dentist = facts.remember("Dentist appointment this week, Thursday at 3pm.", scope="p")
+        for text in ("Gym membership renews in May.", "Book club meets on the first Monday of the month.",
+                     "The car needs an MOT in October."):
+            facts.remember(text, scope="p")
+        assert facts.recall("What have I got on this week?", scope="p").ids[:1] == [dentist.id]
+    finally:
+        facts.close()
     from recallite_mcp.benchmarks.evalsets import load_history
 
     user = next(u for u in load_history() if u["user"] == "u1")

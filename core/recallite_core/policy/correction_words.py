@@ -288,7 +288,14 @@ ON_CALL = re.compile(r"\bon\s+call\b", re.I)
 @functools.lru_cache(maxsize=8192)
 def has_cue(text: str) -> bool:
     low = " " + " ".join(re.findall(r"[\w'’]+", text.lower())) + " "
-    return any(f" {p} " in low for p in CUE_PHRASES) or bool(_FROM_TO.search(text))
+    return any(f" {p} " in low for p in CUE_PHRASES) or any(_moves(m) for m in _FROM_TO.finditer(text))
+
+
+def _moves(m: re.Match) -> bool:
+    """Whether a from ... to ... says that something moved: not "from street to street", "from time
+    to time" or "from one team to another", which say it varies."""
+    a, b = m.group(1).lower().strip(), m.group(2).lower().strip()
+    return a != b and not (a.startswith("one ") and b.startswith("another"))
 
 
 _NEGATION = re.compile(r"(?<![\w'])(?:" + "|".join(re.escape(w) for w in sorted(NEGATIONS, key=len, reverse=True))

@@ -20,14 +20,20 @@ STOPWORDS = frozenset(
 
 
 # Words that say when a question is asked about rather than what it is about: "Which holiday did
-# they take this year?" matched every "I've lived here for six years" by its "year".
+# they take this year?" matched every "I've lived here for six years" by its "year". Left out only
+# when two other words still say what it is about: in "What have I got on this week?" the week is
+# the topic.
 _WHEN_ASKED = re.compile(r"\b(?:these days|this (?:week|month|year)|at the moment|at present|right now|nowadays)\b", re.I)
+_TOPIC_WORDS = 2
 
 
 def query_terms(text: str, max_terms: int = 32) -> list[str]:
-    """Lower-cased word tokens, stop words and the words of when it is asked ("these days", "this
-    year") dropped (unless nothing else is left), deduplicated."""
-    words = [w.lower() for w in _WORD.findall(_WHEN_ASKED.sub(" ", text))] or [w.lower() for w in _WORD.findall(text)]
+    """Lower-cased word tokens, stop words dropped (unless nothing else is left), deduplicated; the
+    words of when it is asked ("these days", "this year") too, if ``_TOPIC_WORDS`` others remain."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    untimed = [w.lower() for w in _WORD.findall(_WHEN_ASKED.sub(" ", text))]
+    if len(untimed) < len(words) and sum(w not in STOPWORDS for w in untimed) >= _TOPIC_WORDS:
+        words = untimed
     words = [w.replace("_", " ").strip() or w for w in words]
     kept = [w for w in words if w not in STOPWORDS] or words
     out: list[str] = []
