@@ -297,6 +297,8 @@ _NAMED_OTHER = re.compile(
     r"(?:\s+next\s+door|\s+from\s+(?:work|the\s+office|uni|school|the\s+gym)|'s\s+" + _RELATION + r"s?)\b", re.I)
 # "my" in a turn led by a name: "Jonas next door said my car is too loud" is the speaker's news.
 _MY = re.compile(r"\bmy\b", re.I)
+# Capitalised words that open a turn before "'s" or "next door" and are no one's name ("It's mum's
+# birthday", "Monday's boss meeting").
 _NOT_A_NAME = frozenset(
     "it we i you they he she this that there here these those what who which when where why how everyone "
     "everybody everything nothing nobody someone somebody something today yesterday tonight tomorrow "
@@ -318,10 +320,10 @@ _SAME_RELATION = [frozenset(g) for g in (("colleague", "coworker", "co-worker"),
 
 def about_other(text: str) -> tuple[str | None, str | None] | None:
     """(relation word or None, name or None) when a turn opens with someone the speaker knows as its
-    subject and the speaker is not in it ("My cousin Sofia got a job at Harbor Works", "Tariq got a
-    new Galaxy A54", "Ayesha's boss just quit"); None when it speaks of the speaker ("My boss fired
-    me"; after a name, only the speaker as a subject or with "my": "Jonas and I went climbing") or
-    opens otherwise."""
+    subject and the speaker is not in it ("My cousin Sofia got a job at Harbor Works", "Ayesha's boss
+    just quit", "Jonas next door is learning Portuguese"); None when the speaker is in it ("My boss
+    fired me", "Jonas next door said my car is too loud") or it opens otherwise ("Tariq got a new
+    Galaxy A54": a name with no mark of a person may be a brand or a pet)."""
     m = _OTHER_PERSON.match(text)
     if m:
         return None if _SPEAKER_TOO.search(text, m.end()) else (m.group(1).lower(), m.group(2))

@@ -31,9 +31,10 @@ def query_terms(text: str, max_terms: int = 32) -> list[str]:
     """Lower-cased word tokens, stop words dropped (unless nothing else is left), deduplicated; the
     words of when it is asked ("these days", "this year") too, if ``_TOPIC_WORDS`` others remain."""
     words = [w.lower() for w in _WORD.findall(text)]
-    untimed = [w.lower() for w in _WORD.findall(_WHEN_ASKED.sub(" ", text))]
-    if len(untimed) < len(words) and sum(w not in STOPWORDS for w in untimed) >= _TOPIC_WORDS:
-        words = untimed
+    if _WHEN_ASKED.search(text):
+        untimed = [w.lower() for w in _WORD.findall(_WHEN_ASKED.sub(" ", text))]
+        if sum(w not in STOPWORDS for w in untimed) >= _TOPIC_WORDS:
+            words = untimed
     words = [w.replace("_", " ").strip() or w for w in words]
     kept = [w for w in words if w not in STOPWORDS] or words
     out: list[str] = []
