@@ -477,3 +477,27 @@ def test_a_broken_pool_errors_or_falls_back_as_configured(small_db):
                 assert m.scan_pool.pids() == [None]  # no worker was ever started
         finally:
             m.close()
+
+
+def test_the_follow_up_step_scans_through_the_workers_too(tmp_path):
+    """The correction step that looks for what became of the best hit (its nearest later turn) runs
+    one more scan: by the workers when they hold the vectors, with the answer of the inline scan."""
+    path = str(tmp_path / "turns.db")
+    inline = Recallite.open(path)
+    said = ("My phone plan is 12 a month for 20GB of data.", "I bake sourdough most weekends.",
+            "Now I'm paying 18 a month, but the data's unlimited.")
+    for n, text in enumerate(said):
+        at = 1_700_000_000 + n * 3_000_000
+        inline.record_turns([{"role": "user", "content": text, "timestamp": at},
+                             {"role": "assistant", "content": "Good to know.", "timestamp": at + 60}],
+                            session=f"s{n + 1}", scope="p")
+    workers = Recallite.open(path, workers={"size": 1, **FORCE})
+    try:
+        question = "What does the user's mobile contract cost?"
+        got = [[h.memory.content for h in m.recall(question, scope="p", limit=3).memories] for m in (inline, workers)]
+        assert got[0] == got[1]
+        assert got[1][0] == said[2]
+        assert workers.scan_pool.completed == 2  # the question's scan, then the best hit's
+    finally:
+        workers.close()
+        inline.close()

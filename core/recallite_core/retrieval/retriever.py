@@ -9,7 +9,7 @@ import logging
 import math
 import time
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from recallite_core.index.vector_index import ScanFilter, VectorIndex, exact_sco
 from recallite_core.learning.learner import Assessment, OutcomeModel, blend_task, outcome_reasons
 from recallite_core.models import Memory, RecallHit, ScoreBreakdown
 from recallite_core.policy import rules as policy
-from recallite_core.policy.correction_ranking import CLOSE_TURNS
+from recallite_core.policy.correction_ranking import FOLLOW_UP_REACH
 from recallite_core.policy.correction_ranking import newer_first as corrections_first
 from recallite_core.policy.trust import side_tables, trust_scores
 from recallite_core.retrieval.candidates import Fused, QueryVectorCache, RecallFilter, flags_of, scan_filter_for
@@ -409,6 +409,32 @@ class Retriever:
             out[mid] = decode_vector(blob, self.embedder.dimensions)
         return out
 
+    def resemblance(self, session: Session, mid: int, others: Sequence[int]) -> dict[int, float]:
+        """Cosine of memory ``mid``'s stored vector with each of ``others``' ({} when it has none)."""
+        vecs = self.vectors_of(session, [mid, *others])
+        if mid not in vecs:
+            return {}
+        me = vecs[mid].astype(np.float64)
+        me = me / (np.linalg.norm(me) or 1.0)
+        out = {}
+        for o in others:
+            if o in vecs:
+                v = vecs[o].astype(np.float64)
+                out[o] = float(me @ v / (np.linalg.norm(v) or 1.0))
+        return out
+
+    def neighbours(self, session: Session, mid: int, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
+        """The ``depth`` memories passing ``flt`` nearest to memory ``mid`` (itself among them),
+        (id, cosine) best first: one more scan, by the workers when they hold the vectors."""
+        vec = self.vectors_of(session, [mid]).get(mid)
+        if vec is None:
+            return []
+        vec = vec.astype(np.float32)
+        future = self._submit_scan(session, vec, flt, depth)
+        if future is None:
+            return self.vector_channel(session, vec, flt, depth)[0]
+        return self._pool_result(future, session, vec, flt, depth)[0]
+
     def relevant(self, session: Session, query: str, ids: list[int], cos: dict[int, float],
                  keyword_hits: AbstractSet[int], vouched: AbstractSet[int] = frozenset()) -> set[int]:
         """The candidates with evidence for the query: cosine at the semantic floor, or words that
@@ -662,8 +688,10 @@ class Retriever:
             scored.sort(key=lambda t: (-t[0], t[1]))
             turns = self.episodes_present(session)  # the turn step's inputs only for a store with turns
             scored = corrections_first(session, scored, query, links=self._side_tables(session)[0], turns=turns,
-                                       close=[i for i, _ in vec[:CLOSE_TURNS]] if turns else (),
-                                       evident=self.evident(pool_ids, cos, {i for i, _ in kw}) if turns else frozenset())
+                                       close=[i for i, _ in vec[:FOLLOW_UP_REACH]] if turns else (),
+                                       evident=self.evident(pool_ids, cos, {i for i, _ in kw}) if turns else frozenset(),
+                                       resemblance=(lambda mid, others: self.resemblance(session, mid, others)) if turns else None,
+                                       neighbours=(lambda mid, k: self.neighbours(session, mid, flt, k)) if turns else None)
             if min_score is not None:
                 scored = [t for t in scored if t[0] >= min_score]
             if min_score_ratio and scored:
