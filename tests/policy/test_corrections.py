@@ -761,7 +761,7 @@ def test_the_only_later_turn_was_read_as_what_became_of_the_answer():
     half the day." is the nearest later turn to "I finished the 10K in 52 minutes!" by default, and
     "went down" announces a change, so it went first for "How did the user's race go?". Nearest of
     one is no evidence: the step needs two later turns to choose from."""
-    mem, (race, internet) = _sessions("I finished the 10K in 52 minutes!", "Our internet went down for half the day.")
+    mem, (race, _) = _sessions("I finished the 10K in 52 minutes!", "Our internet went down for half the day.")
     try:
         assert top(mem, "How did the user's race go?", "p")[0] == race.id
     finally:
@@ -773,7 +773,7 @@ def test_a_change_on_another_subject_went_above_the_turn_the_question_names():
     at 2am now." went above "I usually have porridge with blueberries for breakfast." for "What do I
     usually eat for breakfast?". The question names what the older turn says (breakfast) and the
     later one does not say it: the question asks about that, not what became of it."""
-    mem, (porridge, _, shift) = _sessions("I usually have porridge with blueberries for breakfast.",
+    mem, (porridge, _, _) = _sessions("I usually have porridge with blueberries for breakfast.",
                                           "I bake sourdough most weekends.",
                                           "I switched to the night shift, so my lunch is at 2am now.")
     try:

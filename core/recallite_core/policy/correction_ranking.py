@@ -36,11 +36,16 @@ from recallite_core.policy.correction_words import Word, has_cue
 from recallite_core.policy.corrections import COMPARED_TYPES, LIVE, qualified, qualifies, words
 from recallite_core.storage.base import Session
 
+# What the follow-up step is given to read stored vectors with: the cosine of one memory with
+# others, and a memory's k nearest memories of the query's scopes, (id, cosine) best first.
+Resemblance = Callable[[int, Sequence[int]], dict[int, float]]
+Neighbours = Callable[[int, int], list[tuple[int, float]]]
+
 
 # -- ranking --------------------------------------------------------------------------------------------------------
 def newer_first(session: Session, scored: list[tuple], query: str | None = None, links: bool = True,
                 turns: bool = True, close: Sequence[int] = (), evident: AbstractSet[int] = frozenset(),
-                resemblance: "Resemblance | None" = None, neighbours: "Neighbours | None" = None) -> list[tuple]:
+                resemblance: Resemblance | None = None, neighbours: Neighbours | None = None) -> list[tuple]:
     """A replacement ranks above what it superseded, and of two memories linked as contradicting
     each other the newer ranks first, whatever their scores (feedback included): the older one's
     final score is capped just under the newer one's. With the ``query``, also two unlinked
@@ -441,10 +446,6 @@ FOLLOW_UP_RESEMBLANCE = 0.35
 FOLLOW_UP_REACH = 20
 # ... and how many of the best hit's own nearest memories of its scope are searched for its nearest later turn.
 FOLLOW_UP_NEIGHBOURS = 50
-
-Resemblance = Callable[[int, Sequence[int]], dict[int, float]]
-Neighbours = Callable[[int, int], list[tuple[int, float]]]
-
 
 def _follow_up(session: Session, loaded: dict[int, Any], window: list[int], close: list[int], asked: set[str],
                resemblance: Resemblance, neighbours: Neighbours) -> list[tuple[int, int]]:
