@@ -19,7 +19,7 @@ from recallite_core.embedding.embedder import Embedder
 from recallite_core.errors import ScanError, WorkerTimeoutError
 from recallite_core.index.vector_index import ScanFilter, VectorIndex, exact_scores, stats_moments
 from recallite_core.learning.learner import Assessment, OutcomeModel, blend_task, outcome_reasons
-from recallite_core.models import Memory, RecallHit, ScoreBreakdown
+from recallite_core.models import RecallHit, ScoreBreakdown
 from recallite_core.policy import rules as policy
 from recallite_core.policy.correction_ranking import FOLLOW_UP_REACH
 from recallite_core.policy.correction_ranking import newer_first as corrections_first
@@ -36,6 +36,7 @@ from recallite_core.retrieval.fusion import (
     vector_margin,
     zscore_arrays,
 )
+from recallite_core.retrieval.hit_reasons import hit_reasons
 from recallite_core.storage import DRIVER_ERRORS, Storage
 from recallite_core.storage.base import Session, StaleIndex, chunked
 from recallite_core.storage.codec import decode_vector
@@ -411,17 +412,8 @@ class Retriever:
 
     def resemblance(self, session: Session, mid: int, others: Sequence[int]) -> dict[int, float]:
         """Cosine of memory ``mid``'s stored vector with each of ``others``' ({} when it has none)."""
-        vecs = self.vectors_of(session, [mid, *others])
-        if mid not in vecs:
-            return {}
-        me = vecs[mid].astype(np.float64)
-        me = me / (np.linalg.norm(me) or 1.0)
-        out = {}
-        for o in others:
-            if o in vecs:
-                v = vecs[o].astype(np.float64)
-                out[o] = float(me @ v / (np.linalg.norm(v) or 1.0))
-        return out
+        vec = self.vectors_of(session, [mid]).get(mid)
+        return {} if vec is None else self.similarities(session, vec, list(others))
 
     def neighbours(self, session: Session, mid: int, flt: RecallFilter, depth: int) -> list[tuple[int, float]]:
         """The ``depth`` memories passing ``flt`` nearest to memory ``mid`` (itself among them),
@@ -741,7 +733,7 @@ class Retriever:
                     memory=mem,
                     score=final,
                     rank=len(hits) + 1,
-                    reasons=self.reasons(mem, bd, profile)
+                    reasons=hit_reasons(mem, bd, profile, self.config.semantic_match_threshold)
                     + (outcome_reasons(judged, cfg.learning.change_after) if judged else []),
                     warnings=[
                         f"Contradicted by {f'mem_{oid}'}" + (f' "{title}"' if title else "") + f" ({status})"
@@ -760,34 +752,6 @@ class Retriever:
         if self.learning is None or not self.learning.enabled:
             return {}
         return self.learning.assess(session, qvec, {c[0]: c[4] for c in columns}, explore)
-
-    def reasons(self, mem: Memory, bd: ScoreBreakdown, profile: str) -> list[str]:
-        out: list[str] = []
-        if bd.keyword_rank is not None:
-            out.append("keyword-match")
-        if bd.vector_similarity is not None and bd.vector_similarity >= self.config.semantic_match_threshold:
-            out.append("semantic-match")
-        out.append(f"{mem.status}-memory")
-        if policy.SOURCE_TRUST.get(mem.source.type) == policy.UNTRUSTED:
-            out.append(f"untrusted-source:{mem.source.type}")
-        if mem.success_count and mem.usefulness >= 0.6:
-            out.append("reinforced")
-        if mem.failure_count and mem.usefulness <= 0.4:
-            out.append("penalized-by-feedback")
-        if mem.confidence >= 0.85:
-            out.append("high-confidence")
-        elif mem.confidence < 0.5:
-            out.append("low-confidence")
-        if mem.importance >= 0.8:
-            out.append("important")
-        if bd.profile_factor > 1.0:
-            out.append(f"profile-boost:{profile}")
-        elif bd.profile_factor < 1.0:
-            out.append(f"profile-penalty:{profile}")
-        if bd.contradiction_factor < 1.0:
-            out.append("contradicted")
-        out.extend(f"flagged:{f}" for f in flags_of(mem))
-        return out
 
     def log(self, session: Session, query: str, profile: str, scopes, hits: list[RecallHit], kind: str) -> int:
         now = time.time()
