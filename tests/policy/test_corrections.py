@@ -781,3 +781,78 @@ def test_a_change_on_another_subject_went_above_the_turn_the_question_names():
     finally:
         mem.close()
 
+
+
+def test_a_question_about_the_past_got_what_came_after():
+    """What broke (a review of the follow-up step): "What phone did I have before?" put "Treated
+    myself: I'm on an iPhone 15 now ..." above "I've got a Pixel 6 ...": the step read every question
+    about the speaker as asking what holds now. A question with a word of the past (before, first,
+    did, was, used to) and none of the present asks about the older state; "after" asks what
+    followed."""
+    from recallite_core.policy.correction_ranking import asks_past
+
+    mem, (pixel, _, iphone) = _sessions("I've got a Pixel 6 but the battery barely lasts till lunch.",
+                                        "I bake sourdough most weekends.",
+                                        "Treated myself: I'm on an iPhone 15 now, the battery is so much better.")
+    try:
+        assert top(mem, "What phone did I have before?", "p")[0] == pixel.id
+        assert top(mem, "What phone do I have?", "p")[0] == iphone.id
+    finally:
+        mem.close()
+    assert asks_past("Who was my first mobile provider?") and asks_past("When did I take up running?")
+    assert not asks_past("What sport did I start after I quit squash?")
+    assert not asks_past("What car do I drive now?") and not asks_past("Which city does the user live in?")
+
+
+def test_a_relatives_news_after_an_opener_read_as_the_users_own():
+    """What broke (a review of the follow-up step): "Funny thing, my dad has switched to a vegan diet
+    now." ranked above "I've been vegetarian for about eight years." for "What's my diet like?":
+    someone else's news was read only right at the start of a turn or after so/well/oh."""
+    from recallite_core.policy.correction_ranking import about_other
+
+    assert about_other("Funny thing, my dad has switched to a vegan diet now.") == ("dad", None)
+    assert about_other("Big news: my brother got engaged!") == ("brother", None)
+    assert about_other("Big news: I changed jobs, I'm now a pharmacist.") is None
+    mem, (veggie, _, dad) = _sessions("I've been vegetarian for about eight years.", "I bake sourdough most weekends.",
+                                      "Funny thing, my dad has switched to a vegan diet now.")
+    try:
+        got = top(mem, "What's my diet like?", "p")
+        assert got.index(veggie.id) < got.index(dad.id)
+    finally:
+        mem.close()
+
+
+def test_a_value_that_changed_twice_ranked_its_middle_first(monkeypatch):
+    """What broke (a review of the follow-up step): Vodafone, then Three, then giffgaff; for "What
+    does my mobile plan cost?" the step put Three, the best hit's nearest later turn, first. The
+    follow-up's own follow-up goes above it in turn."""
+    import recallite_core.policy.correction_ranking as ranking
+
+    said = [
+        ("My phone contract with Vodafone is 30 a month, which is way too much.", "SIM-only deals are cheaper once it ends.",
+         "It ends in March.", "Set a reminder for February."),
+        ("Any quick dinner idea? I'm wiped out.", "Fried rice with whatever veg you have.", "I have leftover rice.", "Enjoy."),
+        ("Switched to Three on a SIM-only deal, 22 a month with unlimited data.", "A good saving.",
+         "Signal is patchy in the kitchen though.", "Wi-Fi calling may help."),
+        ("It has rained all week and I'm going stir crazy.", "Any indoor plans?", "Maybe the science museum.", "Good call."),
+        ("Changed again, I'm on giffgaff now for 10 a month, the Three signal was hopeless.", "Third time lucky.",
+         "Full bars.", "Great."),
+        ("We came second at the pub quiz on Wednesday!", "Which round did you win?", "Music, 80s synth-pop.", "A niche skill."),
+    ]
+
+    def firsts(chain: int) -> list[str]:
+        monkeypatch.setattr(ranking, "FOLLOW_UP_CHAIN", chain)
+        mem = Recallite.open(None)
+        try:
+            for n, texts in enumerate(said):
+                at = 1_700_000_000 + n * 1_500_000
+                mem.record_turns([{"role": "user" if k % 2 == 0 else "assistant", "content": t, "timestamp": at + k * 45}
+                                  for k, t in enumerate(texts)], session=f"s{n + 1}", scope="p")
+            return [h.memory.content for h in mem.recall("What does my mobile plan cost?", scope="p", limit=3).memories]
+        finally:
+            mem.close()
+
+    chain = ranking.FOLLOW_UP_CHAIN
+    assert firsts(1)[0].startswith("Switched to Three")  # one step reaches only the middle value
+    got = firsts(chain)
+    assert got[0].startswith("Changed again") and got[1].startswith("Switched to Three"), got

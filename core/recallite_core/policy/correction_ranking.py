@@ -16,9 +16,10 @@ Question-aware steps look at the best hits only and write nothing:
   ("we moved to Nantes") ranks above the same speaker's turns from earlier sessions, with their
   exchanges, whatever they name (``_change_turns``); one found only among the vector channel's
   closest turns takes the place of the best of them;
-- for a question about the speaker (``_ASKS_SELF``), the best of the speaker's own turns goes under
-  the same speaker's nearest later turn to it, when that one announces a change and is among the
-  question's closest too ("My phone plan is 12 a month" / "Now I'm paying 18 a month"): what became
+- for a question about the speaker (``_ASKS_SELF``) that does not ask about the past (``asks_past``),
+  the best of the speaker's own turns goes under the same speaker's nearest later turn to it, when
+  that one announces a change and is among the question's closest too ("My phone plan is 12 a
+  month" / "Now I'm paying 18 a month"), and that one under its own follow-up in turn: what became
   of the best hit, worded too far from the question to rank above it (``_follow_up``);
 - a turn about someone the speaker knows ("My colleague Chloe drives a Peugeot 208", "Jonas next
   door is learning Portuguese") ranks below the speaker's own for a question about the speaker
@@ -96,7 +97,7 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
                 loaded.update(session.memories.load(extra))
             pairs_t, lifted = _turn_pairs(session, loaded, window + extra, query, set(extra), set(evident) & every)
             above += pairs_t
-            if resemblance is not None and neighbours is not None and _ASKS_SELF.search(query):
+            if resemblance is not None and neighbours is not None and _ASKS_SELF.search(query) and not asks_past(query):
                 follow = _follow_up(session, loaded, window, [i for i in close if i in every], {w.key for w in words(query)},
                                     resemblance, neighbours)
                 above += follow
@@ -298,7 +299,9 @@ def _said_before_echo(session: Session, turns: list[tuple], rank: dict[int, int]
 _RELATION = (r"(?:colleague|co-?worker|cousin|friend|neighbou?r|brother|sister|sibling|boss|manager|mum|mom|mother|dad|"
              r"father|wife|husband|partner|son|daughter|uncle|aunt|nephew|niece|roommate|flatmate|housemate|girlfriend|"
              r"boyfriend|fianc[eé]e?|grandma|grandmother|grandpa|grandfather|kid|teammate|classmate|landlord|landlady)")
-_OPENER = r"^\W*(?:(?:so|well|oh|also|and|btw|anyway),?\s+)?"
+# What may come before the subject: "So my sister ...", "Funny thing, my dad ...", "Big news: my brother ...".
+_OPENER = (r"^\W*(?:(?:so|well|oh|also|and|btw|by the way|anyway|funny thing|guess what|big news|news|fun fact|"
+           r"apparently|honestly|update)[,:!]?\s+)?")
 # A turn whose subject is someone the speaker knows, not the speaker ("My colleague Chloe drives a
 # Peugeot 208", "my sister just moved to Porto"): the relation word, then maybe the person's name.
 _OTHER_PERSON = re.compile(
@@ -402,6 +405,20 @@ def asks_now(query: str) -> bool:
     return bool(_NOW_ASKED.search(query))
 
 
+# Words of a question that asks about a state of the past: "What phone did I have before?", "Who was
+# my first mobile provider?", "When did I take up running?".
+_PAST_ASKED = re.compile(r"\b(?:before|used to|originally|previous|previously|formerly|former|first|old|earlier|"
+                         r"back then|in the past|did|was|were|had)\b", re.I)
+_AFTER = re.compile(r"\bafter\b", re.I)
+
+
+def asks_past(query: str) -> bool:
+    """Whether a question asks about the past rather than what holds now: a word of the past
+    (``_PAST_ASKED``) and none of the present, nor "after" ("What sport did I start after I quit
+    squash?" asks what followed)."""
+    return bool(_PAST_ASKED.search(query)) and not asks_now(query) and not _AFTER.search(query)
+
+
 # A turn that says a state began or was swapped without a change word of write-time detection:
 # "I've gone fully vegetarian since last month", "I sold the Mazda and bought a Leaf", "I gave up
 # coffee". Only this step reads them: a stored fact worded so is compared by its values instead.
@@ -444,8 +461,10 @@ def _change_turns(turns: list[tuple], place: dict[int, tuple]) -> list[tuple[int
 FOLLOW_UP_RESEMBLANCE = 0.35
 # ... how many of the vector channel's closest matches to the question it must be among,
 FOLLOW_UP_REACH = 20
-# ... and how many of the best hit's own nearest memories of its scope are searched for its nearest later turn.
+# ... how many of the best hit's own nearest memories of its scope are searched for its nearest later turn,
 FOLLOW_UP_NEIGHBOURS = 50
+# ... and how many follow-ups of follow-ups are looked for (a value that changed more than once).
+FOLLOW_UP_CHAIN = 3
 
 def _follow_up(session: Session, loaded: dict[int, Any], window: list[int], close: list[int], asked: set[str],
                resemblance: Resemblance, neighbours: Neighbours) -> list[tuple[int, int]]:
@@ -453,25 +472,40 @@ def _follow_up(session: Session, loaded: dict[int, Any], window: list[int], clos
     yields its place to the turn it answers) says something of the speaker's own, the same
     speaker's nearest turn to it from a later session says what became of it, if that turn is
     also among ``close`` (the question's closest) and announces a change, as a statement about the
-    speaker: "My phone plan is 12 a month for 20GB" / "Now I'm paying 18 a month, but the data's
-    unlimited" for "What does the user's mobile contract cost?". Nearest of all the later turns
-    (of the best hit's ``FOLLOW_UP_NEIGHBOURS`` nearest memories), not of the question's closest
-    only, and of two at least: a change that is not the next word on the best hit's subject, or
-    the only later turn there is, may be about anything ("Our internet went down" after "I finished
-    the 10K"). Not when the question (content words ``asked``) names a word of the best hit that
-    the later turn does not say: it asks about what was said then ("What do I usually eat for
-    breakfast?": "porridge for breakfast", not "I switched to the night shift, so my lunch is at
-    2am now"). [(follow-up, best)] or []."""
+    speaker: "My phone plan is 12 a month for 20GB" / "Now I'm paying
+    18 a month, but the data's unlimited" for "What does the user's mobile contract cost?". Nearest
+    of all the later turns (of the best hit's ``FOLLOW_UP_NEIGHBOURS`` nearest memories), not of
+    the question's closest only, and of two at least: a change that is not the next word on the
+    best hit's subject, or the only later turn there is, may be about anything ("Our internet went
+    down" after "I finished the 10K"). Not when the question (content words ``asked``) names a word
+    of the best hit that the later turn does not say: it asks about what was said then ("What do I
+    usually eat for breakfast?": "porridge for breakfast", not "I switched to the night shift, so my
+    lunch is at 2am now"). The follow-up's own follow-up goes above it in turn (Vodafone, then
+    Three, then giffgaff), up to ``FOLLOW_UP_CHAIN`` steps. [(follow-up, what it follows), ...]."""
     ids = list(dict.fromkeys([*window, *close]))
     missing = [i for i in ids if i not in loaded]
     if missing:
         loaded.update(session.memories.load(missing))
     place = {mid: (scope, name, role) for mid, scope, name, _, role in session.episodes.turns_of(ids)}
     best = next((i for i in window if i in place and place[i][2].lower() not in _ASSISTANT_ROLES), None)
-    head = loaded.get(best) if best is not None else None
-    if best is None or head is None or about_other(head.content):
+    if best is None or about_other(loaded[best].content):
         return []
-    scope, name, role = place[best]
+    out: list[tuple[int, int]] = []
+    head = best
+    for _ in range(FOLLOW_UP_CHAIN):
+        nxt = _next_word(session, loaded, place, head, close, asked, resemblance, neighbours)
+        if nxt is None:
+            break
+        out.append((nxt, head))
+        head = nxt
+    return out
+
+
+def _next_word(session: Session, loaded: dict[int, Any], place: dict[int, tuple], head_id: int, close: list[int],
+               asked: set[str], resemblance: Resemblance, neighbours: Neighbours) -> int | None:
+    """The turn of ``close`` that says what became of turn ``head_id`` (``_follow_up``), or None."""
+    head = loaded[head_id]
+    scope, name, role = place[head_id]
     said = {w.key for w in words(head.content)}
 
     def later(mid: int, where: dict[int, tuple], have: dict[int, Any]) -> bool:
@@ -481,21 +515,22 @@ def _follow_up(session: Session, loaded: dict[int, Any], window: list[int], clos
 
     def follows(m: Any) -> bool:
         return (not asked & (said - {w.key for w in words(m.content)})
-                and announces_change(m.content) and not about_other(m.content) and m.failure_count <= m.success_count)
+                and announces_change(m.content) and not about_other(m.content)
+                and m.failure_count <= m.success_count)
 
     candidates = [i for i in close if later(i, place, loaded) and follows(loaded[i])]
-    near = resemblance(best, candidates) if candidates else {}
+    near = resemblance(head_id, candidates) if candidates else {}
     if max(near.values(), default=-1.0) < FOLLOW_UP_RESEMBLANCE:
-        return []
-    # Only now, with a candidate, the one more scan: the best hit's nearest later turns of all.
-    found = [i for i, _ in neighbours(best, FOLLOW_UP_NEIGHBOURS) if i != best]
+        return None
+    # Only now, with a candidate, the one more scan: the head's nearest later turns of all.
+    found = [i for i, _ in neighbours(head_id, FOLLOW_UP_NEIGHBOURS) if i != head_id]
     have = session.memories.load([i for i in found if i not in loaded])
     have.update({i: loaded[i] for i in found if i in loaded})
     where = {mid: (sc, se, ro) for mid, sc, se, _, ro in session.episodes.turns_of(found)}
     after = [i for i in found if later(i, where, have)]
     if len(after) < 2 or near.get(after[0], -1.0) < FOLLOW_UP_RESEMBLANCE:
-        return []
-    return [(after[0], best)]
+        return None
+    return after[0]
 
 
 def _at(m: Any) -> float:
