@@ -482,13 +482,9 @@ def _follow_up(session: Session, loaded: dict[int, Any], window: list[int], clos
     usually eat for breakfast?": "porridge for breakfast", not "I switched to the night shift, so my
     lunch is at 2am now"). The follow-up's own follow-up goes above it in turn (Vodafone, then
     Three, then giffgaff), up to ``FOLLOW_UP_CHAIN`` steps. [(follow-up, what it follows), ...]."""
-    ids = list(dict.fromkeys([*window, *close]))
-    missing = [i for i in ids if i not in loaded]
-    if missing:
-        loaded.update(session.memories.load(missing))
-    place = {mid: (scope, name, role) for mid, scope, name, _, role in session.episodes.turns_of(ids)}
+    place = {mid: (scope, name, role) for mid, scope, name, _, role in session.episodes.turns_of([*window, *close])}
     best = next((i for i in window if i in place and place[i][2].lower() not in _ASSISTANT_ROLES), None)
-    if best is None or about_other(loaded[best].content):
+    if best is None or best not in loaded or about_other(loaded[best].content):
         return []
     out: list[tuple[int, int]] = []
     head = best
@@ -518,6 +514,11 @@ def _next_word(session: Session, loaded: dict[int, Any], place: dict[int, tuple]
                 and announces_change(m.content) and not about_other(m.content)
                 and m.failure_count <= m.success_count)
 
+    # Loaded only once their place says they may be later turns of the same speaker.
+    missing = [i for i in close if i not in loaded and i in place and place[i][0] == scope and place[i][2] == role
+               and place[i][1] != name]
+    if missing:
+        loaded.update(session.memories.load(missing))
     candidates = [i for i in close if later(i, place, loaded) and follows(loaded[i])]
     near = resemblance(head_id, candidates) if candidates else {}
     if max(near.values(), default=-1.0) < FOLLOW_UP_RESEMBLANCE:
