@@ -95,11 +95,16 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
             extra = [i for i in close[:CLOSE_TURNS] if i not in seen and i in every] if asks_now(query) else []
             if extra:
                 loaded.update(session.memories.load(extra))
-            pairs_t, lifted = _turn_pairs(session, loaded, window + extra, query, set(extra), set(evident) & every)
+            readers = ((resemblance, neighbours) if resemblance is not None and neighbours is not None
+                       and _ASKS_SELF.search(query) and not asks_past(query) else None)
+            near = [i for i in close if i in every] if readers else []
+            # One read of where the turns were said, for both steps.
+            place = {mid: (scope, name, seq, role)
+                     for mid, scope, name, seq, role in session.episodes.turns_of(list(dict.fromkeys(window + extra + near)))}
+            pairs_t, lifted = _turn_pairs(session, loaded, place, window + extra, query, set(extra), set(evident) & every)
             above += pairs_t
-            if resemblance is not None and neighbours is not None and _ASKS_SELF.search(query) and not asks_past(query):
-                follow = _follow_up(session, loaded, window, [i for i in close if i in every], {w.key for w in words(query)},
-                                    resemblance, neighbours)
+            if readers:
+                follow = _follow_up(session, loaded, place, window, near, {w.key for w in words(query)}, *readers)
                 above += follow
                 lifted += follow
     if not above and not named:
@@ -194,7 +199,8 @@ def _question_pairs(loaded: dict[int, Any], ids: list[int], query: str,
     return out, named
 
 
-def _turn_pairs(session: Session, loaded: dict[int, Any], ids: list[int], query: str, extra: AbstractSet[int] = frozenset(),
+def _turn_pairs(session: Session, loaded: dict[int, Any], where: dict[int, tuple], ids: list[int], query: str,
+                extra: AbstractSet[int] = frozenset(),
                 evident: AbstractSet[int] = frozenset()) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """Conversation turns are records of what was said, so detection never links them; among
     ``ids``, two turns of one speaker and scope from different sessions that speak of one named
@@ -203,10 +209,11 @@ def _turn_pairs(session: Session, loaded: dict[int, Any], ids: list[int], query:
     (the exchange around what was said then) that rank above the newer one. For a question about
     what holds now, also ``_change_turns``, which alone also reads the ``extra`` turns (the vector
     channel's closest, below the window); then ``_own_before_others`` and ``_said_before_echo``.
-    Returns ((newer, older) pairs to cap, (turn, turn it takes the place of) pairs to lift first)."""
+    ``where``: (scope, session, seq, role) of the turns among ``ids`` (and maybe others). Returns
+    ((newer, older) pairs to cap, (turn, turn it takes the place of) pairs to lift first)."""
     if len(ids) < 2:
         return [], []
-    place = {mid: (scope, name, seq, role) for mid, scope, name, seq, role in session.episodes.turns_of(ids)}
+    place = {mid: where[mid] for mid in ids if mid in where}
     turns = []
     for mid in ids:
         m = loaded.get(mid)
@@ -455,9 +462,8 @@ def _change_turns(turns: list[tuple], place: dict[int, tuple]) -> list[tuple[int
 
 
 # How close to the best hit a later turn must be to be read as its follow-up: the cosine of their
-# stored vectors (a turn is embedded with its speaker's name, so even unrelated turns of one speaker
-# sit at a median of .24-.26), above four in five pairs of a speaker's turns in our two conversation
-# sets (`eval history`: .34 and .37).
+# stored vectors. A turn is embedded with its speaker's name, so even unrelated turns of one speaker
+# lie close; this is above most such pairs in our two conversation sets (`eval history`, `eval updates`).
 FOLLOW_UP_RESEMBLANCE = 0.35
 # ... how many of the vector channel's closest matches to the question it must be among,
 FOLLOW_UP_REACH = 20
@@ -466,8 +472,8 @@ FOLLOW_UP_NEIGHBOURS = 50
 # ... and how many follow-ups of follow-ups are looked for (a value that changed more than once).
 FOLLOW_UP_CHAIN = 3
 
-def _follow_up(session: Session, loaded: dict[int, Any], window: list[int], close: list[int], asked: set[str],
-               resemblance: Resemblance, neighbours: Neighbours) -> list[tuple[int, int]]:
+def _follow_up(session: Session, loaded: dict[int, Any], place: dict[int, tuple], window: list[int], close: list[int],
+               asked: set[str], resemblance: Resemblance, neighbours: Neighbours) -> list[tuple[int, int]]:
     """What became of the best hit. When the best speaker's turn of ``window`` (an assistant's reply
     yields its place to the turn it answers) says something of the speaker's own, the same
     speaker's nearest turn to it from a later session says what became of it, if that turn is
@@ -481,9 +487,9 @@ def _follow_up(session: Session, loaded: dict[int, Any], window: list[int], clos
     of the best hit that the later turn does not say: it asks about what was said then ("What do I
     usually eat for breakfast?": "porridge for breakfast", not "I switched to the night shift, so my
     lunch is at 2am now"). The follow-up's own follow-up goes above it in turn (Vodafone, then
-    Three, then giffgaff), up to ``FOLLOW_UP_CHAIN`` steps. [(follow-up, what it follows), ...]."""
-    place = {mid: (scope, name, role) for mid, scope, name, _, role in session.episodes.turns_of([*window, *close])}
-    best = next((i for i in window if i in place and place[i][2].lower() not in _ASSISTANT_ROLES), None)
+    Three, then giffgaff), up to ``FOLLOW_UP_CHAIN`` steps. ``place``: (scope, session, seq, role) of
+    the turns among ``window`` and ``close``. [(follow-up, what it follows), ...]."""
+    best = next((i for i in window if i in place and place[i][3].lower() not in _ASSISTANT_ROLES), None)
     if best is None or best not in loaded or about_other(loaded[best].content):
         return []
     out: list[tuple[int, int]] = []
@@ -501,12 +507,12 @@ def _next_word(session: Session, loaded: dict[int, Any], place: dict[int, tuple]
                asked: set[str], resemblance: Resemblance, neighbours: Neighbours) -> int | None:
     """The turn of ``close`` that says what became of turn ``head_id`` (``_follow_up``), or None."""
     head = loaded[head_id]
-    scope, name, role = place[head_id]
+    scope, name, _, role = place[head_id]
     said = {w.key for w in words(head.content)}
 
     def later(mid: int, where: dict[int, tuple], have: dict[int, Any]) -> bool:
         m, p = have.get(mid), where.get(mid)
-        return (m is not None and p is not None and p[0] == scope and p[2] == role and p[1] != name
+        return (m is not None and p is not None and p[0] == scope and p[3] == role and p[1] != name
                 and _at(m) > _at(head) and m.status in LIVE)
 
     def follows(m: Any) -> bool:
@@ -515,7 +521,7 @@ def _next_word(session: Session, loaded: dict[int, Any], place: dict[int, tuple]
                 and m.failure_count <= m.success_count)
 
     # Loaded only once their place says they may be later turns of the same speaker.
-    missing = [i for i in close if i not in loaded and i in place and place[i][0] == scope and place[i][2] == role
+    missing = [i for i in close if i not in loaded and i in place and place[i][0] == scope and place[i][3] == role
                and place[i][1] != name]
     if missing:
         loaded.update(session.memories.load(missing))
@@ -527,7 +533,7 @@ def _next_word(session: Session, loaded: dict[int, Any], place: dict[int, tuple]
     found = [i for i, _ in neighbours(head_id, FOLLOW_UP_NEIGHBOURS) if i != head_id]
     have = session.memories.load([i for i in found if i not in loaded])
     have.update({i: loaded[i] for i in found if i in loaded})
-    where = {mid: (sc, se, ro) for mid, sc, se, _, ro in session.episodes.turns_of(found)}
+    where = {mid: (sc, se, sq, ro) for mid, sc, se, sq, ro in session.episodes.turns_of(found)}
     after = [i for i in found if later(i, where, have)]
     if len(after) < 2 or near.get(after[0], -1.0) < FOLLOW_UP_RESEMBLANCE:
         return None
