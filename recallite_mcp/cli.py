@@ -611,7 +611,7 @@ def doctor(ctx, db, scope, embedder, log_level, as_json):
         sys.exit(1)
 
 
-EVAL_BENCHMARKS = ("locomo", "paraphrase", "nearmiss", "history", "updates", "corrections")  # modules of recallite_mcp.benchmarks with main(argv)
+EVAL_BENCHMARKS = ("locomo", "paraphrase", "nearmiss", "history", "updates", "chats", "corrections")  # modules of recallite_mcp.benchmarks with main(argv)
 
 
 @main.command("eval", context_settings={"ignore_unknown_options": True, "allow_extra_args": True,

@@ -240,7 +240,8 @@ def history_updates(embedder: str = "default", name: str = "history") -> dict[st
     """The knowledge-update questions of the long-history set (`eval history`): conversation turns
     stored with record_turns, each question's evidence a turn of an earlier session and one of a
     later session that changes it. Per part: the newest evidence ranks above the older evidence
-    (``newest_first``, found in the top 10 and above every older one) and ranks first (``@1``).
+    (``newest_first``, found in the top 10 and above every older one), ranks first (``@1``), and how
+    many questions have it outside the top 10 (``outside``).
     Turns are records of what was said, so detection leaves them alone: this is recall's order."""
     from recallite_core import Recallite
 
@@ -257,8 +258,9 @@ def history_updates(embedder: str = "default", name: str = "history") -> dict[st
         ids = [key_of.get(i, i) for i in mem.recall(q.text, limit=10, scope=q.scope).ids]
         newest = max(q.gold, key=lambda g: when[g])
         older = [g for g in q.gold if g != newest]
-        row = out.setdefault(q.part, {"questions": 0, "newest_first": 0, "at1": 0})
+        row = out.setdefault(q.part, {"questions": 0, "newest_first": 0, "at1": 0, "outside": 0})
         row["questions"] += 1
+        row["outside"] += newest not in ids
         row["newest_first"] += all(_order(ids, newest, g) for g in older)
         row["at1"] += bool(ids) and ids[0] == newest
     mem.close()
@@ -330,16 +332,15 @@ def main(argv: list[str] | None = None) -> int:
                   f"scan's candidates {a['pair_found_by_scan']} times, missed by the shortlist {a['pair_missed']}")
         return 0
     if args.history:
-        from .evalsets import HISTORY_FILES
-
-        sets = {name: history_updates(args.embedder, name) for name in HISTORY_FILES}
+        sets = {name: history_updates(args.embedder, name) for name in ("history", "updates")}
         if args.json:
             print(json.dumps(sets))
         else:
             for name, h in sets.items():
                 for part, row in sorted(h.items()):
                     print(f"{name} {part}: {row['questions']} knowledge-update questions, newest evidence above the "
-                          f"older {_pct(row['newest_first']).strip()}, first {_pct(row['at1']).strip()}")
+                          f"older {_pct(row['newest_first']).strip()}, first {_pct(row['at1']).strip()}, "
+                          f"newest outside the top 10: {row['outside']}")
         return 0
     splits = ["dev", "holdout"] if args.split == "both" else [args.split]
     results = [evaluate(s, args.embedder, args.source, detection=not args.off) for s in splits]

@@ -1,4 +1,4 @@
-"""`recallite-mcp eval nearmiss|history`: our own evaluation sets, each with a dev and a holdout part.
+"""`recallite-mcp eval nearmiss|history|updates|chats`: our own evaluation sets, each with a dev and a holdout part.
 
 - nearmiss (data/nearmiss.txt): 60 questions, each with one memory that answers it in other
   words and two near-miss distractors that share the question's words or topic (180 memories
@@ -13,6 +13,12 @@
   questions (77 facts that change once or twice, in many forms: with and without change words,
   in passing, reworded, negated, numbers; other people's values on the same topics). Users
   v1-v4 are dev, v5-v8 holdout.
+- chats (data/chats.jsonl): 40 conversations between a person and an assistant (4-7 sessions a
+  month apart, 1,306 turns), written by hand by a helper session that read none of the code or the
+  other sets, 100 questions of five kinds: what holds now about the user after a change
+  (self-now), a user fact that never changed (self), someone the user mentioned (other), what the
+  assistant said (assistant), an earlier state (past); one expected turn each. Conversations
+  c01-c20 are dev, c21-c40 holdout. `--kinds` adds R@k per kind.
 
 The parts were fixed when the sets were written. Each set is run with the hybrid retriever
 and with each channel alone, on the same stored vectors, and reports recall@1/5/10 and
@@ -99,7 +105,7 @@ def nearmiss_set() -> EvalSet:
 
 
 # The long-history sets (recorded turns, questions on them): set name -> data file.
-HISTORY_FILES = {"history": "history.jsonl", "updates": "history_updates.jsonl"}
+HISTORY_FILES = {"history": "history.jsonl", "updates": "history_updates.jsonl", "chats": "chats.jsonl"}
 
 
 def load_history(file: str = HISTORY_FILES["history"]) -> list[dict]:
@@ -130,11 +136,16 @@ def updates_set() -> EvalSet:
     return history_set("updates")
 
 
-SETS: dict[str, Callable[[], EvalSet]] = {"nearmiss": nearmiss_set, "history": history_set, "updates": updates_set}
+def chats_set() -> EvalSet:
+    return history_set("chats")
+
+
+SETS: dict[str, Callable[[], EvalSet]] = {"nearmiss": nearmiss_set, "history": history_set, "updates": updates_set,
+                                          "chats": chats_set}
 
 
 def evaluate(name: str, embedder: Any = "default", modes=DEFAULT_MODES, store: str | None = None,
-             config=None, ceiling: bool = False) -> dict[str, Any]:
+             config=None, ceiling: bool = False, kinds: bool = False) -> dict[str, Any]:
     from recallite_core import Recallite, RecalliteConfig
 
     es = SETS[name]()
@@ -156,6 +167,9 @@ def evaluate(name: str, embedder: Any = "default", modes=DEFAULT_MODES, store: s
             r = mem.recall(q.text, limit=10, scope=q.scope)
             rows.append((q.part, query_metrics([key_of.get(i, i) for i in r.ids], q.gold)))
         res["modes"][mode] = summarise(rows)
+        if kinds:  # each kind of question as a part of its own, dev and holdout together
+            kind_rows = [(q.kind, m) for q, (_, m) in zip(es.questions, rows)]
+            res.setdefault("kinds", {})[mode] = {k: v for k, v in summarise(kind_rows).items() if k != "all"}
         per_mode[mode] = [m for _, m in rows]
     if ceiling and len(per_mode) > 1:  # see locomo.best_per_query
         res["modes"][CEILING] = summarise([(q.part, m) for q, m in zip(es.questions, best_per_query(per_mode))])
@@ -175,6 +189,12 @@ def format_report(res: dict[str, Any]) -> str:
                 lines.append(f"{part:<9}{mode:<{w}}{m['n']:>5}{m['recall@1']:>8.3f}{m['recall@5']:>8.3f}"
                              f"{m['recall@10']:>8.3f}{m['ndcg@10']:>9.3f}")
         lines.append("")
+    for mode, by_kind in res.get("kinds", {}).items():
+        kw = max(9, *(len(k) + 2 for k in by_kind))
+        for kind, m in sorted(by_kind.items()):
+            lines.append(f"{kind:<{kw}}{mode:<{w}}{m['n']:>5}{m['recall@1']:>8.3f}{m['recall@5']:>8.3f}"
+                         f"{m['recall@10']:>8.3f}{m['ndcg@10']:>9.3f}")
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -190,13 +210,15 @@ def main(argv: list[str] | None = None, name: str | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--ceiling", action="store_true",
                     help=f"also report '{CEILING}': each question scored by the mode that ranked it best (a ceiling, not a retriever)")
+    ap.add_argument("--kinds", action="store_true", help="also R@k per kind of question (both parts together)")
     args = ap.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if unknown := [m for m in modes if m not in MODES]:
         ap.error(f"unknown mode(s): {', '.join(unknown)}")
     from .e5_embedder import bench_embedder
 
-    res = evaluate(name or args.set, bench_embedder(args.embedder), modes, args.store, ceiling=args.ceiling)
+    res = evaluate(name or args.set, bench_embedder(args.embedder), modes, args.store, ceiling=args.ceiling,
+                   kinds=args.kinds)
     print(json.dumps(res, indent=2) if args.json else format_report(res))
     return 0
 

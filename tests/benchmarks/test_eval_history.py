@@ -42,3 +42,21 @@ def test_harness_reports_each_channel_on_both_parts():
         assert body["dev"]["n"] == body["holdout"]["n"] == 66
         assert 0.0 < body["all"]["recall@10"] <= 1.0
     assert "holdout" in evalsets.format_report(res)
+
+
+def test_the_chats_set_holds_one_expected_turn_per_question_and_reports_each_kind():
+    users = evalsets.load_history(evalsets.HISTORY_FILES["chats"])
+    assert [u["part"] for u in users] == ["dev"] * 20 + ["holdout"] * 20
+    kinds = Counter()
+    for u in users:
+        turns = {t["id"]: t for t in u["turns"]}
+        assert {t["role"] for t in u["turns"]} == {"user", "assistant"}
+        for q in u["questions"]:
+            (gold,) = q["gold"]
+            assert turns[gold]["role"] == ("assistant" if q["kind"] == "assistant" else "user"), q
+            kinds[q["kind"]] += 1
+    assert set(kinds) == {"self-now", "self", "other", "assistant", "past"} and sum(kinds.values()) == 100
+    res = evalsets.evaluate("chats", "hash", modes=["hybrid"], kinds=True)
+    assert set(res["kinds"]["hybrid"]) == set(kinds)
+    assert sum(m["n"] for m in res["kinds"]["hybrid"].values()) == 100
+    assert "self-now" in evalsets.format_report(res)
