@@ -420,7 +420,9 @@ def test_an_older_sessions_turn_outranked_the_newer_sessions_answer(mem):
     ], session="s2", scope="p")[0]
     for question in ("What car do I drive?", "Which vehicle do I use for the commute these days?"):
         ids = top(mem, question, "p")
-        assert ids.index(new.id) < ids.index(old.id) and ids.index(new.id) < ids.index(reply.id), question
+        # The reply lends nothing for a question about the speaker: below the newer turn, or not returned.
+        assert ids.index(new.id) < ids.index(old.id), question
+        assert reply.id not in ids or ids.index(new.id) < ids.index(reply.id), question
 
 
 def test_a_move_announced_in_a_later_session_ranked_under_the_old_address(mem):

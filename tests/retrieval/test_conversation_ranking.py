@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from recallite_core import Recallite
-from recallite_core.retrieval.conversation_ranking import expand, named_speakers
+from recallite_core.policy import rules as policy
+from recallite_core.retrieval.conversation_ranking import expand, named_speakers, quiet_replies
 
 
 @pytest.fixture
@@ -114,3 +115,58 @@ def test_a_time_phrase_of_the_question_matched_every_turn_with_its_word():
         assert got.memories[0].memory.metadata["key"] in {"u1:s1:t27", "u1:s12:t15"}
     finally:
         mem.close()
+
+
+def _boss_chats(embedder: str):
+    """Three sessions where the user tells of other people's bosses and the assistant replies in
+    kind, then one where the user names their own new boss in a longer request."""
+    m = Recallite.open(None, embedder=embedder)
+    t = 1_700_000_000
+    for n, who in enumerate(("cousin", "flatmate", "neighbour")):
+        m.record_turns([
+            {"role": "user", "content": "Morning! Got a few random things today.", "timestamp": t},
+            {"role": "assistant", "content": "Morning! Go ahead.", "timestamp": t + 60},
+            {"role": "user", "content": f"My {who}'s boss just quit without notice.", "timestamp": t + 120},
+            {"role": "assistant", "content": "That always causes a scramble. Hope it settles down soon.",
+             "timestamp": t + 180},
+        ], session=f"s{n}", scope="p")
+        t += 30 * 86400
+    own = m.record_turns([
+        {"role": "user", "content": "My new boss Marta wants the quarterly review by Friday, can you help me outline it?",
+         "timestamp": t},
+        {"role": "assistant", "content": "Sure. Let's start with the three numbers Marta will care about most.",
+         "timestamp": t + 60},
+    ], session="s9", scope="p")[0]
+    return m, own
+
+
+def test_replies_to_other_peoples_news_filled_the_best_hits_above_the_speakers_own_answer():
+    """What broke (updates set, dev): for "Who is my boss?" the assistant's replies around the turns
+    about other people's bosses ("Morning! Go ahead.", "That always causes a scramble.") were lent
+    their neighbours' scores and took the places above the user's own "My new boss Marta ...". For a
+    question about the speaker a reply now keeps only its own match; put to the assistant, the
+    question still finds the replies."""
+    m, own = _boss_chats("default")
+    try:
+        ids = m.recall("Who is my boss?", scope="p", limit=10).ids
+        replies = [h.id for h in m.list(scope="p", limit=50)
+                   if h.content.startswith(("Morning! Go", "That always"))]
+        assert own.id in ids[:4]
+        assert all(r not in ids or ids.index(r) > ids.index(own.id) for r in replies)
+        said = m.recall("What did you say when my cousin's boss quit?", scope="p", limit=5).memories
+        assert any(h.memory.content.startswith("That always causes a scramble") for h in said)
+    finally:
+        m.close()
+
+
+def test_quiet_replies_only_for_a_question_about_the_speaker():
+    expanded, score = np.array([5.0, 4.0, 3.0]), np.array([5.0, 1.0, 2.0])
+    role = np.array([0, 1, -1])  # a user turn, an assistant turn, a memory that is no turn
+    out, quiet = quiet_replies(expanded, score, role, ["Amara", "assistant"], "Who is my boss?")
+    assert quiet.tolist() == [False, True, False]
+    assert out.tolist() == [5.0, 1.0 - policy.REPLY_DISCOUNT, 3.0]
+    for query in ("What did you recommend for my knee?", "Who is Marta's boss?"):
+        out, quiet = quiet_replies(expanded, score, role, ["Amara", "assistant"], query)
+        assert not quiet.any() and out.tolist() == expanded.tolist()
+    out, quiet = quiet_replies(expanded, score, role, ["Caroline", "Melanie"], "What do I do?")
+    assert not quiet.any()

@@ -24,7 +24,8 @@ Question-aware steps look at the best hits only and write nothing:
 - a turn about someone the speaker knows ("My colleague Chloe drives a Peugeot 208", "Jonas next
   door is learning Portuguese") ranks below the speaker's own for a question about the speaker
   (``_own_before_others``), and an assistant's reply below the turn it answers, which takes its
-  place (``_said_before_echo``).
+  place (``_said_before_echo``); before all these, the retriever lends an assistant's reply nothing
+  from its neighbours for such a question (``conversation_ranking.quiet_replies``).
 """
 
 from __future__ import annotations
@@ -257,7 +258,7 @@ def _turn_pairs(session: Session, loaded: dict[int, Any], where: dict[int, tuple
 _ASKS_ASSISTANT = re.compile(r"\b(?:you|your|yours|yourself|assistant)\b", re.I)
 _POLITE = re.compile(r"\b(?:(?:do|can|could|would|will)\s+you\s+(?:please\s+)?(?:remember|know|recall|remind|tell|find|"
                      r"check|look\s+up|say)|thank\s+you|thanks)\b", re.I)
-_ASSISTANT_ROLES = frozenset({"assistant", "system", "tool", "agent", "bot", "ai", "model"})
+ASSISTANT_ROLES = frozenset({"assistant", "system", "tool", "agent", "bot", "ai", "model"})
 _ASKING = re.compile(r"\?\s*$|^\W*(?:what|which|who|whom|whose|where|when|why|how|should|shall|can|could|would|will|"
                      r"do|does|did|is|are|am|was|were|any|anyone)\b", re.I)
 
@@ -277,7 +278,7 @@ def _said_before_echo(session: Session, turns: list[tuple], rank: dict[int, int]
     lifts."""
     if asks_assistant(query):
         return []
-    replies = [(mid, p) for _at, mid, _text, p in turns if p[3].lower() in _ASSISTANT_ROLES and p[2] > 0]
+    replies = [(mid, p) for _at, mid, _text, p in turns if p[3].lower() in ASSISTANT_ROLES and p[2] > 0]
     if not replies:
         return []
     # The turn before each reply: from the window when it is there, else one read of the store.
@@ -286,7 +287,7 @@ def _said_before_echo(session: Session, turns: list[tuple], rank: dict[int, int]
     if missing:
         at.update({(sc, se, q): (mid, role) for mid, sc, se, q, role in session.episodes.turns_at(missing)})
     before = {key: mid for key, (mid, role) in at.items()
-              if role.lower() not in _ASSISTANT_ROLES and mid in evident}
+              if role.lower() not in ASSISTANT_ROLES and mid in evident}
     # A reply to a question is its answer, not an echo ("Which laptop should I buy?" / "A MacBook Pro
     # with 32 GB of RAM"), unless the question asks about the speaker, whose own question may hold the
     # fact ("With a salary of 33,000, how much should I put into my pension?"): only then is the text read.
@@ -364,6 +365,12 @@ def about_other(text: str) -> tuple[str | None, str | None] | None:
     return None, name
 
 
+def asks_about_speaker(query: str) -> bool:
+    """Whether a question asks about the speaker (``_ASKS_SELF``) and is not put to the assistant
+    about what it said."""
+    return bool(_ASKS_SELF.search(query)) and not asks_assistant(query)
+
+
 def _own_before_others(turns: list[tuple], rank: dict[int, int], place: dict[int, tuple], query: str) -> list[tuple[int, int]]:
     """For a question about the speaker (``_ASKS_SELF``) that names neither the relation nor the
     person: a turn about someone the speaker knows ranks below the best turn among ``turns`` in which
@@ -375,7 +382,7 @@ def _own_before_others(turns: list[tuple], rank: dict[int, int], place: dict[int
     asked = {w.key for w in words(query)} | {t.lower() for t in re.findall(r"[\w'-]+", query)}
     others, own = [], []
     for _at, mid, text, (scope, name, seq, role) in turns:
-        if role.lower() in _ASSISTANT_ROLES:
+        if role.lower() in ASSISTANT_ROLES:
             continue
         who = about_other(text)
         if who is None:
@@ -389,7 +396,7 @@ def _own_before_others(turns: list[tuple], rank: dict[int, int], place: dict[int
             named.add(person.lower())
         if not named & asked:
             others.append((mid, (scope, name, seq), role))
-    replies = {mid: p for mid, p in place.items() if p[3].lower() in _ASSISTANT_ROLES}
+    replies = {mid: p for mid, p in place.items() if p[3].lower() in ASSISTANT_ROLES}
     out: list[tuple[int, int]] = []
     for mid, where, role in others:
         best = min((o for o in own if place[o][3] == role and place[o][0] == where[0]), key=rank.__getitem__, default=None)
@@ -489,7 +496,7 @@ def _follow_up(session: Session, loaded: dict[int, Any], place: dict[int, tuple]
     lunch is at 2am now"). The follow-up's own follow-up goes above it in turn (Vodafone, then
     Three, then giffgaff), up to ``FOLLOW_UP_CHAIN`` steps. ``place``: (scope, session, seq, role) of
     the turns among ``window`` and ``close``. [(follow-up, what it follows), ...]."""
-    best = next((i for i in window if i in place and place[i][3].lower() not in _ASSISTANT_ROLES), None)
+    best = next((i for i in window if i in place and place[i][3].lower() not in ASSISTANT_ROLES), None)
     if best is None or best not in loaded or about_other(loaded[best].content):
         return []
     out: list[tuple[int, int]] = []

@@ -440,6 +440,13 @@ TRUST_RANK = {UNTRUSTED: 0, MEDIUM: 1, TRUSTED: 2}
 # An older memory that scores above its replacement, or above the newer of two contradicting
 # memories, is put just under it: its score times this.
 CORRECTION_YIELD = 0.99
+# For a question about the speaker (not one put to the assistant), an assistant's turn keeps its
+# own fused score (its neighbours lend it nothing) less this many z-units (x0.30 on the exp scale):
+# replies lifted by the turns they answer ("A good boss makes all the difference", "Morning! Go
+# ahead.") filled the best ten, and the speaker's own answer sat below them ("Who is my boss?" /
+# "My new boss Marta wants the quarterly review"). `eval history` and `eval corrections --history`
+# read the same from 1.0 to 2.5 (docs/corrections.md, Session 19).
+REPLY_DISCOUNT = 1.2
 
 
 def correction_action(sure: bool, new_source: str, old_source: str, same_type: bool = True) -> str:

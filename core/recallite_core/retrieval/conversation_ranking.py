@@ -14,6 +14,8 @@ from typing import Iterable
 
 import numpy as np
 
+from recallite_core.policy import rules as policy
+from recallite_core.policy.correction_ranking import ASSISTANT_ROLES, asks_about_speaker
 from recallite_core.storage.base import Session
 from recallite_core.storage.id_arrays import IdArray
 
@@ -197,6 +199,22 @@ def expand(ids: np.ndarray, score: np.ndarray, prev: np.ndarray, nxt: np.ndarray
     out = score.copy()
     out[has] = score[has] + gain * best[has]
     return out
+
+
+def quiet_replies(expanded: np.ndarray, score: np.ndarray, role: np.ndarray, role_names: list[str],
+                  query: str) -> tuple[np.ndarray, np.ndarray]:
+    """For a question about the speaker (``asks_about_speaker``), an assistant's turn keeps its own
+    fused score, not the one its neighbour lends it, less ``REPLY_DISCOUNT``: replies to the turns
+    that match ("A good boss makes all the difference") filled the best hits above the speaker's own
+    answer. ``expanded``: scores after ``expand``; returns (them with the replies quietened, which
+    were)."""
+    codes = [c for c, name in enumerate(role_names) if name.lower() in ASSISTANT_ROLES]
+    reply = np.isin(role, codes) if codes and asks_about_speaker(query) else np.zeros(len(role), dtype=bool)
+    if not reply.any():
+        return expanded, reply
+    out = expanded.copy()
+    out[reply] = score[reply] - policy.REPLY_DISCOUNT
+    return out, reply
 
 
 class SqlTurnLinks:

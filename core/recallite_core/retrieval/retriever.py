@@ -25,7 +25,14 @@ from recallite_core.policy.correction_ranking import FOLLOW_UP_REACH
 from recallite_core.policy.correction_ranking import newer_first as corrections_first
 from recallite_core.policy.trust import side_tables, trust_scores
 from recallite_core.retrieval.candidates import Fused, QueryVectorCache, RecallFilter, flags_of, scan_filter_for
-from recallite_core.retrieval.conversation_ranking import NO_TURN, EpisodeMap, SqlTurnLinks, expand, named_speakers
+from recallite_core.retrieval.conversation_ranking import (
+    NO_TURN,
+    EpisodeMap,
+    SqlTurnLinks,
+    expand,
+    named_speakers,
+    quiet_replies,
+)
 from recallite_core.retrieval.cutting import keep_ratios
 from recallite_core.retrieval.fusion import (
     VECTOR_STD_FLOOR,
@@ -552,6 +559,9 @@ class Retriever:
             keep = np.concatenate((keep, self.passing_mask(session, outside, flt)))
         core = np.arange(len(ids)) < n
         expanded = expand(ids, score, prev, nxt, core, cfg.neighbour_gain)
+        lent = expanded - score
+        expanded, quiet = quiet_replies(expanded, score, role, links.role_names, query)
+        lent[quiet] = 0.0  # a quietened reply is lent nothing: it needs evidence of its own to be kept
         boost = np.zeros(len(ids))
         if cfg.speaker_boost:
             codes = np.unique(role[keep & (role >= 0)]).tolist()
@@ -559,7 +569,7 @@ class Retriever:
             if named:
                 hit = keep & np.isin(role, [c for c in codes if links.role_names[c] in named])
                 boost[hit] = cfg.speaker_boost
-        return Fused(ids[keep], (expanded + boost)[keep], kz[keep], vz[keep], (expanded - score)[keep], boost[keep])
+        return Fused(ids[keep], (expanded + boost)[keep], kz[keep], vz[keep], lent[keep], boost[keep])
 
     def query_vector(self, query: str) -> np.ndarray:
         return self.query_cache.get(self.embedder, query)
