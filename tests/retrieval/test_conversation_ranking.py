@@ -170,3 +170,28 @@ def test_quiet_replies_only_for_a_question_about_the_speaker():
         assert not quiet.any() and out.tolist() == expanded.tolist()
     out, quiet = quiet_replies(expanded, score, role, ["Caroline", "Melanie"], "What do I do?")
     assert not quiet.any()
+
+
+def test_a_question_to_the_assistant_found_the_request_before_the_answer():
+    """What broke (`eval chats`, dev): for "What did you suggest when my sourdough came out dense?"
+    the user's own request, which repeats the question's words, ranked above the assistant's answer
+    right after it. Put to the assistant, the question now gets the answer in the request's place;
+    about the user, the request keeps it."""
+    m = Recallite.open(None, embedder="default")
+    try:
+        t = 1_700_000_000
+        ask, answer = m.record_turns([
+            {"role": "user", "content": "My sourdough loaves keep coming out dense and gummy. What should I change?",
+             "timestamp": t},
+            {"role": "assistant", "content": "That usually means under-fermentation: give the bulk rise two more "
+             "hours somewhere warm, and bake until the crust is deep brown.", "timestamp": t + 60},
+        ], session="s1", scope="p")[:2]
+        m.record_turns([
+            {"role": "user", "content": "Can you draft a polite email declining a meeting?", "timestamp": t + 86400},
+            {"role": "assistant", "content": "Sure: 'Thanks for the invite; I can't make it this time.'",
+             "timestamp": t + 86460},
+        ], session="s2", scope="p")
+        assert m.recall("What did you suggest when my sourdough came out dense?", scope="p", limit=5).ids[0] == answer.id
+        assert m.recall("What bread do I bake?", scope="p", limit=5).ids[0] == ask.id
+    finally:
+        m.close()

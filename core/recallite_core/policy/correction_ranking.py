@@ -25,7 +25,9 @@ Question-aware steps look at the best hits only and write nothing:
   door is learning Portuguese") ranks below the speaker's own for a question about the speaker
   (``_own_before_others``), and an assistant's reply below the turn it answers, which takes its
   place (``_said_before_echo``); before all these, the retriever lends an assistant's reply nothing
-  from its neighbours for such a question (``conversation_ranking.quiet_replies``).
+  from its neighbours for such a question (``conversation_ranking.quiet_replies``);
+- for a question put to the assistant ("What did you suggest ...?"), its reply takes the place of
+  the speaker's request just before it (``_answer_before_request``).
 """
 
 from __future__ import annotations
@@ -248,6 +250,7 @@ def _turn_pairs(session: Session, loaded: dict[int, Any], where: dict[int, tuple
         lifts += [(a, b) for a, b in changed if a in extra]
     out += _own_before_others(inside, rank, place_in, query)
     echoes = _said_before_echo(session, inside, rank, place_in, query, evident)
+    echoes += _answer_before_request(session, inside, rank, place_in, query, evident)
     out += echoes
     lifts += echoes
     return out, lifts
@@ -301,6 +304,30 @@ def _said_before_echo(session: Session, turns: list[tuple], rank: dict[int, int]
     if unread:
         text.update((mid, m.content) for mid, m in session.memories.load(unread).items())
     return [(said, mid) for said, mid in pairs if said in text and not _ASKING.search(text[said])]
+
+
+def _answer_before_request(session: Session, turns: list[tuple], rank: dict[int, int], place: dict[int, tuple],
+                           query: str, evident: AbstractSet[int]) -> list[tuple[int, int]]:
+    """For a question put to the assistant about what it said ("What did you suggest when my
+    sourdough came out dense?"), the speaker's turn that asked for it repeats the question's words
+    and outranks the answer; the assistant's reply just after it takes its place when the reply has
+    evidence of its own for the question (``evident``). (reply, request) pairs, applied as lifts."""
+    if not asks_assistant(query):
+        return []
+    asks = [(mid, p) for _at, mid, _text, p in turns if p[3].lower() not in ASSISTANT_ROLES]
+    if not asks:
+        return []
+    at = {(p[0], p[1], p[2]): (mid, p[3]) for mid, p in place.items()}
+    missing = [(p[0], p[1], p[2] + 1) for _, p in asks if (p[0], p[1], p[2] + 1) not in at]
+    if missing:
+        at.update({(sc, se, q): (mid, role) for mid, sc, se, q, role in session.episodes.turns_at(missing)})
+    out = []
+    for mid, p in asks:
+        reply, role = at.get((p[0], p[1], p[2] + 1), (None, ""))
+        if reply is not None and role.lower() in ASSISTANT_ROLES and reply in evident \
+                and not (reply in rank and rank[reply] < rank[mid]):
+            out.append((reply, mid))
+    return out
 
 
 # Words for someone the speaker knows.
