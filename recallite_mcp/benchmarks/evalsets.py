@@ -13,12 +13,13 @@
   questions (77 facts that change once or twice, in many forms: with and without change words,
   in passing, reworded, negated, numbers; other people's values on the same topics). Users
   v1-v4 are dev, v5-v8 holdout.
-- chats (data/chats.jsonl): 40 conversations between a person and an assistant (4-7 sessions a
-  month apart, 1,306 turns), written by hand by a helper session that read none of the code or the
-  other sets, 100 questions of five kinds: what holds now about the user after a change
+- chats (data/chats.jsonl): 64 conversations between a person and an assistant (4-7 sessions a
+  month apart, 2,502 turns), written by hand by two helper sessions that read none of the code or
+  the other sets, 160 questions of five kinds: what holds now about the user after a change
   (self-now), a user fact that never changed (self), someone the user mentioned (other), what the
-  assistant said (assistant), an earlier state (past); one expected turn each. Conversations
-  c01-c20 are dev, c21-c40 holdout. `--kinds` adds R@k per kind.
+  assistant said (assistant), an earlier state (past); one expected turn each. c01-c20 are dev;
+  c21-c40 and the second writer's d01-d24 (longer answers, facts given as short replies to the
+  assistant's questions) are holdout. `--kinds` adds R@k per kind.
 
 The parts were fixed when the sets were written. Each set is run with the hybrid retriever
 and with each channel alone, on the same stored vectors, and reports recall@1/5/10 and

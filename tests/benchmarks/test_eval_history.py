@@ -46,7 +46,7 @@ def test_harness_reports_each_channel_on_both_parts():
 
 def test_the_chats_set_holds_one_expected_turn_per_question_and_reports_each_kind():
     users = evalsets.load_history(evalsets.HISTORY_FILES["chats"])
-    assert [u["part"] for u in users] == ["dev"] * 20 + ["holdout"] * 20
+    assert [u["part"] for u in users] == ["dev"] * 20 + ["holdout"] * 44
     kinds = Counter()
     for u in users:
         turns = {t["id"]: t for t in u["turns"]}
@@ -55,8 +55,8 @@ def test_the_chats_set_holds_one_expected_turn_per_question_and_reports_each_kin
             (gold,) = q["gold"]
             assert turns[gold]["role"] == ("assistant" if q["kind"] == "assistant" else "user"), q
             kinds[q["kind"]] += 1
-    assert set(kinds) == {"self-now", "self", "other", "assistant", "past"} and sum(kinds.values()) == 100
+    assert set(kinds) == {"self-now", "self", "other", "assistant", "past"} and sum(kinds.values()) == 160
     res = evalsets.evaluate("chats", "hash", modes=["hybrid"], kinds=True)
     assert set(res["kinds"]["hybrid"]) == set(kinds)
-    assert sum(m["n"] for m in res["kinds"]["hybrid"].values()) == 100
+    assert sum(m["n"] for m in res["kinds"]["hybrid"].values()) == 160
     assert "self-now" in evalsets.format_report(res)
