@@ -420,9 +420,9 @@ def test_an_older_sessions_turn_outranked_the_newer_sessions_answer(mem):
     ], session="s2", scope="p")[0]
     for question in ("What car do I drive?", "Which vehicle do I use for the commute these days?"):
         ids = top(mem, question, "p")
-        # The reply lends nothing for a question about the speaker: below the newer turn, or not returned.
         assert ids.index(new.id) < ids.index(old.id), question
-        assert reply.id not in ids or ids.index(new.id) < ids.index(reply.id), question
+        # Lent nothing for a question about the speaker, the reply has no evidence of its own: not returned.
+        assert reply.id not in ids, question
 
 
 def test_a_move_announced_in_a_later_session_ranked_under_the_old_address(mem):
@@ -782,7 +782,6 @@ def test_a_change_on_another_subject_went_above_the_turn_the_question_names():
         assert top(mem, "What do I usually eat for breakfast?", "p")[0] == porridge.id
     finally:
         mem.close()
-
 
 
 def test_a_question_about_the_past_got_what_came_after():

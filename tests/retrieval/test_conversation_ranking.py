@@ -117,10 +117,10 @@ def test_a_time_phrase_of_the_question_matched_every_turn_with_its_word():
         mem.close()
 
 
-def _boss_chats(embedder: str):
+def _boss_chats():
     """Three sessions where the user tells of other people's bosses and the assistant replies in
     kind, then one where the user names their own new boss in a longer request."""
-    m = Recallite.open(None, embedder=embedder)
+    m = Recallite.open(None, embedder="default")
     t = 1_700_000_000
     for n, who in enumerate(("cousin", "flatmate", "neighbour")):
         m.record_turns([
@@ -146,7 +146,7 @@ def test_replies_to_other_peoples_news_filled_the_best_hits_above_the_speakers_o
     their neighbours' scores and took the places above the user's own "My new boss Marta ...". For a
     question about the speaker a reply now keeps only its own match; put to the assistant, the
     question still finds the replies."""
-    m, own = _boss_chats("default")
+    m, own = _boss_chats()
     try:
         ids = m.recall("Who is my boss?", scope="p", limit=10).ids
         replies = [h.id for h in m.list(scope="p", limit=50)

@@ -271,6 +271,16 @@ def asks_assistant(query: str) -> bool:
     return bool(_ASKS_ASSISTANT.search(_POLITE.sub(" ", query)))
 
 
+def _turns_at(session: Session, place: dict[int, tuple], wanted: list[tuple[str, str, int]]) -> dict[tuple, tuple]:
+    """(scope, session, seq) -> (id, role) of the turns in ``place`` and of those ``wanted`` there
+    are (one read of the store for the ones ``place`` lacks)."""
+    at = {(p[0], p[1], p[2]): (mid, p[3]) for mid, p in place.items()}
+    missing = [w for w in wanted if w not in at]
+    if missing:
+        at.update({(sc, se, q): (mid, role) for mid, sc, se, q, role in session.episodes.turns_at(missing)})
+    return at
+
+
 def _said_before_echo(session: Session, turns: list[tuple], rank: dict[int, int], place: dict[int, tuple],
                       query: str, evident: AbstractSet[int]) -> list[tuple[int, int]]:
     """An assistant's reply restates what it answers in fewer words ("Glad Leo is settling in" after
@@ -285,10 +295,7 @@ def _said_before_echo(session: Session, turns: list[tuple], rank: dict[int, int]
     if not replies:
         return []
     # The turn before each reply: from the window when it is there, else one read of the store.
-    at = {(p[0], p[1], p[2]): (mid, p[3]) for mid, p in place.items()}
-    missing = [(p[0], p[1], p[2] - 1) for _, p in replies if (p[0], p[1], p[2] - 1) not in at]
-    if missing:
-        at.update({(sc, se, q): (mid, role) for mid, sc, se, q, role in session.episodes.turns_at(missing)})
+    at = _turns_at(session, place, [(p[0], p[1], p[2] - 1) for _, p in replies])
     before = {key: mid for key, (mid, role) in at.items()
               if role.lower() not in ASSISTANT_ROLES and mid in evident}
     # A reply to a question is its answer, not an echo ("Which laptop should I buy?" / "A MacBook Pro
@@ -317,10 +324,7 @@ def _answer_before_request(session: Session, turns: list[tuple], rank: dict[int,
     asks = [(mid, p) for _at, mid, _text, p in turns if p[3].lower() not in ASSISTANT_ROLES]
     if not asks:
         return []
-    at = {(p[0], p[1], p[2]): (mid, p[3]) for mid, p in place.items()}
-    missing = [(p[0], p[1], p[2] + 1) for _, p in asks if (p[0], p[1], p[2] + 1) not in at]
-    if missing:
-        at.update({(sc, se, q): (mid, role) for mid, sc, se, q, role in session.episodes.turns_at(missing)})
+    at = _turns_at(session, place, [(p[0], p[1], p[2] + 1) for _, p in asks])
     out = []
     for mid, p in asks:
         reply, role = at.get((p[0], p[1], p[2] + 1), (None, ""))
@@ -512,15 +516,15 @@ def _follow_up(session: Session, loaded: dict[int, Any], place: dict[int, tuple]
     yields its place to the turn it answers) says something of the speaker's own, the same
     speaker's nearest turn to it from a later session says what became of it, if that turn is
     also among ``close`` (the question's closest) and announces a change, as a statement about the
-    speaker: "My phone plan is 12 a month for 20GB" / "Now I'm paying
-    18 a month, but the data's unlimited" for "What does the user's mobile contract cost?". Nearest
-    of all the later turns (of the best hit's ``FOLLOW_UP_NEIGHBOURS`` nearest memories), not of
-    the question's closest only, and of two at least: a change that is not the next word on the
-    best hit's subject, or the only later turn there is, may be about anything ("Our internet went
-    down" after "I finished the 10K"). Not when the question (content words ``asked``) names a word
-    of the best hit that the later turn does not say: it asks about what was said then ("What do I
-    usually eat for breakfast?": "porridge for breakfast", not "I switched to the night shift, so my
-    lunch is at 2am now"). The follow-up's own follow-up goes above it in turn (Vodafone, then
+    speaker: "My phone plan is 12 a month for 20GB" / "Now I'm paying 18 a month, but the data's
+    unlimited" for "What does the user's mobile contract cost?". Nearest of all the later turns (of
+    the best hit's ``FOLLOW_UP_NEIGHBOURS`` nearest memories), not of the question's closest only,
+    and of two at least: a change that is not the next word on the best hit's subject, or the only
+    later turn there is, may be about anything ("Our internet went down" after "I finished the
+    10K"). Not when the question (content words ``asked``) names a word of the best hit that the
+    later turn does not say: it asks about what was said then ("What do I usually eat for
+    breakfast?": "porridge for breakfast", not "I switched to the night shift, so my lunch is at
+    2am now"). The follow-up's own follow-up goes above it in turn (Vodafone, then
     Three, then giffgaff), up to ``FOLLOW_UP_CHAIN`` steps. ``place``: (scope, session, seq, role) of
     the turns among ``window`` and ``close``. [(follow-up, what it follows), ...]."""
     best = next((i for i in window if i in place and place[i][3].lower() not in ASSISTANT_ROLES), None)
@@ -565,9 +569,11 @@ def _next_word(session: Session, loaded: dict[int, Any], place: dict[int, tuple]
         return None
     # Only now, with a candidate, the one more scan: the head's nearest later turns of all.
     found = [i for i, _ in neighbours(head_id, FOLLOW_UP_NEIGHBOURS) if i != head_id]
+    where = {mid: (sc, se, sq, ro) for mid, sc, se, sq, ro in session.episodes.turns_of(found)}
+    # Loaded only where their place says they are the speaker's turns of another session.
+    found = [i for i in found if i in where and where[i][0] == scope and where[i][3] == role and where[i][1] != name]
     have = session.memories.load([i for i in found if i not in loaded])
     have.update({i: loaded[i] for i in found if i in loaded})
-    where = {mid: (sc, se, sq, ro) for mid, sc, se, sq, ro in session.episodes.turns_of(found)}
     after = [i for i in found if later(i, where, have)]
     if len(after) < 2 or near.get(after[0], -1.0) < FOLLOW_UP_RESEMBLANCE:
         return None
