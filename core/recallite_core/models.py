@@ -125,6 +125,8 @@ class OutcomeEvidence(BaseModel):
     newcomer: bool = Field(False, description="Never judged and newer than its judged rivals: explored first.")
     success_locality: float = Field(1.0, description="Share of its success evidence that counts for this query: below 1 "
                                                      "when another candidate succeeded on tasks closer to it.")
+    failed_here: bool = Field(False, description="Failed at least twice on this very task and never worked there: "
+                                                 "not served first there again.")
 
 
 class ScoreBreakdown(BaseModel):

@@ -106,6 +106,14 @@ class LearningConfig:
     # to be the fix for what changed than one the agent was shown and passed over: it gets this
     # bonus (in sd) instead, until it is judged.
     newcomer_bonus: float = 1.2
+    # Repeated mistakes: a memory whose `repeat_failures` outcomes nearest to this very task (task
+    # cosine >= `same_task`) are failures it was acted on for, with no success of its own as near, is
+    # not served first there again (usefulness capped at `failed_here_usefulness`). The smooth fit
+    # let a memory proven on a task that reads like this one lead here after failing here every
+    # time (docs/learning.md, Session 20). One failure may be a flipped label. 0 turns it off.
+    repeat_failures: int = 2
+    same_task: float = 0.9
+    failed_here_usefulness: float = 0.05
     cache_size: int = 4096  # memories whose fitted outcome model is kept in memory
     cache_seconds: float = 3600.0  # refit after this long (time decay moves)
     # recallite_context auto-tuning: (limit, min score as a fraction of the best hit's score), the
@@ -126,6 +134,14 @@ class LearningConfig:
     # with 20, a single miss (-1/20) outweighs the tokens a smaller context saves (at most
     # arm_token_cost), so an arm is chosen only when the used memories sat inside it every time.
     min_judged: int = 20
+
+    def __post_init__(self) -> None:
+        if self.repeat_failures < 0:
+            raise ValueError(f"repeat_failures must be 0 (off) or more, got {self.repeat_failures}")
+        if not 0.0 < self.same_task <= 1.0:
+            raise ValueError(f"same_task is a cosine in (0, 1], got {self.same_task}")
+        if not 0.0 <= self.failed_here_usefulness <= 0.5:
+            raise ValueError(f"failed_here_usefulness must be in [0, 0.5], got {self.failed_here_usefulness}")
 
 
 # -- pure maths -------------------------------------------------------------------------------------
@@ -150,6 +166,7 @@ class Assessment:
     newcomer: bool = False  # added after its rivals were judged, not passed over since
     passed_over: bool = False  # never tried, but served where the task was done with other memories
     locality: float = 1.0  # share of its success evidence that applies here (success locality)
+    failed_here: bool = False  # failed on this very task repeatedly, never worked there: capped
 
     def evidence(self) -> OutcomeEvidence:
         """What a hit's breakdown shows of this assessment (rounded)."""
@@ -159,6 +176,7 @@ class Assessment:
             posterior_mean=round(self.mean, 4), exploration_bonus=round(self.bonus, 4),
             usefulness=round(self.usefulness, 4), last_outcome_at=ts(self.last_outcome_at),
             failure_run=self.failure_run, newcomer=self.newcomer, success_locality=round(self.locality, 4),
+            failed_here=self.failed_here,
         )
 
 
@@ -231,6 +249,25 @@ def failure_run(vectors: np.ndarray, targets: np.ndarray, weights: np.ndarray, h
     return run, rows
 
 
+#: An outcome row with at least this credit was named in ``used_memory_ids`` (or opened, or led a
+#: context whose feedback named none): the agent acted on that memory.
+FULL_CREDIT = 0.99
+
+
+def failed_here(sims: np.ndarray, targets: np.ndarray, full: np.ndarray, same_task: float, repeats: int) -> bool:
+    """Whether a memory failed ``repeats`` times on this very task with no success of its own as near:
+    its outcome rows at task cosine ``sims`` >= ``same_task`` from the query, failures (target < .5)
+    with full credit (``full``) nearer than its nearest success there."""
+    if repeats <= 0:
+        return False
+    near = sims >= same_task
+    if not near.any():
+        return False
+    worked = near & (targets >= 0.5)
+    bar = float(sims[worked].max()) if worked.any() else -np.inf
+    return int((near & (targets < 0.5) & full & (sims > bar)).sum()) >= repeats
+
+
 def blend_task(qvec: np.ndarray, vectors: np.ndarray, scores: np.ndarray, weight: float) -> np.ndarray:
     """A query's task vector: ``qvec + weight * c``, normalised, where ``c`` is the unit centroid of
     the vectors of the memories it retrieved, weighted by their scores. Two phrasings of one task
@@ -274,6 +311,7 @@ class _Model:
     dir_support: np.ndarray  # the same with the direction's regularisation
     vec_weights: np.ndarray
     vec_targets: np.ndarray
+    vec_full: np.ndarray  # rows with FULL_CREDIT: the agent acted on the memory
     novec_weight: float  # total weight of rows without a query vector (counted for every query)
     novec_target: float  # their weighted mean target
     run: int
@@ -393,7 +431,7 @@ class OutcomeModel:
         nt = float(np.dot(weights[~has], targets[~has]) / nw) if nw > 0 else 0.5
         return _Model(targets=targets, weights=weights, times=times, vectors=vecs.astype(np.float32), dual=dual,
                       support=support, dir_support=dir_support,
-                      vec_weights=vw, vec_targets=targets[has], novec_weight=nw, novec_target=nt, run=run, built_at=now)
+                      vec_weights=vw, vec_targets=targets[has], vec_full=credit[has] >= FULL_CREDIT, novec_weight=nw, novec_target=nt, run=run, built_at=now)
 
     def success_closeness(self, m: _Model, sims: np.ndarray) -> float | None:
         """How close the memory's successes come to the query: a soft maximum (log-sum-exp at
@@ -432,6 +470,7 @@ class OutcomeModel:
         cfg = self.cfg
         nearest = None
         locality = 1.0
+        repeated = False
         if m.n == 0:
             alpha, beta = 2 * cfg.prior * prior_mean, 2 * cfg.prior * (1 - prior_mean)
             succ = fail = 0.0
@@ -445,6 +484,7 @@ class OutcomeModel:
                     mine = self.success_closeness(m, sims)
                     if mine is not None:
                         locality = math.exp(min(0.0, mine - closest) / cfg.success_locality)
+                repeated = failed_here(sims, m.vec_targets, m.vec_full, cfg.same_task, cfg.repeat_failures)
                 raw = float(sims @ m.dual)
                 reach = float(sims @ m.support)
                 mass_v = float(m.vec_weights.sum()) * coverage(reach, cfg.coverage, cfg.uncovered_weight)
@@ -460,11 +500,13 @@ class OutcomeModel:
         scale = {"newcomer": cfg.newcomer_bonus, "passed-over": cfg.passed_over_bonus}.get(untried or "", cfg.explore_bonus)
         bonus = scale * sd if explore else 0.0
         u = min(1.0, mean + bonus)
+        if repeated:  # after the bonus: exploring must not bring it back first either
+            u = min(u, cfg.failed_here_usefulness)
         return Assessment(
             outcomes=m.n, successes=succ, failures=fail, nearest=nearest, mean=mean, sd=sd, bonus=bonus, usefulness=u,
             factor=learned_factor(u, self.gain), last_outcome_at=float(m.times.max()) if m.n else None,
             explored=explore and m.n == 0 and bonus > 0, failure_run=m.run, newcomer=untried == "newcomer",
-            passed_over=untried == "passed-over", locality=locality,
+            passed_over=untried == "passed-over", locality=locality, failed_here=repeated,
         )
 
     def assess(
@@ -542,6 +584,8 @@ def outcome_reasons(a: Assessment, change_after: int = 3) -> list[str]:
         out.append("mixed-outcomes-on-similar-tasks")
     if a.failure_run >= change_after:
         out.append("stopped-working-recently")
+    if a.failed_here:
+        out.append("failed-repeatedly-on-this-task")
     return out
 
 
@@ -750,5 +794,5 @@ class Learning:
 
 __all__ = [
     "LEARNING_MODES", "LearningConfig", "Assessment", "OutcomeModel", "ContextTuner", "Arm", "Learning",
-    "coverage", "recency_weights", "ridge_dual", "failure_run", "beta_mean_sd", "learned_factor", "outcome_reasons",
+    "coverage", "recency_weights", "ridge_dual", "failure_run", "failed_here", "beta_mean_sd", "learned_factor", "outcome_reasons",
 ]
