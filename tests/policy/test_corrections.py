@@ -52,6 +52,23 @@ def test_a_correction_comes_back_active_with_no_link(mem):
     assert [r.type for r in mem.relations(a.id)] == ["supersedes"]
 
 
+def test_a_correction_of_a_correction_was_stored_with_no_link():
+    """A chain, worded another way the second time: 8080 -> "moved to port 9090" -> "Staging now
+    listens on 9443". The old text's own change word hid the new one's, so the third write came
+    back with no link and recall put 9090 first (found by a new user's trial)."""
+    mem = Recallite.open(None)  # MiniLM: the hash embedder does not put the two port facts near each other
+    first, second = store(mem, "The staging server runs on port 8080.", "The staging server moved to port 9090.")
+    assert second.supersedes == [first.id]
+    third = mem.remember("Staging now listens on 9443.", type="fact", scope="s", source=AGENT)
+    assert third.supersedes == [second.id] and "9090 -> 9443" in third.correction
+    assert top(mem, "what port is staging on", "s")[0] == third.id
+    # Two announced changes of two subjects stay apart.
+    a, b = store(mem, "The team switched from Slack to Teams.", "The design team switched from Figma to Penpot.",
+                 scope="t")
+    assert not b.supersedes and not b.conflicts_with and mem.get(a.id).status != "superseded"
+    mem.close()
+
+
 def test_a_negation_is_stored_without_a_link(mem):
     a, b = store(mem, "The staging server runs on port 8080.", "The staging server does not run on port 8080.")
     assert b.supersedes == [a.id] and mem.get(a.id).status == "superseded"

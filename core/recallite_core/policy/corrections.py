@@ -59,18 +59,31 @@ def compare(old: str, new: str) -> Verdict | None:
         return None
     nw = _same_stems(ow, nw)
     v = _decide(old, new, ow, nw)
+    if v is None and has_cue(new) and has_cue(old) and _subject_within(ow, nw):
+        # A correction of a correction ("moved to port 9090" -> "Staging now listens on 9443"): the
+        # old text's own cue no longer hides the new one's, when the new text names no subject word
+        # the old one lacks ("The team switched ..." / "The design team switched ..." stay apart).
+        v = _decide(old, new, ow, nw, cue=True)
     # What changed is worded only for a finding (most comparisons find nothing).
     return v if v is None or v.why else Verdict(v.sure, _why(ow, nw))
 
 
-def _decide(old: str, new: str, ow: tuple[Word, ...], nw: tuple[Word, ...]) -> Verdict | None:
+def _subject_within(ow: Sequence[Word], nw: Sequence[Word]) -> bool:
+    """The new text's subject words (before its verb) are all among the old text's subject words."""
+    subject = {w.key for w in nw if w.lead}
+    return bool(subject) and subject <= {w.key for w in ow if w.lead}
+
+
+def _decide(old: str, new: str, ow: tuple[Word, ...], nw: tuple[Word, ...], cue: bool | None = None) -> Verdict | None:
     """compare() on parsed words; a finding's ``why`` is left empty for compare() to word, unless
-    it says something else ("negates it")."""
+    it says something else ("negates it"). ``cue``: whether the new text announces the change
+    (default: it has a change word and the old text has none)."""
     oset, nset = {w.key for w in ow}, {w.key for w in nw}
     shared = oset & nset
     if not shared:
         return None
-    cue = has_cue(new) and not has_cue(old)
+    if cue is None:
+        cue = has_cue(new) and not has_cue(old)
     flip = negated(new) != negated(old)
     diff_o = [i for i, w in enumerate(ow) if w.key not in nset]
     diff_n = [j for j, w in enumerate(nw) if w.key not in oset]
