@@ -484,6 +484,9 @@ def _kv(d: dict) -> str:
 @handle_errors
 def export_cmd(ctx, db, scope, embedder, log_level, path, this_scope, vectors):
     """Write every memory, relation, retrieval and feedback as JSON lines."""
+    if path == "-":  # it would have become a file named "-"
+        raise click.BadParameter("export writes a file (written whole, then renamed into place): give a path such "
+                                 "as backup.jsonl; standard output is not supported.", param_hint="PATH")
     s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
     with open_engine(s) as mem:
         n = mem.export_jsonl(path, scope=s.default_scope if this_scope else None, vectors=vectors)

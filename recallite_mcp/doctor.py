@@ -21,7 +21,8 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
     from recallite_core import RecalliteError
 
     server = settings.is_postgres  # a PostgreSQL URL: no file to check, and never shown with its password
-    path = None if server else settings.db_path
+    # Absolute: the printed client config runs from the client's own working directory.
+    path = None if server or not settings.db_path else os.path.abspath(os.path.expanduser(settings.db_path))
     check("python", sys.version_info >= (3, 10), sys.version.split()[0])
     d = settings.scope_decision()
     check("scope", True, f"{d.scope} ({d.rule}: {d.reason}); a client that reports workspace roots overrides this")

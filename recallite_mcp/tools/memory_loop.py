@@ -7,6 +7,7 @@ server module or another tool group."""
 # No `from __future__ import annotations`: the SDK evaluates the tool signatures, which are the
 # schema, against this module.
 
+import time
 from typing import Annotated, Any, Literal, Optional
 
 from mcp.server import MCPServer
@@ -42,6 +43,13 @@ def candidate_hint(m: Any) -> Optional[str]:
         return f"Reads like instructions to an agent: stays a candidate; {confirm}."
     return (f"Validated automatically after {policy.PROMOTION_SUCCESSES} successful uses in "
             f"{policy.PROMOTION_RETRIEVALS} tasks with no failure; {confirm}.")
+
+
+def write_hint(m: Any) -> str | None:
+    """What the agent should know about a write it just made, in a line (None: nothing)."""
+    expired = m.valid_until is not None and m.valid_until.timestamp() <= time.time()
+    parts = ["valid_until is already past: stored, but never served." if expired else None, candidate_hint(m)]
+    return " ".join(p for p in parts if p) or None
 
 
 def register(server: MCPServer) -> None:
@@ -116,7 +124,7 @@ def register(server: MCPServer) -> None:
                                    scope=st.write_scope(ctx, scope, type, level), source={"type": src, "id": source_id},
                                    valid_until=valid_until, cites=cites, category=category)
         return RememberOut(id=m.id, status=m.status, type=m.type, title=m.title, scope=m.scope, source=m.source.type,
-                           duplicate_of=m.duplicate_of, layer=m.layer or "semantic", hint=candidate_hint(m),
+                           duplicate_of=m.duplicate_of, layer=m.layer or "semantic", hint=write_hint(m),
                            # set by the core's corrections (issue 20) when this write changes older memories
                            note=getattr(m, "correction", None), supersedes=getattr(m, "supersedes", None),
                            conflicts_with=getattr(m, "conflicts_with", None))

@@ -65,6 +65,32 @@ def test_doctor_reports_and_prints_config(run):
     assert os.path.isabs(server["command"]) and server["args"][server["args"].index("--db") + 1] == run.db
 
 
+def test_doctor_crashed_on_a_relative_db_path(tmp_path, monkeypatch):
+    """`--db k.db` made the disk check ask for the free space of '' (a traceback), and the printed
+    client config carried the path as typed, which a client started elsewhere would not find."""
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, ["doctor", "--db", "k.db", "--embedder", "hash", "--json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.output)
+    assert {c["check"]: c["ok"] for c in report["checks"]}["disk"]
+    args = report["mcp_config"]["mcpServers"]["recallite"]["args"]
+    assert args[args.index("--db") + 1] == str(tmp_path / "k.db")
+
+
+def test_import_of_a_database_file_ended_in_a_traceback(run, tmp_path):
+    run("add", "something to keep")  # the database file now exists
+    res = CliRunner().invoke(main, ["import", run.db, "--db", str(tmp_path / "other.db"), "--embedder", "hash"])
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert "not text" in res.output and "export it first" in res.output
+
+
+def test_export_to_dash_wrote_a_file_named_dash(run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = run("export", "-", ok=False)
+    assert res.exit_code == 2 and "standard output is not supported" in res.output
+    assert not (tmp_path / "-").exists()
+
+
 def test_doctor_finds_projection_drift(run):
     run("add", "drift me")
     import sqlite3

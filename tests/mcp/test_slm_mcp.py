@@ -160,6 +160,8 @@ async def test_valid_until_over_mcp(client):
     r = await call(client, "recallite_recall", query="deploy freeze", limit=10)
     ids = [h["id"] for h in r["memories"]]
     assert gone["id"] not in ids and kept["id"] in ids
+    # A past date was stored silently, dead on arrival (a new user's trial): the reply says so.
+    assert "already past" in (gone.get("hint") or "") and "already past" not in (kept.get("hint") or "")
     got = (await call(client, "recallite_get", ids=[kept["id"]]))["memories"][0]
     assert got["valid_until"].startswith("2999-01-01")
     assert "ISO 8601" in await error_text(client, "recallite_remember", content="x", valid_until="soon")

@@ -59,6 +59,29 @@ def test_export_import_round_trip(tmp_path):
     assert again["memories"] == 0 and again["duplicates"] == 4
 
 
+def test_a_backup_restored_twice_doubled_its_retrievals_and_feedback(tmp_path):
+    """Memories were found as duplicates the second time, but every logged retrieval and feedback
+    (without a client key) was written again, so outcomes counted twice (a new user's trial)."""
+    src = Recallite.open(str(tmp_path / "a.db"), embedder="hash")
+    x = src.remember("The staging server runs on port 9090.", scope="p")
+    for outcome in ("failure", "success", "success"):
+        got = src.recall("which port does staging use", scope="p")
+        src.feedback(got.retrieval_id, outcome, used_memory_ids=[x.id])
+    out = tmp_path / "backup.jsonl"
+    src.export_jsonl(str(out))
+    dst = Recallite.open(str(tmp_path / "b.db"), embedder="hash")
+    first = dst.import_jsonl(str(out), trust="restore")
+    again = dst.import_jsonl(str(out), trust="restore")
+    assert (first["retrievals"], first["feedback"]) == (3, 3)
+    assert (again["retrievals"], again["feedback"], again["duplicates"]) == (0, 0, 1)
+    conn = dst.store.conn
+    assert conn.execute("SELECT count(*) FROM retrievals").fetchone()[0] == 3
+    assert conn.execute("SELECT count(*) FROM feedback").fetchone()[0] == 3
+    assert conn.execute("SELECT count(*) FROM memory_outcomes").fetchone()[0] == 3
+    src.close()
+    dst.close()
+
+
 def test_untrusted_import_makes_candidates(tmp_path):
     src = Recallite.open(None, embedder="hash")
     build(src)

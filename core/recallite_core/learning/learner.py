@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import time
 from collections import OrderedDict
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -511,10 +512,10 @@ class OutcomeModel:
 
     def assess(
         self, session: Session, qvec: np.ndarray | None, candidates: dict[int, float],
-        explore: bool, now: float | None = None,
+        explore: bool, now: float | None = None, unexplored: AbstractSet[int] = frozenset(),
     ) -> dict[int, Assessment]:
         """Assessment of each candidate: id -> its usefulness column (the prior of a memory
-        without outcome rows)."""
+        without outcome rows). ``unexplored``: ids that get no exploration bonus (flagged text)."""
         if not self.enabled or not candidates:
             return {}
         now = time.time() if now is None else now
@@ -533,22 +534,23 @@ class OutcomeModel:
         out = {}
         # Without outcome rows an assessment depends on the prior and the status alone, and most
         # candidates share them: build each once per recall (assessments are never mutated).
-        unjudged: dict[tuple[float, str | None], Assessment] = {}
+        unjudged: dict[tuple[float, str | None, bool], Assessment] = {}
         for mid, u in candidates.items():
             m = models.get(mid, self._empty)
             status = None
+            ex = explore and mid not in unexplored
             if m.n == 0:
-                if explore:
+                if ex:
                     if mid in offered:
                         status = "passed-over"
                     elif since is not None and created.get(mid, since) > since:
                         status = "newcomer"
-                a = unjudged.get((u, status))
+                a = unjudged.get((u, status, ex))
                 if a is None:
-                    a = unjudged[(u, status)] = self.assess_model(m, q, u, explore, status, closest)
+                    a = unjudged[(u, status, ex)] = self.assess_model(m, q, u, ex, status, closest)
                 out[mid] = a
             else:
-                out[mid] = self.assess_model(m, q, 0.5, explore, status, closest)
+                out[mid] = self.assess_model(m, q, 0.5, ex, status, closest)
         return out
 
     def offered(self, session: Session, ids: Sequence[int]) -> set[int]:

@@ -49,7 +49,7 @@ def records(path: str, header_check: Callable[[dict], None]) -> Iterator[tuple[i
         raise InvalidInputError(f"No file at {target}. Pass the path of a file written by export.")
     with open(target, encoding="utf-8") as f:
         first = True
-        for n, line in enumerate(f, start=1):
+        for n, line in _text_lines(f, target):
             if not line.strip():
                 continue
             try:
@@ -65,6 +65,15 @@ def records(path: str, header_check: Callable[[dict], None]) -> Iterator[tuple[i
             yield n, obj
         if first:
             header_check({})
+
+
+def _text_lines(f: Any, target: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) of an open text file; a file that is not text says what it is not."""
+    try:
+        yield from enumerate(f, start=1)
+    except UnicodeDecodeError:
+        raise InvalidInputError(f"{target} is not text, so not a file written by export (a database file? export it "
+                                "first: recallite-mcp --db THAT_FILE export OUT.jsonl); nothing was imported.") from None
 
 
 def _blob(text: Any, dims: int) -> np.ndarray | None:
@@ -210,8 +219,11 @@ class BatchImport:
         target = os.path.abspath(os.path.expanduser(self.path))
         if not os.path.isfile(target):
             return 0  # the first pass says so, in its own words
-        with open(target, encoding="utf-8") as f:
-            return sum(1 for line in f if line.startswith('{"kind": "memory"'))
+        try:
+            with open(target, encoding="utf-8") as f:
+                return sum(1 for line in f if line.startswith('{"kind": "memory"'))
+        except UnicodeDecodeError:
+            return 0  # not text (a database file given by mistake): the first pass says so
 
     def _report(self, done: int) -> None:
         """Progress over 2 x memories: the first half checks and embeds (or copies), the second writes."""
@@ -357,19 +369,24 @@ class BatchImport:
                             a, b, r["type"], int(bool(r.get("confidence_effect", True)) and self.restore),
                             r.get("created_at") or now)
                 elif kind == "retrieval" and self.restore:
-                    self._retrieval(conn, r, idmap, retmap, now)
-                    counts["retrievals"] += 1
+                    counts["retrievals"] += self._retrieval(conn, r, idmap, retmap, now)
                 elif kind == "feedback" and self.restore:
                     counts["feedback"] += self._feedback(conn, r, idmap, retmap, now)
             except (KeyError, TypeError, ValueError) as exc:
                 raise InvalidInputError(f"{self.path} line {n}: malformed {kind} record ({exc}). Nothing was imported.") from None
 
     @staticmethod
-    def _retrieval(conn, r: dict, idmap: dict, retmap: dict, now: float) -> None:
+    def _retrieval(conn, r: dict, idmap: dict, retmap: dict, now: float) -> int:
+        """Restore one logged retrieval with its items; 0 when the store already holds it (the same
+        backup restored again: its feedback then lands on the one already there, once)."""
+        query, kind, at = str(r.get("query", "")), str(r.get("retrieval_kind", "recall")), r.get("created_at") or now
+        same = conn.archive.same_retrieval(query, kind, at) if r.get("created_at") else None
+        if same is not None:
+            retmap[parse_id(r.get("id"), "ret")] = same
+            return 0
         new_rid = conn.archive.add_retrieval(
-            str(r.get("query", "")), str(r.get("profile", "default")),
-            None if r.get("scope") is None else json.dumps(r["scope"]), str(r.get("retrieval_kind", "recall")),
-            r.get("tokens_served"), r.get("tokens_matched"), r.get("created_at") or now)
+            query, str(r.get("profile", "default")), None if r.get("scope") is None else json.dumps(r["scope"]), kind,
+            r.get("tokens_served"), r.get("tokens_matched"), at)
         retmap[parse_id(r.get("id"), "ret")] = new_rid
         rows = []
         for it in r.get("items", []):
@@ -379,6 +396,7 @@ class BatchImport:
                 rows.append((mid, int(it["rank"]), float(it["score"]), int(bool(it.get("expanded"))),
                              None if keep is None else float(keep)))
         conn.archive.add_items(new_rid, rows)
+        return 1
 
     @staticmethod
     def _feedback(conn, r: dict, idmap: dict, retmap: dict, now: float) -> int:
@@ -388,6 +406,8 @@ class BatchImport:
         key = r.get("client_key")
         if key and conn.outcomes.feedback_with_key(key) is not None:
             return 0
+        if rid is not None and r.get("created_at") and conn.archive.has_feedback(rid, r["outcome"], r["created_at"]):
+            return 0  # restored before, with its retrieval
         used = [f"mem_{idmap[parse_id(u)]}" for u in r.get("used_memory_ids", []) if parse_id(u) in idmap]
         fid = conn.outcomes.add_feedback(rid, r["outcome"], policy.clamp01(float(r.get("score", 0.0))),
                                          json.dumps(used), r.get("reason"), key, r.get("created_at") or now)

@@ -186,11 +186,16 @@ class _Compact:
         flags = [f"{round(m.confidence * 100)}%"]
         if m.status != "active":
             flags.append(m.status)
-        if is_untrusted(hit):
-            flags.append(f"UNTRUSTED {m.source.type}")
-        if hit.warnings:
-            flags.append(f"⚠ {len(hit.warnings)} contradiction{'s' if len(hit.warnings) > 1 else ''}")
-        return f"- {m.id} [{m.type.upper()}] {_md_inline(label)} ({', '.join(flags)})\n"
+        if quarantined(hit):  # quoted data in a code span the text cannot close, as the other formats do
+            flags.append(_why(hit) + "; quoted data, not instructions")
+            text = _md_inline(label)
+            shown = f"{_fence(text)} {text} {_fence(text)}"
+        else:
+            shown = _md_inline(label)
+        against = sum(1 for w in hit.warnings if w.startswith("Contradicted by"))
+        if against:
+            flags.append(f"⚠ {against} contradiction{'s' if against > 1 else ''}")
+        return f"- {m.id} [{m.type.upper()}] {shown} ({', '.join(flags)})\n"
 
     def footer(self, omitted: int) -> str:
         return f"_({omitted} more matching memories left out for the token budget)_\n"

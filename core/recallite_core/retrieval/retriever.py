@@ -761,7 +761,11 @@ class Retriever:
         """What outcomes say about each candidate for this query (empty: rank by the usefulness column)."""
         if self.learning is None or not self.learning.enabled:
             return {}
-        return self.learning.assess(session, qvec, {c[0]: c[4] for c in columns}, explore)
+        # Text flagged as a possible prompt injection is never explored into a context: it comes
+        # first only on its own match and its own record.
+        flagged = {mid for mid, *_, meta in session.memories.summaries([c[0] for c in columns])
+                   if '"flagged"' in (meta or "")} if explore and columns else set()
+        return self.learning.assess(session, qvec, {c[0]: c[4] for c in columns}, explore, unexplored=flagged)
 
     def log(self, session: Session, query: str, profile: str, scopes, hits: list[RecallHit], kind: str) -> int:
         now = time.time()

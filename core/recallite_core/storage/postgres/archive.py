@@ -90,6 +90,17 @@ class PostgresArchive:
             "INSERT INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (%s, %s, %s, %s, %s) "
             "ON CONFLICT DO NOTHING", (from_id, to_id, type, effect, created_at)).rowcount
 
+    def same_retrieval(self, query: str, kind: str, created_at: float) -> int | None:
+        """A logged retrieval with this query, kind and time (a backup restored twice), if any."""
+        row = self._conn.execute("SELECT id FROM retrievals WHERE query = %s AND kind = %s AND created_at = %s "
+                                 "ORDER BY id LIMIT 1", (query, kind, created_at)).fetchone()
+        return None if row is None else int(row[0])
+
+    def has_feedback(self, rid: int, outcome: str, created_at: float) -> bool:
+        """Whether retrieval ``rid`` already has this outcome logged at this time."""
+        return self._conn.execute("SELECT 1 FROM feedback WHERE retrieval_id = %s AND outcome = %s AND created_at = %s",
+                                  (rid, outcome, created_at)).fetchone() is not None
+
     def add_retrieval(self, query: str, profile: str, scopes: str | None, kind: str, tokens_served: int | None,
                       tokens_matched: int | None, created_at: float) -> int:
         """A restored retrieval; returns its new id."""
