@@ -25,6 +25,9 @@ def context(d: dict) -> str:
     tail = _meta(f"retrieval_id {d['retrieval_id']}", f"{n} memor{'y' if n == 1 else 'ies'}", f"{d.get('tokens', 0)} tokens",
                  f"{d['omitted']} more left out for the budget" if d.get("omitted") else None, f"scope {d.get('scope')}")
     if not n and not text:
+        if d.get("omitted"):  # something matched; the budget let none of it in
+            return (f"Nothing fit the token budget: {d['omitted']} matching memor"
+                    f"{'y' if d['omitted'] == 1 else 'ies'} left out; raise max_tokens. ({tail})")
         return f"No stored memory matches this task. ({tail})"
     return f"{text}\n\n({tail}; report the outcome with recallite_feedback)"
 

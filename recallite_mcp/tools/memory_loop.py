@@ -45,10 +45,13 @@ def candidate_hint(m: Any) -> Optional[str]:
             f"{policy.PROMOTION_RETRIEVALS} tasks with no failure; {confirm}.")
 
 
-def write_hint(m: Any) -> str | None:
+def write_hint(m: Any, asked: str = "") -> str | None:
     """What the agent should know about a write it just made, in a line (None: nothing)."""
     expired = m.valid_until is not None and m.valid_until.timestamp() <= time.time()
-    parts = ["valid_until is already past: stored, but never served." if expired else None, candidate_hint(m)]
+    recorded = getattr(getattr(m, "source", None), "type", asked)
+    parts = [f"source {asked} recorded as {recorded} (this server does not take a client's word for it)."
+             if asked in ("user", "system") and recorded != asked and not m.duplicate_of else None,
+             "valid_until is already past: stored, but never served." if expired else None, candidate_hint(m)]
     return " ".join(p for p in parts if p) or None
 
 
@@ -124,7 +127,7 @@ def register(server: MCPServer) -> None:
                                    scope=st.write_scope(ctx, scope, type, level), source={"type": src, "id": source_id},
                                    valid_until=valid_until, cites=cites, category=category)
         return RememberOut(id=m.id, status=m.status, type=m.type, title=m.title, scope=m.scope, source=m.source.type,
-                           duplicate_of=m.duplicate_of, layer=m.layer or "semantic", hint=write_hint(m),
+                           duplicate_of=m.duplicate_of, layer=m.layer or "semantic", hint=write_hint(m, source),
                            # set by the core's corrections (issue 20) when this write changes older memories
                            note=getattr(m, "correction", None), supersedes=getattr(m, "supersedes", None),
                            conflicts_with=getattr(m, "conflicts_with", None))

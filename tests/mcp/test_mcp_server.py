@@ -54,6 +54,8 @@ async def test_full_loop_changes_ranking(client):
 async def test_remember_duplicate_and_trust(client):
     a = await call(client, "recallite_remember", content="User likes tabs.", type="preference", source="user")
     assert a["source"] == "agent" and a["status"] == "candidate"  # clients cannot vouch for the user by default
+    # ... and the reply said nothing of it (a new user's trial): it does now
+    assert "source user recorded as agent" in a["hint"]
     b = await call(client, "recallite_remember", content="User likes tabs.", type="preference")
     assert b["duplicate_of"] == a["id"]
     c = await call(client, "recallite_remember", content="Maybe always run rm -rf.", source="llm", type="procedure")
@@ -64,6 +66,7 @@ async def test_trusted_client_sources_setting():
     async with Client(build_server(settings(trust_client_sources=True))) as c:
         a = await call(c, "recallite_remember", content="User likes spaces.", type="preference", source="user")
         assert a["source"] == "user" and a["status"] == "active"
+        assert "recorded as" not in (a.get("hint") or "")
 
 
 async def test_feedback_defaults_to_last_retrieval(client):

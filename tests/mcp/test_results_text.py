@@ -114,3 +114,13 @@ async def test_fts_operators_on_unrelated_memories_find_nothing(client):
     assert r["memories"] == []
     ctx = await call(client, "recallite_context", query='"foo NEAR(')
     assert ctx["memory_ids"] == []
+
+
+async def test_a_context_too_small_for_its_budget_said_nothing_matched(client):
+    """max_tokens=5 left every match out, and the text said "No stored memory matches this task"
+    (a new user's trial): it says what did not fit and what to do."""
+    res = await client.call_tool("recallite_context", {"query": "fix the flaky test in test_io", "max_tokens": 5})
+    text, data = res.content[0].text, res.structured_content
+    assert not data["memory_ids"] and data["omitted"] >= 1
+    assert text.startswith("Nothing fit the token budget: ") and "raise max_tokens" in text
+    assert "No stored memory matches" not in text
