@@ -10,7 +10,6 @@ import pytest
 
 from recallite_core import Recallite, RecalliteConfig
 from recallite_core.learning.learner import (
-    Arm,
     LearningConfig,
     OutcomeModel,
     beta_mean_sd,
@@ -20,6 +19,7 @@ from recallite_core.learning.learner import (
     recency_weights,
     ridge_dual,
 )
+from recallite_core.learning.tuner import Arm
 
 # -- pure maths ---------------------------------------------------------------------------------------
 

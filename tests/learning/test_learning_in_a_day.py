@@ -185,7 +185,7 @@ def test_the_tuner_read_logged_scores_with_the_exploration_bonus_the_cut_leaves_
     """A context logs, for each memory it served, the largest relative floor at which its cut keeps
     it: the tuner replays a stricter floor on the log and must see what that floor's cut would serve
     (the logged final scores carried the exploration bonus, which the cut leaves out)."""
-    from recallite_core.learning.learner import Arm
+    from recallite_core.learning.tuner import Arm
 
     ids = [mem.remember(t, type="procedure").id for t in PROCEDURES]
     task = "deploy the branch to staging"

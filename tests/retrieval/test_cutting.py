@@ -105,7 +105,7 @@ def test_the_tuner_judged_its_arms_on_scores_with_the_exploration_bonus():
     final scores in the log, a stricter arm 'kept' a barely tried memory that its cut would drop, so
     it looked safer than it was, and 'dropped' a close match that its cut keeps. The log now holds
     each memory's keep ratio: an arm serves exactly what its cut would."""
-    from recallite_core.learning.learner import Arm
+    from recallite_core.learning.tuner import Arm
     from recallite_core.retrieval.cutting import keep_ratios
 
     top = judged(0.7)
