@@ -353,6 +353,9 @@ class BatchImport:
     def _links(self, conn, idmap: dict, counts: dict, now: float) -> None:
         """Citations, relations, and (restore only) the retrieval log and feedback, streamed."""
         retmap: dict[int, int] = {}
+        # Only a store that already logged retrievals can hold this file's: a restore into a new
+        # store (and every migrate) skips the lookup, which has no index to use.
+        logged = conn.archive.last_retrieval() if self.restore else 0
         for n, r in self._lines():
             kind = r["kind"]
             try:
@@ -369,18 +372,18 @@ class BatchImport:
                             a, b, r["type"], int(bool(r.get("confidence_effect", True)) and self.restore),
                             r.get("created_at") or now)
                 elif kind == "retrieval" and self.restore:
-                    counts["retrievals"] += self._retrieval(conn, r, idmap, retmap, now)
+                    counts["retrievals"] += self._retrieval(conn, r, idmap, retmap, now, logged)
                 elif kind == "feedback" and self.restore:
                     counts["feedback"] += self._feedback(conn, r, idmap, retmap, now)
             except (KeyError, TypeError, ValueError) as exc:
                 raise InvalidInputError(f"{self.path} line {n}: malformed {kind} record ({exc}). Nothing was imported.") from None
 
     @staticmethod
-    def _retrieval(conn, r: dict, idmap: dict, retmap: dict, now: float) -> int:
-        """Restore one logged retrieval with its items; 0 when the store already holds it (the same
-        backup restored again: its feedback then lands on the one already there, once)."""
+    def _retrieval(conn, r: dict, idmap: dict, retmap: dict, now: float, logged: int) -> int:
+        """Restore one logged retrieval with its items; 0 when the store held it before this import
+        (ids up to ``logged``: the same backup restored again; its feedback then lands on that one, once)."""
         query, kind, at = str(r.get("query", "")), str(r.get("retrieval_kind", "recall")), r.get("created_at") or now
-        same = conn.archive.same_retrieval(query, kind, at) if r.get("created_at") else None
+        same = conn.archive.same_retrieval(query, kind, at, logged) if logged and r.get("created_at") else None
         if same is not None:
             retmap[parse_id(r.get("id"), "ret")] = same
             return 0

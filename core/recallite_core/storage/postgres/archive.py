@@ -90,10 +90,14 @@ class PostgresArchive:
             "INSERT INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (%s, %s, %s, %s, %s) "
             "ON CONFLICT DO NOTHING", (from_id, to_id, type, effect, created_at)).rowcount
 
-    def same_retrieval(self, query: str, kind: str, created_at: float) -> int | None:
-        """A logged retrieval with this query, kind and time (a backup restored twice), if any."""
-        row = self._conn.execute("SELECT id FROM retrievals WHERE query = %s AND kind = %s AND created_at = %s "
-                                 "ORDER BY id LIMIT 1", (query, kind, created_at)).fetchone()
+    def last_retrieval(self) -> int:
+        """The id of the newest logged retrieval (0: none)."""
+        return int(self._conn.execute("SELECT coalesce(max(id), 0) FROM retrievals").fetchone()[0])
+
+    def same_retrieval(self, query: str, kind: str, created_at: float, upto: int) -> int | None:
+        """A retrieval logged with this query, kind and time, of id ``upto`` or older (a backup restored twice)."""
+        row = self._conn.execute("SELECT id FROM retrievals WHERE id <= %s AND query = %s AND kind = %s "
+                                 "AND created_at = %s ORDER BY id LIMIT 1", (upto, query, kind, created_at)).fetchone()
         return None if row is None else int(row[0])
 
     def has_feedback(self, rid: int, outcome: str, created_at: float) -> bool:
