@@ -141,9 +141,12 @@ async def test_share_and_team_recall_over_mcp(client):
     assert up["scope"] == "team-web" and up["id"] != m["id"]
     plain = await call(client, "recallite_recall", query="e2e suite", limit=10)
     assert {h["scope"] for h in plain["memories"]} == {"proj"}
+    await call(client, "recallite_remember", content="The e2e suite runs nightly at 2am.", type="fact", scope="team-web")
     teamed = await call(client, "recallite_recall", query="e2e suite", limit=10, include_teams=True)
     assert {h["scope"] for h in teamed["memories"]} == {"proj", "team-web"}
     assert other["id"] not in [h["id"] for h in teamed["memories"]]
+    # the shared copy has the same text as the original: shown once, not twice
+    assert [h["content"] for h in teamed["memories"]].count("The e2e suite needs --retries 2.") == 1
 
 
 async def test_isolated_server_refuses_sharing_into_unlinked_team():

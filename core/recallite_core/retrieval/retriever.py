@@ -34,6 +34,7 @@ from recallite_core.retrieval.conversation_ranking import (
     quiet_replies,
 )
 from recallite_core.retrieval.cutting import keep_ratios
+from recallite_core.retrieval.distinct import distinct_texts
 from recallite_core.retrieval.fusion import (
     VECTOR_STD_FLOOR,
     keyword_moments,
@@ -701,9 +702,8 @@ class Retriever:
                 floors = keep_ratios(scored, cut_base, learned, gain)  # the relative cut
                 self._cut_pending = (query, floors)
                 scored = [t for t in scored if floors[t[2]] >= min_score_ratio]
-            scored = scored[:limit]
+            scored, memories = distinct_texts(scored, limit, session.memories.load)
             final_ids = [t[2] for t in scored]
-            memories = session.memories.load(final_ids)
             if min_trust is None:  # shown on each hit; nothing else needs it
                 trust = trust_scores(session, final_ids, half_life_days=cfg.trust_half_life_days,
                                      present=self._side_tables(session))
