@@ -342,7 +342,7 @@ def _build(raw: dict, seed: int, catalog: str = "ops") -> TaskFamily:
 # Catalogs: "ops" (with INTERFERENCE_PAIRS) and the voices catalogs, all files under catalogs/
 # ---------------------------------------------------------------------------------------------
 
-CATALOGS = ("ops", "voices-dev", "voices-holdout")
+CATALOGS = ("ops", "voices-dev", "voices-holdout", "voices-fresh-dev", "voices-fresh-holdout")
 
 
 @dataclass(frozen=True)
