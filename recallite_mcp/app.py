@@ -155,6 +155,19 @@ class AppState:
         for m in self.engine.get_many(ids):
             self.check_scope_access(ctx, m.scope)
 
+    def guard_retrieval(self, ctx: Context, retrieval_id: Optional[str]) -> None:
+        """With --isolate-scopes, another project's retrieval is refused: its feedback (or the
+        memories opened from it) would move that project's memories."""
+        if not self.settings.isolate_scopes or not retrieval_id:
+            return
+        project, user = self.allowed_scopes(ctx)
+        allowed = {project, user, *self.engine.teams(project)}
+        entry, _ = self.engine.inspection().retrieval(retrieval_id)
+        for scope in entry.scopes:
+            if scope not in allowed:
+                raise ToolError(f"Cross-scope access is disabled on this server (--isolate-scopes): {entry.id} "
+                                f"searched scope {scope!r}. Give feedback on this project's retrievals only.")
+
     # -- who asks ----------------------------------------------------------------------------------------
     def client_source(self, source: str) -> str:
         """What a client's claimed source is recorded (or acts) as. The one place this is decided.

@@ -95,6 +95,8 @@ def register(server: MCPServer) -> None:
         work = {i: st.engine.working_entry(i.strip()) for i in ids if i.strip().startswith("wm_")}  # this session's RAM
         stored = [i for i in ids if i not in work]
         st.guard_memories(ctx, stored)
+        if stored:
+            st.guard_retrieval(ctx, retrieval_id)
         mems = (st.engine.expand(retrieval_id, stored) if retrieval_id and stored else st.engine.get_many(stored))
         found = dict(zip(stored, mems))
         return GetOut(memories=[MemoryOut.of(work[i] if i in work else found[i], offset) for i in ids])

@@ -147,6 +147,8 @@ def register(server: MCPServer) -> None:
         candidates that keep helping are validated (promoted)."""
         st = state_of(ctx)
         rid = retrieval_id or st.default_retrieval(awaiting_key(ctx))
+        st.guard_retrieval(ctx, rid)
+        st.guard_memories(ctx, [i for i in used_memory_ids or [] if not i.strip().startswith("wm_")])
         r = st.engine.feedback(rid, outcome, score=score, used_memory_ids=used_memory_ids, reason=reason, client_key=client_key)
         st.awaiting.settle(r.retrieval_id)
         return FeedbackOut(
