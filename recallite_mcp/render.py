@@ -50,6 +50,10 @@ def remember(d: dict) -> str:
 
 
 def feedback(d: dict) -> str:
+    judged = d.get("already_judged") or []
+    if d.get("duplicate") and judged:
+        return (f"Nothing changed: earlier feedback on {d.get('retrieval_id')} already credited {', '.join(judged)} "
+                "(one outcome per memory per retrieval; a new task starts with recallite_context).")
     if d.get("duplicate"):
         return f"Feedback {d.get('feedback_id')} was already applied (same client_key); nothing changed."
     lines = [f"Recorded {d.get('outcome')} for {d.get('retrieval_id')} ({d.get('feedback_id')})."]
@@ -60,6 +64,8 @@ def feedback(d: dict) -> str:
             + (f" and {len(ch) - 20} more" if len(ch) > 20 else ""))
     if d.get("promoted"):
         lines.append("Validated (they kept helping): " + ", ".join(d["promoted"]))
+    if judged:
+        lines.append("Not credited again (earlier feedback on this retrieval did): " + ", ".join(judged))
     return "\n".join(lines)
 
 

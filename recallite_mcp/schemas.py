@@ -76,9 +76,11 @@ class FeedbackOut(Out):
     outcome: str
     score: float
     changes: list[UsefulnessChangeOut] = Field(description="Each credited memory with its usefulness before and after.")
-    duplicate: bool = Field(description="True when this client_key was already applied; nothing changed.")
+    duplicate: bool = Field(description="True when nothing changed: the same client_key, or every memory already judged.")
     promoted: list[str] = Field(default_factory=list, exclude_if=lambda v: not v,
                                 description="Candidates this feedback validated: they kept helping (omitted when none).")
+    already_judged: list[str] = Field(default_factory=list, exclude_if=lambda v: not v,
+                                      description="Already credited by earlier feedback on this retrieval: not again.")
 
 
 class TurnOut(Out):

@@ -204,9 +204,12 @@ class FeedbackResult(BaseModel):
     outcome: Outcome
     score: float
     changes: list[UsefulnessChange]
-    duplicate: bool = Field(False, description="True when this client_key was already applied; nothing changed.")
+    duplicate: bool = Field(False, description="True when nothing was applied: this client_key was, or every memory it "
+                            "would credit already has this retrieval's outcome.")
     promoted: list[str] = Field(default_factory=list, description="Candidates this feedback validated: they earned it "
                                 "(policy.earns_validation).")
+    already_judged: list[str] = Field(default_factory=list, description="Memories earlier feedback on this retrieval "
+                                      "credited: not credited again (one outcome per memory per retrieval).")
 
 
 class Relation(BaseModel):

@@ -212,3 +212,45 @@ def test_partial_without_ids_marked_a_needed_rule_shown_in_every_task_poor(mem):
     ctx = mem.build_context("apply a coupon to the order")
     fb = mem.feedback(ctx.retrieval_id, "success")
     assert [c.id for c in fb.changes] == ctx.memory_ids
+
+
+@pytest.fixture
+def two_backends(backend_url):
+    m = Recallite.open(backend_url, embedder="hash")
+    yield m
+    m.close()
+
+
+def test_four_identical_success_reports_on_one_retrieval_were_all_applied(two_backends):
+    """A new user's trial: four identical feedback calls on one retrieval each credited its memory
+    (usefulness 0.5 -> 0.911, success_count 4). One outcome per memory per retrieval now."""
+    m = two_backends
+    a = m.remember("Deploys go through the release pipeline, never by hand.", type="procedure")
+    b = m.remember("Deploys need a green build on the main branch first.", type="procedure")
+    r = m.recall("how do deploys work", limit=5)
+    first = m.feedback(r.retrieval_id, "success", used_memory_ids=[a.id])
+    after_one = m.get(a.id).usefulness
+    assert first.changes and not first.duplicate and after_one > 0.5
+    for _ in range(3):
+        again = m.feedback(r.retrieval_id, "success", used_memory_ids=[a.id])
+        assert again.duplicate and again.already_judged == [a.id] and not again.changes
+    assert m.get(a.id).usefulness == pytest.approx(after_one)
+    assert m.get(a.id).success_count == 1
+    # naming one more memory credits only that one
+    more = m.feedback(r.retrieval_id, "success", used_memory_ids=[a.id, b.id])
+    assert [c.id for c in more.changes] == [b.id] and more.already_judged == [a.id]
+    # without ids, a repeat of the rank-decayed credit changes nothing either
+    r2 = m.recall("deploys", limit=5)
+    m.feedback(r2.retrieval_id, "failure")
+    assert m.feedback(r2.retrieval_id, "failure").duplicate
+
+
+def test_the_fallback_after_a_failed_first_memory_still_credits_both(two_backends):
+    m = two_backends
+    a = m.remember("Rotate the key with the vault CLI.", type="procedure")
+    b = m.remember("Rotate the key in the cloud console.", type="procedure")
+    r = m.recall("rotate the key", limit=5)
+    m.feedback(r.retrieval_id, "failure", used_memory_ids=[a.id])
+    ok = m.feedback(r.retrieval_id, "success", used_memory_ids=[b.id])
+    assert [c.id for c in ok.changes] == [b.id] and not ok.already_judged
+    assert m.get(a.id).usefulness < 0.5 < m.get(b.id).usefulness

@@ -81,6 +81,10 @@ async def test_numbers_rounded_and_empty_fields_dropped(client):
     assert all(len(repr(hit[k]).split(".")[-1]) <= 3 for k in ("score", "confidence", "usefulness") if isinstance(hit[k], float))
     text = res.content[0].text
     assert "Recorded success" in text and "→" in text
+    assert "already_judged" not in fb  # nothing repeated: left out
+    again = await client.call_tool("recallite_feedback", {"retrieval_id": ctx["retrieval_id"], "outcome": "success"})
+    assert again.structured_content["duplicate"] and again.structured_content["already_judged"]
+    assert again.content[0].text.startswith("Nothing changed: earlier feedback on " + ctx["retrieval_id"])
 
 
 async def test_a_60kb_memory_is_bounded_everywhere():

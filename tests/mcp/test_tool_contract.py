@@ -20,7 +20,7 @@ CONTRACT = {
                            ["conflicts_with", "duplicate_of", "hint", "id", "layer", "note", "scope", "source", "status",
                             "supersedes", "title", "type"]),
     "recallite_feedback": (["outcome"], ["outcome", "reason", "retrieval_id", "score", "used_memory_ids"],
-                           ["changes", "duplicate", "feedback_id", "outcome", "promoted", "retrieval_id", "score"]),
+                           ["already_judged", "changes", "duplicate", "feedback_id", "outcome", "promoted", "retrieval_id", "score"]),
     "recallite_recall": (["query"], ["include_inactive", "limit", "query", "scope", "types"], ["memories", "retrieval_id", "scope"]),
     "recallite_get": (["ids"], ["ids", "offset", "retrieval_id"], ["memories"]),
     "recallite_list": ([], ["limit", "offset", "scope", "sources", "statuses", "tags", "types"],

@@ -113,6 +113,18 @@ class FeedbackRecorder:
                 # Only what the agent was shown, weighted by its place in what it saw.
                 credits = [(mid, policy.rank_weight(place))
                            for place, mid in enumerate(mid for mid, _, _, s in shown if s)]
+            # One outcome per memory per retrieval: a memory an earlier feedback on this retrieval
+            # credited is not credited again. Four identical success reports on one retrieval had
+            # lifted its memory from 0.5 to 0.91, ahead of what one task proved (a new user's trial);
+            # the fallback (failure naming the first memory, then success naming the second) is
+            # unaffected, each memory is judged once.
+            before = credited_on(conn, rid)
+            repeated = [mid for mid, _ in credits if mid in before]
+            if repeated and len(repeated) == len(credits):
+                return FeedbackResult(
+                    feedback_id=fmt_id("fb", before[repeated[0]]), retrieval_id=fmt_id("ret", rid), outcome=outcome,
+                    score=recorded_score, changes=[], duplicate=True, already_judged=[f"mem_{m}" for m in repeated])
+            credits = [(mid, w) for mid, w in credits if mid not in before]
             fid = conn.outcomes.add_feedback(rid, outcome, recorded_score,
                                              json.dumps([f"mem_{i}" for i in (used or [])]), reason_text, key, now)
             olds: dict[int, float] = {}
@@ -150,7 +162,7 @@ class FeedbackRecorder:
             feedback_id=fmt_id("fb", fid), retrieval_id=fmt_id("ret", rid), outcome=outcome, score=recorded_score,
             changes=[UsefulnessChange(id=f"mem_{m}", weight=w, old_usefulness=o, new_usefulness=n)
                      for _f, m, w, _t, o, n, _c in outcomes],
-            promoted=[f"mem_{m}" for m in promoted],
+            promoted=[f"mem_{m}" for m in promoted], already_judged=[f"mem_{m}" for m in repeated],
         )
 
     def _feedback_result(self, conn, fid: int, duplicate: bool = False) -> FeedbackResult:
@@ -179,6 +191,15 @@ class FeedbackRecorder:
                 raise MemoryNotFoundError(f"No memory mem_{mid}.")
             conn.memories.set_usefulness(mid, policy.clamp01(row[0][1] + d), time.time())
         return self.catalog.get(mid)
+
+
+def credited_on(conn, rid: int) -> dict[int, int]:
+    """Memories that earlier feedback on retrieval ``rid`` credited -> the feedback that did."""
+    out: dict[int, int] = {}
+    for fid, *_ in conn.retrievals.feedback_of([rid]):
+        for mid, *_rest in conn.outcomes.credits_of(fid):
+            out.setdefault(mid, fid)
+    return out
 
 
 def judged_on(conn, rid: int) -> set[int]:
