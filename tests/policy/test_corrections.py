@@ -69,6 +69,28 @@ def test_a_correction_of_a_correction_was_stored_with_no_link():
     mem.close()
 
 
+def test_a_backup_that_now_starts_at_another_time_was_stored_with_no_link():
+    """A new user's trial: "The nightly backup job runs at 01:30." then "Nightly backups now start at
+    03:00 instead." came back with no link and 01:30 ranked first: "start" was not read as a verb,
+    so the new time counted as a word of the subject. Two windows of two subjects stay apart."""
+    mem = Recallite.open(None)
+    a, b = store(mem, "The nightly backup job runs at 01:30.", "Nightly backups now start at 03:00 instead.")
+    assert b.supersedes == [a.id] and "01:30 -> 03:00" in b.correction
+    assert top(mem, "When does the nightly backup run?", "s")[0] == b.id
+    c, d = store(mem, "The backend deploy window starts at 22:00.", "The frontend deploy window starts at 18:00.",
+                 scope="t")
+    assert not d.supersedes and not d.conflicts_with
+    mem.close()
+
+
+def test_the_change_note_named_the_office_as_the_old_value(mem):
+    """"the 4th floor of the Lisbon office" -> "relocated to the 6th floor" was noted "4th Lisbon -> 6th":
+    the number changed, not the city."""
+    a, b = store(mem, "The design team sits on the 4th floor of the Lisbon office.",
+                 "The design team relocated to the 6th floor.")
+    assert b.supersedes == [a.id] and "(4th -> 6th)" in b.correction
+
+
 def test_a_negation_is_stored_without_a_link(mem):
     a, b = store(mem, "The staging server runs on port 8080.", "The staging server does not run on port 8080.")
     assert b.supersedes == [a.id] and mem.get(a.id).status == "superseded"

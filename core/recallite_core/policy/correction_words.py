@@ -44,7 +44,8 @@ CUE_PHRASES = ("no longer", "not anymore", "any more", "anymore", "instead of", 
                "moved", "changed", "replaced", "from now on", "as of", "took over", "taken over", "left",
                "is now", "are now", "now", "upgraded", "downgraded", "deprecated", "migrated", "renamed",
                "no more", "stopped", "instead", "updated", "correction", "actually", "went from", "went up",
-               "went down", "bumped", "swapped", "scaled", "relocated", "handed", "not any")
+               "went down", "bumped", "swapped", "scaled", "relocated", "handed", "not any", "raised", "lowered",
+               "increased", "decreased", "reduced")
 _FROM_TO = re.compile(r"\bfrom\s+(.{1,40}?)\s+to\s+(.{1,40}?)(?:[.;,!]|\s+(?:and|but|because|since|for|on|in)\b|$)", re.I)
 
 # Moments that say when, not what (weekdays and months are values: "no deploys on Fridays").
@@ -70,7 +71,7 @@ publish publishes published monitor monitors monitored follow follows followed r
 reachable charge charges pay pays gives give allow allows block blocks blocked get gets find picks pick
 has have had
 send sends sent runs times timed limited throttled scaled sign signs cut
-backs carries watches sits
+backs carries watches sits start starts starting begins opens closes ends
 """.split())
 
 # Words that belong to the number before them ("30 seconds", "20 requests per minute").

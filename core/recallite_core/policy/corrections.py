@@ -453,7 +453,12 @@ def _why(ow: Sequence[Word], nw: Sequence[Word]) -> str:
     came = [w for w in nw if w.key not in okeys]
     if not gone:  # the new text quotes the old value ("replaced Jenkins with ...")
         gone = [w for w in ow if w.value][-1:] or list(ow[-1:])
-    return f"{_brief([w for w in gone if w.value] or gone)} -> {_brief([w for w in came if w.value] or came)}"
+    gone = [w for w in gone if w.value] or gone
+    came = [w for w in came if w.value] or came
+    # "the 4th floor of the Lisbon office" -> "the 6th floor": the number changed, not the place
+    kinds = {w.shape for w in came}
+    gone = [w for w in gone if w.shape in kinds] or gone
+    return f"{_brief(gone)} -> {_brief(came)}"
 
 
 # -- candidates and findings ----------------------------------------------------------------------------------------
