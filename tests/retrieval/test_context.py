@@ -76,3 +76,16 @@ def test_empty_result_says_so():
     m = Recallite.open(None, embedder="hash")
     assert "No stored memories" in m.context("anything")
     m.close()
+
+
+def test_one_memory_left_out_was_counted_as_memories(mem):
+    """A context that left one memory out for its budget said "1 more matching memories" (a new
+    user's trial)."""
+    from recallite_core.retrieval.context import left_out
+    assert left_out(1) == "1 more matching memory left out" and left_out(2) == "2 more matching memories left out"
+    mem.remember("Deploy the web app with make deploy.", type="procedure")
+    mem.remember("Deploy notes: " + "the web app deploy has many steps and checks to run in order. " * 400,
+                 type="procedure")
+    ctx = mem.build_context("deploy the web app", max_tokens=80)
+    assert len(ctx.memory_ids) == 1
+    assert "1 more matching memory left out" in ctx.context

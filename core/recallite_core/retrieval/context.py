@@ -27,6 +27,11 @@ class Rendered:
     omitted: int
 
 
+def left_out(n: int) -> str:
+    """"1 more matching memory left out", "3 more matching memories left out"."""
+    return f"{n} more matching {'memory' if n == 1 else 'memories'} left out"
+
+
 def is_untrusted(hit: RecallHit) -> bool:
     m = hit.memory
     return m.status == "candidate" and SOURCE_TRUST.get(m.source.type) == UNTRUSTED
@@ -118,7 +123,7 @@ class _Markdown:
         return head + body + warn
 
     def footer(self, omitted: int) -> str:
-        return f"_({omitted} more matching memories left out for the token budget)_\n"
+        return f"_({left_out(omitted)} for the token budget)_\n"
 
 
 def _xml_text(text: str) -> str:
@@ -168,7 +173,7 @@ class _Plain:
         return line + "".join(f"  warning: {_md_inline(w)}\n" for w in hit.warnings)
 
     def footer(self, omitted: int) -> str:
-        return f"({omitted} more matching memories left out for the token budget)\n"
+        return f"({left_out(omitted)} for the token budget)\n"
 
 
 class _Compact:
@@ -198,7 +203,7 @@ class _Compact:
         return f"- {m.id} [{m.type.upper()}] {shown} ({', '.join(flags)})\n"
 
     def footer(self, omitted: int) -> str:
-        return f"_({omitted} more matching memories left out for the token budget)_\n"
+        return f"_({left_out(omitted)} for the token budget)_\n"
 
 
 class _WithWas:
