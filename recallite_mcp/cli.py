@@ -12,6 +12,7 @@ import click
 
 from . import __version__
 from .output import emit_json, progress, shorten, table
+from .render import counted
 from .settings import Settings
 
 LOG_LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
@@ -239,7 +240,7 @@ def context(ctx, db, scope, embedder, log_level, query, max_tokens, limit, fmt, 
         emit_json(r.model_dump(mode="json"))
     else:
         click.echo(r.context.rstrip("\n"))
-        click.echo(f"\n[{r.retrieval_id}, {r.tokens}/{max_tokens} tokens, {len(r.memory_ids)} memories]", err=True)
+        click.echo(f"\n[{r.retrieval_id}, {r.tokens}/{max_tokens} tokens, {counted(len(r.memory_ids), 'memory', 'memories')}]", err=True)
 
 
 TYPES = ["observation", "preference", "fact", "constraint", "lesson", "procedure", "episode"]
@@ -343,7 +344,8 @@ def _targets(mem, ids, all_scopes, s, types, statuses, sources, tags, verb: str,
                          [[m.id, m.type, m.status, m.source.type, shorten(m.title or m.content, 50)] for m in found[:10]]))
         if len(found) > 10:
             click.echo(f"... and {len(found) - 10} more")
-        click.confirm(f"{verb.capitalize()} these {len(found)} memories?", abort=True)
+        what = "this memory" if len(found) == 1 else f"these {len(found)} memories"
+        click.confirm(f"{verb.capitalize()} {what}?", abort=True)
     return found
 
 
@@ -490,7 +492,7 @@ def export_cmd(ctx, db, scope, embedder, log_level, path, this_scope, vectors):
     s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
     with open_engine(s) as mem:
         n = mem.export_jsonl(path, scope=s.default_scope if this_scope else None, vectors=vectors)
-    click.echo(f"wrote {n} lines to {path}")
+    click.echo(f"wrote {counted(n, 'line')} to {path}")
 
 
 @main.command("import")
@@ -544,7 +546,7 @@ def reindex(ctx, db, scope, embedder, log_level):
                          on_embedder_mismatch="reindex")
     with mem:
         n = mem.reindex(progress=progress("reindex"))
-    click.echo(f"reindexed {n} memories with {mem.embedder.name}")
+    click.echo(f"reindexed {counted(n, 'memory', 'memories')} with {mem.embedder.name}")
 
 
 @main.command()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from .output import shorten, table
+from .render import counted
 from .settings import Settings
 
 DEMO_SCOPE = "recallite-demo"
@@ -42,7 +43,7 @@ def run_demo(settings: Settings, rounds: int = 3) -> None:
             mem.forget(mid)
         click.echo(f"database: {mem.store.path or ':memory:'}   scope: {DEMO_SCOPE}   embedder: {mem.embedder.name}")
         if old:
-            click.echo(f"(cleared {len(old)} memories from an earlier demo run)")
+            click.echo(f"(cleared {counted(len(old), 'memory', 'memories')} from an earlier demo run)")
         click.echo("\n1. remember: five memories an agent wrote down earlier")
         stored = [mem.remember(source={"type": "user", "id": DEMO_SOURCE}, scope=DEMO_SCOPE, **m) for m in MEMORIES]
         click.echo(table(["id", "type", "status", "title"], [[m.id, m.type, m.status, m.title] for m in stored]))

@@ -15,6 +15,11 @@ def _num(v: Any) -> str:
     return f"{v:.3g}" if isinstance(v, float) else str(v)
 
 
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """"1 hit", "2 hits": a count with its noun in the right number (``many`` for irregular plurals)."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def _meta(*parts: Any) -> str:
     return " · ".join(str(p) for p in parts if p is not None and p is not False and p not in ("", [], {}))
 
@@ -22,12 +27,12 @@ def _meta(*parts: Any) -> str:
 def context(d: dict) -> str:
     text = d.get("context", "").rstrip()
     n = len(d.get("memory_ids", []))
-    tail = _meta(f"retrieval_id {d['retrieval_id']}", f"{n} memor{'y' if n == 1 else 'ies'}", f"{d.get('tokens', 0)} tokens",
+    tail = _meta(f"retrieval_id {d['retrieval_id']}", counted(n, "memory", "memories"), counted(d.get("tokens", 0), "token"),
                  f"{d['omitted']} more left out for the budget" if d.get("omitted") else None, f"scope {d.get('scope')}")
     if not n and not text:
         if d.get("omitted"):  # something matched; the budget let none of it in
-            return (f"Nothing fit the token budget: {d['omitted']} matching memor"
-                    f"{'y' if d['omitted'] == 1 else 'ies'} left out; raise max_tokens. ({tail})")
+            return (f"Nothing fit the token budget: {counted(d['omitted'], 'matching memory', 'matching memories')} "
+                    f"left out; raise max_tokens. ({tail})")
         return f"No stored memory matches this task. ({tail})"
     return f"{text}\n\n({tail}; report the outcome with recallite_feedback)"
 
@@ -89,7 +94,7 @@ def _hit(i: int, h: dict) -> str:
 
 def recall(d: dict) -> str:
     hits = d.get("memories", [])
-    head = _meta(f"retrieval_id {d['retrieval_id']}", f"scope {d.get('scope')}", f"{len(hits)} hits")
+    head = _meta(f"retrieval_id {d['retrieval_id']}", f"scope {d.get('scope')}", counted(len(hits), "hit"))
     if not hits:
         return f"Nothing relevant found. ({head})"
     return "\n".join([head, *(_hit(i, h) for i, h in enumerate(hits, 1))])
@@ -123,7 +128,7 @@ def get(d: dict) -> str:
 def list_(d: dict) -> str:
     items = d.get("memories", [])
     first = d.get("offset", 0) + 1
-    head = f"{len(items)} memories in {', '.join(d.get('scopes', []))}, newest first" + (
+    head = f"{counted(len(items), 'memory', 'memories')} in {', '.join(d.get('scopes', []))}, newest first" + (
         f" ({first}–{first + len(items) - 1})" if items else "")
     rows = [f"- {m['id']} · {m.get('type')} · {m.get('status')} · {m.get('title')}"
             + (f" · tags {', '.join(m['tags'])}" if m.get("tags") else "")

@@ -48,6 +48,14 @@ def test_add_recall_context_stats_export_import_reindex(run, tmp_path):
     assert "reindexed 1" in run("reindex").output
 
 
+def test_cli_counts_said_1_memories(run):
+    """The CLI printed "1 memories" after a context and a reindex (a new user's trial)."""
+    run("add", "Run pytest with -x to stop at the first failure.", "--type", "lesson")
+    assert "reindexed 1 memory with" in run("reindex").output
+    ctx = CliRunner().invoke(main, ["context", "how to run tests", "--db", run.db, "--embedder", "hash"])
+    assert ctx.exit_code == 0 and " 1 memory]" in ctx.stderr and "1 memories" not in ctx.stderr
+
+
 def test_errors_are_one_line_messages(run):
     res = run("add", "   ", ok=False)
     assert res.exit_code != 0 and "empty" in res.output and "Traceback" not in res.output
@@ -185,7 +193,7 @@ def test_list_show_forget_validate(run):
     assert "Pin numpy below 2" in run("show", "mem_3").output
     # bulk validate by filter asks first; --yes skips the question
     res = run("validate", "--source", "imported", ok=False)
-    assert res.exit_code != 0 and "Validate these 1 memories?" in res.output
+    assert res.exit_code != 0 and "Validate this memory?" in res.output
     assert "validated 1 memory" in run("validate", "--source", "imported", "--yes").output
     assert json.loads(run("show", "mem_3", "--json").output)[0]["status"] == "validated"
     assert "validated 1 memory" in run("validate", "mem_1").output

@@ -89,7 +89,7 @@ def test_doctor_checks_the_server_and_notes_the_masked_password(url):
 def test_reconcile_and_reindex(url):
     add(url, "Deploys run from CI only.")
     assert "no drift" in run(url, "reconcile").output
-    assert "reindexed 1 memories" in run(url, "reindex").output
+    assert "reindexed 1 memory with" in run(url, "reindex").output
     assert "no drift" in run(url, "reconcile", "--repair").output
 
 

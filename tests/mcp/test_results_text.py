@@ -128,3 +128,23 @@ async def test_a_context_too_small_for_its_budget_said_nothing_matched(client):
     assert not data["memory_ids"] and data["omitted"] >= 1
     assert text.startswith("Nothing fit the token budget: ") and "raise max_tokens" in text
     assert "No stored memory matches" not in text
+
+
+async def test_one_hit_said_1_hits():
+    """A recall that found one memory said "1 hits" (a new user's trial): counts agree with their noun."""
+    async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False, scope="p",
+                                            scope_origin="flag"))) as c:
+        await call(c, "recallite_remember", type="fact", content="The web frontend is built with vite and served by nginx.")
+        recall = (await c.call_tool("recallite_recall", {"query": "vite nginx frontend"})).content[0].text
+        listed = (await c.call_tool("recallite_list", {})).content[0].text
+        context = (await c.call_tool("recallite_context", {"query": "vite nginx frontend"})).content[0].text
+    assert "1 hit" in recall and "1 hits" not in recall
+    assert listed.startswith("1 memory in ") and "1 memories" not in listed
+    assert "1 memory" in context and "1 memories" not in context
+
+
+def test_counted_says_one_and_many():
+    from recallite_mcp.render import counted
+
+    assert [counted(n, "hit") for n in (0, 1, 2)] == ["0 hits", "1 hit", "2 hits"]
+    assert counted(1, "memory", "memories") == "1 memory" and counted(3, "memory", "memories") == "3 memories"
