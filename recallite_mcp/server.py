@@ -6,11 +6,13 @@ beside the structured result, lean advertised schemas. It only translates; the e
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Optional
 
+import anyio
 from mcp.server import MCPServer, ServerRequestContext
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
@@ -182,8 +184,33 @@ def run_stdio(settings: Settings) -> None:
     build_server(settings).run()
 
 
+HTTP_PATH = "/mcp"  # the SDK's default endpoint of streamable HTTP
+
+
+def http_url(host: str, port: int, path: str = HTTP_PATH) -> str:
+    """The URL a client connects to (an IPv6 address in brackets)."""
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}{path}"
+
+
 def run_http(settings: Settings, host: str = "127.0.0.1", port: int = 8765) -> None:
-    build_server(settings).run("streamable-http", host=host, port=port)
+    anyio.run(_serve_http, build_server(settings), host, port)
+
+
+async def _serve_http(server: MCPServer, host: str, port: int) -> None:
+    """What MCPServer.run("streamable-http") does, with a uvicorn server that says where it listens:
+    the SDK's own run prints nothing at the default log level, so a user could not tell it was up."""
+    import uvicorn
+
+    class Announced(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:  # bound and listening (a taken port exits inside startup instead)
+                bound = self.servers[0].sockets[0].getsockname()[1] if self.servers else port  # port 0: the one picked
+                print(f"recallite-mcp: serving MCP (streamable HTTP) at {http_url(host, bound)}",
+                      file=sys.stderr, flush=True)
+
+    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    await Announced(uvicorn.Config(app, host=host, port=port, log_level=server.settings.log_level.lower())).serve()
 
 
 __all__ = ["build_server", "RecalliteServer", "AppState", "open_memory", "run_stdio", "run_http"]

@@ -1,12 +1,13 @@
 """Conversation memory through the MCP tools (in process), and the streamable HTTP transport
 (a real `recallite-mcp --transport http` subprocess on 127.0.0.1)."""
 
+import time
 from pathlib import Path
 
 import pytest
 from mcp import Client
 
-from recallite_mcp.server import build_server
+from recallite_mcp.server import build_server, http_url
 from recallite_mcp.settings import Settings
 from tests.mcp_helpers import call, http_server
 
@@ -66,6 +67,18 @@ async def test_record_context_recall_why_forget_over_mcp():
         assert (await call(c, "recallite_why", id=fact["id"]))["sources"] == []
         bad = await c.call_tool("recallite_record", {"session": "x", "turns": [{"role": "user", "content": "  "}]})
         assert bad.is_error and "empty" in bad.content[0].text
+
+
+def test_http_transport_printed_nothing_at_startup(tmp_path):
+    """`recallite-mcp --transport http` printed nothing once up (a new user's trial): one stderr line
+    says where it listens, the URL a client connects to."""
+    with http_server(tmp_path) as url:
+        deadline = time.monotonic() + 10  # the socket accepts a moment before the line is written
+        while "serving" not in (tmp_path / "server.log").read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        lines = (tmp_path / "server.log").read_text().splitlines()
+    assert f"recallite-mcp: serving MCP (streamable HTTP) at {url}" in lines
+    assert http_url("::1", 8765) == "http://[::1]:8765/mcp"  # an IPv6 address in brackets
 
 
 async def test_streamable_http_transport(tmp_path):
