@@ -77,6 +77,42 @@ def test_migrations_are_recorded_and_a_second_open_changes_nothing(postgres_db_u
         assert [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY 1")] == [n for n, _ in MIGRATIONS]
 
 
+class _Recording:
+    """A connection that remembers the SQL and parameters it ran (to explain a backend's own query)."""
+
+    def __init__(self, conn):
+        self.conn, self.ran = conn, []
+
+    def execute(self, sql, params=()):
+        self.ran.append((sql, params))
+        return self.conn.execute(sql, params)
+
+
+def test_restore_lookup_of_a_logged_retrieval_scanned_the_whole_log(postgres_db_url):
+    """As on SQLite: archive.same_retrieval, run once per restored retrieval, had no index to use
+    (a sequential scan of the retrieval log each time); migration 0008 indexes the time."""
+    import psycopg
+
+    from recallite_core.storage.postgres.archive import PostgresArchive
+    from recallite_core.storage.postgres.migrations import MIGRATIONS
+
+    names = [n for n, _ in MIGRATIONS]
+    assert names.index("0008_retrievals_created_at") == 7 and names[6] == "0007_keyword_postings"
+    _store(postgres_db_url).close()
+    with psycopg.connect(postgres_db_url) as conn:
+        conn.cursor().executemany(
+            "INSERT INTO retrievals (query, profile, kind, created_at) VALUES (%s, 'default', 'recall', %s)",
+            [(f"query {i}", 1_700_000_000 + i * 0.5) for i in range(5000)])
+        conn.execute("ANALYZE retrievals")  # the plan with real statistics, as a long-lived store has them
+        recording = _Recording(conn)
+        archive = PostgresArchive(recording)
+        assert archive.same_retrieval("query 7", "recall", 1_700_000_003.5, 5000) == 8
+        assert archive.same_retrieval("query 7", "recall", 1_700_000_003.5, 5) is None  # logged after `upto`
+        sql, params = recording.ran[0]
+        plan = " ".join(r[0] for r in conn.execute("EXPLAIN " + sql, params))
+    assert "retrievals_created_at" in plan and "Seq Scan" not in plan, plan
+
+
 def test_two_processes_creating_one_database_do_not_collide(postgres_db_url):
     import psycopg
 

@@ -107,3 +107,55 @@ def test_stats_do_not_wait_for_the_writer_lock(file_mem):
         t.start()
         t.join(timeout=30)
         assert not t.is_alive() and done == [1]
+
+
+class _Recording:
+    """A connection that remembers the SQL and parameters it ran (to explain a backend's own query)."""
+
+    def __init__(self, conn):
+        self.conn, self.ran = conn, []
+
+    def execute(self, sql, params=()):
+        self.ran.append((sql, params))
+        return self.conn.execute(sql, params)
+
+
+def test_restore_lookup_of_a_logged_retrieval_scanned_the_whole_log(db_path):
+    """Restoring into a store with logged retrievals looked each one up by query, kind and time
+    with a scan of the whole retrievals table (archive.same_retrieval, no index): migration 0016
+    indexes the time, and SQLite's plan for that very query searches the index."""
+    from recallite_core.storage.sqlite.archive import SqliteArchive
+
+    m = Recallite.open(db_path, embedder="hash")
+    conn = m.store.conn
+    with conn:
+        conn.executemany("INSERT INTO retrievals (query, profile, kind, created_at) VALUES (?, 'default', 'recall', ?)",
+                         [(f"query {i}", 1_700_000_000 + i * 0.5) for i in range(3000)])
+    conn.execute("ANALYZE")  # the plan with real statistics, as a long-lived store has them
+    recording = _Recording(conn)
+    archive = SqliteArchive(recording)  # type: ignore[arg-type]
+    assert archive.same_retrieval("query 7", "recall", 1_700_000_003.5, 3000) == 8
+    assert archive.same_retrieval("query 7", "recall", 1_700_000_003.5, 5) is None  # logged after `upto`
+    sql, params = recording.ran[0]
+    plan = " ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, params))
+    assert "USING INDEX retrievals_created_at" in plan and "SCAN" not in plan, plan
+    m.close()
+
+
+def test_a_store_at_schema_15_gains_the_retrievals_created_at_index(db_path):
+    """The index comes in a migration of its own, after every shipped one: a store migrated before it
+    gets it on the next open, and records it."""
+    names = [n for n, _ in MIGRATIONS]
+    assert names.index("0016_retrievals_created_at") == 15 and names[14] == "0015_tuning_served_limit"
+    Recallite.open(db_path, embedder="hash").close()
+    conn = sqlite3.connect(db_path)
+    conn.execute("DROP INDEX retrievals_created_at")  # as a store of the release before this migration
+    conn.execute("DELETE FROM schema_migrations WHERE name = '0016_retrievals_created_at'")
+    conn.execute("PRAGMA user_version = 15")
+    conn.commit()
+    conn.close()
+    m = Recallite.open(db_path, embedder="hash")
+    indexes = {r[0] for r in m.store.conn.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'retrievals' AND type = 'index'")}
+    assert "retrievals_created_at" in indexes
+    assert m.store.conn.execute("SELECT count(*) FROM schema_migrations WHERE name = '0016_retrievals_created_at'").fetchone()[0] == 1
+    m.close()

@@ -548,6 +548,13 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             *POSTINGS_REBUILD,
         ],
     ),
+    (
+        # As SQLite's 0016: a restore looks each restored retrieval up by query, kind and time
+        # (archive.same_retrieval); the near-unique time makes that an index lookup, not a scan
+        # of the whole retrieval log per restored retrieval.
+        "0008_retrievals_created_at",
+        ["CREATE INDEX retrievals_created_at ON retrievals (created_at)"],
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -405,6 +405,17 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE retrieval_tuning ADD COLUMN served_limit INTEGER;
         """,
     ),
+    (
+        # A restore into a store that already logged retrievals looks each restored one up by its
+        # query, kind and time (archive.same_retrieval) so a backup restored twice is not logged
+        # twice; without an index that was a scan of the whole log per restored retrieval. The
+        # time is near unique, so it alone narrows the lookup to a row or two; entries for one
+        # time sit in id order (the rowid ends each entry), which serves the ORDER BY id too.
+        "0016_retrievals_created_at",
+        """
+        CREATE INDEX retrievals_created_at ON retrievals(created_at);
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
