@@ -2,7 +2,7 @@
 opened), the settings, per client session the retrievals awaiting feedback and the active
 project scope, and the rules that map a tool call to scopes. Tool groups (recallite_mcp.tools)
 get it with ``state_of``; the server (recallite_mcp.server) creates it in its lifespan. Imports
-the core, the SDK and scoping, sessions and settings; never the server or a tool group."""
+the core, the SDK and render, scoping, sessions and settings; never the server or a tool group."""
 
 import logging
 import threading
@@ -18,6 +18,7 @@ from mcp_types.version import is_version_at_least
 from recallite_core import Recallite, RecalliteConfig
 from recallite_core.text.validation import Limits
 
+from .render import empty_scope_hint
 from .scoping import ScopeDecision, level_for
 from .sessions import PROCESS_SESSION, AwaitingFeedback, connection_key
 from .settings import Settings
@@ -140,6 +141,18 @@ class AppState:
             self.check_scope_access(ctx, scope)
             return list(dict.fromkeys([scope, user]))
         return [project, user]
+
+    def scope_hint(self, ctx: Context, scope: str, found: bool) -> str | None:
+        """For a search that found nothing in a scope that holds no memory at all (a misspelt or
+        never-used name): one line naming the scopes that do. None otherwise; the store is asked
+        only when nothing was found."""
+        known = None if found else self.engine.empty_scope(scope)
+        if known is None:
+            return None
+        if self.settings.isolate_scopes:  # other projects' scope names are not this client's to see
+            allowed = self.allowed_scopes(ctx)
+            known = {name: n for name, n in known.items() if name in allowed}
+        return empty_scope_hint(scope, known)
 
     def write_scope(self, ctx: Context, scope: Optional[str], memory_type: str, level: Optional[str]) -> str:
         if scope:

@@ -12,7 +12,7 @@ import click
 
 from . import __version__
 from .output import emit_json, progress, shorten, table
-from .render import counted
+from .render import counted, empty_scope_hint
 from .settings import Settings
 
 LOG_LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
@@ -77,6 +77,13 @@ def handle_errors(fn: Callable) -> Callable:
             raise click.ClickException(str(explain(exc, None, fn.__name__.removesuffix("_cmd")))) from exc
 
     return wrapper
+
+
+def scope_hint(mem: Any, scope: str) -> str | None:
+    """What the MCP tools return as their hint when a search found nothing: a line when the scope
+    holds no memory at all, naming the scopes that do (--scope was misspelt, or never used)."""
+    known = mem.empty_scope(scope)
+    return None if known is None else empty_scope_hint(scope, known)
 
 
 def open_engine(settings: Settings):
@@ -208,6 +215,9 @@ def recall(ctx, db, scope, embedder, log_level, query, limit, types, profile, al
     with open_engine(s) as mem:
         r = mem.recall(query, limit=limit, types=list(types) or None, profile=profile,
                        scope=None if all_scopes else [s.default_scope, s.user_scope], include_inactive=include_inactive)
+        hint = None if all_scopes or r.memories else scope_hint(mem, s.default_scope)
+    if hint:
+        click.echo(hint, err=True)  # stderr: stdout stays the results, for people and for --json
     if as_json:
         emit_json(r.model_dump(mode="json"))
         return
@@ -236,6 +246,9 @@ def context(ctx, db, scope, embedder, log_level, query, max_tokens, limit, fmt, 
     s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
     with open_engine(s) as mem:
         r = mem.build_context(query, max_tokens=max_tokens, limit=limit, format=fmt, scope=[s.default_scope, s.user_scope])
+        hint = None if r.memory_ids or r.omitted else scope_hint(mem, s.default_scope)
+    if hint:
+        click.echo(hint, err=True)  # stderr: stdout stays the context text, ready to paste or pipe
     if as_json:
         emit_json(r.model_dump(mode="json"))
     else:

@@ -20,8 +20,22 @@ def counted(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
+def empty_scope_hint(scope: str, known: dict[str, int], shown: int = 3) -> str:
+    """One line for a search in a scope that holds no memory at all (``known``: memories per scope,
+    most first): a misspelt or never-used scope, told apart from "nothing matched"."""
+    if not known:
+        return f"scope '{scope}' holds no memories; no scope holds any yet."
+    names = ", ".join(list(known)[:shown])
+    more = f" and {len(known) - shown} more" if len(known) > shown else ""
+    return f"scope '{scope}' holds no memories; known scopes: {names}{more}."
+
+
 def _meta(*parts: Any) -> str:
     return " · ".join(str(p) for p in parts if p is not None and p is not False and p not in ("", [], {}))
+
+
+def _with_hint(text: str, d: dict) -> str:
+    return f"{text}\n{d['hint']}" if d.get("hint") else text
 
 
 def context(d: dict) -> str:
@@ -33,8 +47,8 @@ def context(d: dict) -> str:
         if d.get("omitted"):  # something matched; the budget let none of it in
             return (f"Nothing fit the token budget: {counted(d['omitted'], 'matching memory', 'matching memories')} "
                     f"left out; raise max_tokens. ({tail})")
-        return f"No stored memory matches this task. ({tail})"
-    return f"{text}\n\n({tail}; report the outcome with recallite_feedback)"
+        return _with_hint(f"No stored memory matches this task. ({tail})", d)
+    return _with_hint(f"{text}\n\n({tail}; report the outcome with recallite_feedback)", d)
 
 
 def remember(d: dict) -> str:
@@ -96,7 +110,7 @@ def recall(d: dict) -> str:
     hits = d.get("memories", [])
     head = _meta(f"retrieval_id {d['retrieval_id']}", f"scope {d.get('scope')}", counted(len(hits), "hit"))
     if not hits:
-        return f"Nothing relevant found. ({head})"
+        return _with_hint(f"Nothing relevant found. ({head})", d)
     return "\n".join([head, *(_hit(i, h) for i, h in enumerate(hits, 1))])
 
 

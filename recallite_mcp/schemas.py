@@ -45,6 +45,7 @@ class ContextOut(Out):
     truncated: bool = Field(description="True if a memory was cut to fit the budget.")
     omitted: int = Field(description="Matching memories left out for the budget.")
     scope: str = Field(description="The scope that was searched.")
+    hint: str | None = Field(None, description="Set when the scope searched holds no memory at all: the scopes that do.")
 
 
 class RememberOut(Out):
@@ -145,6 +146,7 @@ class RecallOut(Out):
     retrieval_id: str
     memories: list[HitOut]
     scope: str
+    hint: str | None = Field(None, description="Set when the scope searched holds no memory at all: the scopes that do.")
 
 
 class MemoryOut(Out):
@@ -350,3 +352,4 @@ class AutoContextOut(Out):
     summary: str = Field(description="A short summary of the message.")
     method: str = Field(description="sampling: your client's LLM extracted them; local: the built-in keyword extractor.")
     scope: str
+    hint: str | None = Field(None, description="Set when the scope searched holds no memory at all: the scopes that do.")

@@ -14,7 +14,7 @@ from recallite_core.errors import MemoryNotFoundError, RetrievalNotFoundError
 from recallite_core.features.inspection import Inspection
 from recallite_core.models import STATUSES, Memory
 from recallite_core.plumbing import Plumbing
-from recallite_core.text.validation import parse_id
+from recallite_core.text.validation import check_scope, parse_id
 
 
 class Catalog:
@@ -73,6 +73,17 @@ class Catalog:
         lim = max(1, min(int(limit), 10_000))
         with self.core.store.reading() as s:
             return s.memories.newest(flt.memory_filter(), lim, max(0, int(offset)))
+
+    def empty_scope(self, scope: str) -> dict[str, int] | None:
+        """None when ``scope`` holds a memory (of any status); else every scope that does, with its
+        number of memories, most first. A recall in a scope that holds nothing finds nothing: this
+        tells that apart from "nothing matched" and names the scopes the caller may have meant."""
+        self.core.live()
+        name = check_scope(scope, self.core.limits, self.core.config.default_scope)
+        with self.core.store.reading() as s:
+            if s.memories.scope_holds_any(name):
+                return None
+            return s.memories.scope_counts()  # a pass over the scope index, only for an empty scope
 
     def inspection(self) -> Inspection:
         """Read-only views for people (the local browser): pages of memories by any filter, the

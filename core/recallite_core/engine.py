@@ -200,6 +200,7 @@ class Recallite:
     get_many = _Served("catalog", Catalog.get_many)
     expand = _Served("catalog", Catalog.expand)
     list = _Served("catalog", Catalog.list)
+    empty_scope = _Served("catalog", Catalog.empty_scope)
     inspection = _Served("catalog", Catalog.inspection)
     stats = _Served("overview", Overview.stats)
     # search and context

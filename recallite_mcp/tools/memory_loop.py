@@ -85,7 +85,8 @@ def register(server: MCPServer) -> None:
                                     conversation=session)
         st.served(awaiting_key(ctx), r.retrieval_id, redact_text(query)[0])
         return ContextOut(context=r.context, retrieval_id=r.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
-                          truncated=r.truncated, omitted=r.omitted, scope=scopes[0])
+                          truncated=r.truncated, omitted=r.omitted, scope=scopes[0],
+                          hint=st.scope_hint(ctx, scopes[0], bool(r.memory_ids or r.omitted)))
 
     @server.tool(title="Remember something durable", annotations=WRITES)
     @edge
@@ -188,4 +189,5 @@ def register(server: MCPServer) -> None:
                              categories=categories, expand_episodes=window or None)
         st.served(awaiting_key(ctx), r.retrieval_id, r.query)
         return RecallOut(retrieval_id=r.retrieval_id, scope=scopes[0],
-                         memories=[HitOut.of(h, st.settings.user_scope) for h in r.memories])
+                         memories=[HitOut.of(h, st.settings.user_scope) for h in r.memories],
+                         hint=st.scope_hint(ctx, scopes[0], bool(r.memories)))

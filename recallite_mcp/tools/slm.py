@@ -174,4 +174,5 @@ def register(server: MCPServer) -> None:
         )
         st.served(awaiting_key(ctx), r.retrieval_id, r.query)
         return AutoContextOut(context=r.context, retrieval_id=r.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
-                              query=r.query, concepts=r.concepts, summary=r.summary, method=r.method, scope=scopes[0])
+                              query=r.query, concepts=r.concepts, summary=r.summary, method=r.method, scope=scopes[0],
+                              hint=st.scope_hint(ctx, scopes[0], bool(r.memory_ids)))

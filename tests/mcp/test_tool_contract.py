@@ -15,13 +15,14 @@ pytestmark = pytest.mark.anyio
 # The core set (served by default): (required, advertised parameters, output fields).
 CONTRACT = {
     "recallite_context": (["query"], ["format", "limit", "max_tokens", "query", "scope", "types"],
-                          ["context", "memory_ids", "omitted", "retrieval_id", "scope", "tokens", "truncated"]),
+                          ["context", "hint", "memory_ids", "omitted", "retrieval_id", "scope", "tokens", "truncated"]),
     "recallite_remember": (["content"], ["content", "level", "metadata", "source", "tags", "title", "type", "valid_until"],
                            ["conflicts_with", "duplicate_of", "hint", "id", "layer", "note", "scope", "source", "status",
                             "supersedes", "title", "type"]),
     "recallite_feedback": (["outcome"], ["outcome", "reason", "retrieval_id", "score", "used_memory_ids"],
                            ["already_judged", "changes", "duplicate", "feedback_id", "outcome", "promoted", "retrieval_id", "score"]),
-    "recallite_recall": (["query"], ["include_inactive", "limit", "query", "scope", "types"], ["memories", "retrieval_id", "scope"]),
+    "recallite_recall": (["query"], ["include_inactive", "limit", "query", "scope", "types"],
+                         ["hint", "memories", "retrieval_id", "scope"]),
     "recallite_get": (["ids"], ["ids", "offset", "retrieval_id"], ["memories"]),
     "recallite_list": ([], ["limit", "offset", "scope", "sources", "statuses", "tags", "types"],
                        ["memories", "next_offset", "offset", "scopes"]),
@@ -41,8 +42,8 @@ EXTRA = {
     "recallite_capture": (["description", "kind"], ["agent_id", "context", "description", "kind", "outcome", "tool"],
                           ["pending", "queued"]),
     "recallite_auto_context": (["text"], ["format", "include_teams", "limit", "max_tokens", "min_trust", "text"],
-                               ["concepts", "context", "memory_ids", "method", "query", "retrieval_id", "scope", "summary",
-                                "tokens"]),
+                               ["concepts", "context", "hint", "memory_ids", "method", "query", "retrieval_id", "scope",
+                                "summary", "tokens"]),
 }
 ADVANCED = {
     "recallite_context": ["expand_beliefs", "include_teams", "min_trust", "profile", "session"],

@@ -244,6 +244,7 @@ def test_memories_round_trip_and_filter(seed):
         assert total == 2 and [m.id for m in page] == [f"mem_{b}"]
         assert s.memories.exists(a) and not s.memories.exists(999_999)
         assert s.memories.scope_counts() == {"web": 2, "ops": 1}
+        assert s.memories.scope_holds_any("ops") and not s.memories.scope_holds_any("nowhere")
         assert s.memories.expired(NOW) == {b}
         assert s.memories.created_at([a, c]) == {a: NOW, c: NOW + 5}
         assert sorted(s.memories.policy_columns([a, b])) == [(a, "procedure", "active", 0.8, 0.5, 0.5),

@@ -75,6 +75,10 @@ class PostgresMemories:
         return dict(self._conn.execute(
             'SELECT scope, count(*) FROM memories GROUP BY scope ORDER BY 2 DESC, scope COLLATE "C"').fetchall())
 
+    def scope_holds_any(self, scope: str) -> bool:
+        """Whether any memory (any status) is stored in ``scope``: one step of the scope-first index."""
+        return self._conn.execute("SELECT 1 FROM memories WHERE scope = %s LIMIT 1", (scope,)).fetchone() is not None
+
     def created_at(self, ids: Sequence[int]) -> dict[int, float]:
         return dict(self._conn.execute("SELECT id, created_at FROM memories WHERE id = ANY(%s)", (list(ids),)).fetchall())
 

@@ -68,6 +68,10 @@ class SqliteMemories:
         """Memories per scope (any status), largest first, ties by name."""
         return dict(self._conn.execute("SELECT scope, count(*) FROM memories GROUP BY scope ORDER BY 2 DESC, 1"))
 
+    def scope_holds_any(self, scope: str) -> bool:
+        """Whether any memory (any status) is stored in ``scope``: one step of the scope-first index."""
+        return self._conn.execute("SELECT 1 FROM memories WHERE scope = ? LIMIT 1", (scope,)).fetchone() is not None
+
     def created_at(self, ids: Sequence[int]) -> dict[int, float]:
         out: dict[int, float] = {}
         for chunk in chunked(ids):

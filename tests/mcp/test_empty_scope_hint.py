@@ -1,0 +1,93 @@
+"""A search in a scope that holds no memory at all (a misspelt or never-used scope) returned nothing,
+silently, like a search that merely matched nothing (a new user's trial). The result now carries a
+one-line hint naming the scopes that do hold memories, most first; through the MCP tools and the CLI."""
+
+import pytest
+from click.testing import CliRunner
+from mcp import Client
+
+from recallite_core import Recallite
+from recallite_mcp.cli import main
+from recallite_mcp.render import empty_scope_hint
+from recallite_mcp.server import build_server
+from recallite_mcp.settings import Settings
+from tests.mcp_helpers import call
+
+pytestmark = pytest.mark.anyio
+
+STORED = [("web-app", "Deploy the web app with make ship."), ("web-app", "The web app is built with vite."),
+          ("web-app", "Run ruff before committing."), ("default", "Backups run nightly at 02:00.")]
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+def server(**kw):
+    return build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False, scope="default",
+                                 scope_origin="flag", **kw))
+
+
+async def remember_all(c):
+    for scope, text in STORED:
+        await call(c, "recallite_remember", type="fact", content=text, scope=scope)
+
+
+async def test_recall_and_context_in_an_unknown_scope_said_nothing():
+    async with Client(server(tools="all")) as c:
+        await remember_all(c)
+        want = "scope 'proj-x' holds no memories; known scopes: web-app, default."
+        res = await c.call_tool("recallite_recall", {"query": "deploy the web app", "scope": "proj-x"})
+        assert res.structured_content["memories"] == [] and res.structured_content["hint"] == want
+        assert res.content[0].text.splitlines()[-1] == want
+        res = await c.call_tool("recallite_context", {"query": "deploy the web app", "scope": "proj-x"})
+        assert res.structured_content["hint"] == want and res.content[0].text.splitlines()[-1] == want
+        # a scope that holds memories but none that match: no hint (nothing to correct)
+        res = await c.call_tool("recallite_recall", {"query": "zebra", "scope": "web-app"})
+        assert res.structured_content["memories"] == [] and "hint" not in res.structured_content
+        assert "holds no memories" not in res.content[0].text
+        # a search that found something: no hint, and the store is not asked
+        res = await c.call_tool("recallite_recall", {"query": "deploy the web app", "scope": "web-app"})
+        assert res.structured_content["memories"] and "hint" not in res.structured_content
+
+
+async def test_auto_context_in_an_empty_project_scope_said_nothing():
+    async with Client(server(tools="all")) as c:
+        await call(c, "recallite_remember", type="fact", content="The web app is built with vite.", scope="web-app")
+        out = await call(c, "recallite_auto_context", text="How do I build the web app?")
+        assert out["hint"] == "scope 'default' holds no memories; known scopes: web-app."
+
+
+async def test_the_hint_names_no_other_project_under_isolate_scopes():
+    """With --isolate-scopes a client may not read other projects: their scope names stay hidden too."""
+    mem = Recallite.open(None, embedder="hash")
+    mem.remember("Secret roadmap of another project.", scope="other-proj")
+    mem.remember("The user likes short answers.", type="preference", scope="user")
+    try:
+        async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False, scope="default",
+                                                scope_origin="flag", isolate_scopes=True), memory=mem)) as c:
+            res = await c.call_tool("recallite_recall", {"query": "roadmap"})
+    finally:
+        mem.close()
+    assert res.structured_content["hint"] == "scope 'default' holds no memories; known scopes: user."
+    assert "other-proj" not in res.content[0].text
+
+
+def test_the_hint_lists_a_few_scopes_most_first():
+    assert empty_scope_hint("x", {"a": 9, "b": 5, "c": 2, "d": 1, "e": 1}) == \
+        "scope 'x' holds no memories; known scopes: a, b, c and 2 more."
+    assert empty_scope_hint("x", {}) == "scope 'x' holds no memories; no scope holds any yet."
+
+
+def test_cli_recall_and_context_in_an_unknown_scope_said_nothing(tmp_path):
+    db = str(tmp_path / "cli.db")
+    run = CliRunner()
+    for scope, text in STORED:
+        assert run.invoke(main, ["add", text, "--db", db, "--embedder", "hash", "--scope", scope]).exit_code == 0
+    want = "scope 'proj-x' holds no memories; known scopes: web-app, default."
+    for cmd in ("recall", "context"):
+        res = run.invoke(main, [cmd, "deploy the web app", "--db", db, "--embedder", "hash", "--scope", "proj-x"])
+        assert res.exit_code == 0 and want in res.stderr.splitlines() and "holds no" not in res.stdout, cmd
+        res = run.invoke(main, [cmd, "zebra", "--db", db, "--embedder", "hash", "--scope", "web-app"])
+        assert res.exit_code == 0 and "holds no" not in res.output, cmd
