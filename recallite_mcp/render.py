@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from recallite_core.retrieval.context import title_repeats_content
+
 MAX_TEXT = 16_000
 
 
@@ -43,7 +45,7 @@ def context(d: dict) -> str:
     n = len(d.get("memory_ids", []))
     tail = _meta(f"retrieval_id {d['retrieval_id']}", counted(n, "memory", "memories"), counted(d.get("tokens", 0), "token"),
                  f"{d['omitted']} more left out for the budget" if d.get("omitted") else None, f"scope {d.get('scope')}")
-    if not n and not text:
+    if not n:  # a footer alone ("1 more matching memory left out") told the agent nothing it could act on
         if d.get("omitted"):  # something matched; the budget let none of it in
             return (f"Nothing fit the token budget: {counted(d['omitted'], 'matching memory', 'matching memories')} "
                     f"left out; raise max_tokens. ({tail})")
@@ -89,14 +91,16 @@ def feedback(d: dict) -> str:
 
 
 def _hit(i: int, h: dict) -> str:
-    head = f"{i}. **{h.get('title')}** [{_meta(h['id'], h.get('type'), h.get('status'), h.get('level') == 'user' and 'user-level', h.get('layer') not in (None, 'semantic') and h.get('layer'))}]"
+    body = (h.get("content") or "").strip()
+    # Most titles are the content's first sentence: printed beside it, each hit's text came twice.
+    title = "" if title_repeats_content(h.get("title") or "", body) else f"**{h.get('title')}** "
+    head = f"{i}. {title}[{_meta(h['id'], h.get('type'), h.get('status'), h.get('level') == 'user' and 'user-level', h.get('layer') not in (None, 'semantic') and h.get('layer'))}]"
     nums = _meta(f"score {_num(h['score'])}" if "score" in h else None,
                  f"trust {_num(h['trust'])}" if h.get("trust") is not None else None,
                  ", ".join(h.get("reasons", [])[:4]))
-    body = (h.get("content") or "").strip()
     if h.get("content_chars"):
         body += f" … [cut at {len(h['content'])} of {h['content_chars']} chars: recallite_get ids=[\"{h['id']}\"]]"
-    out = [head, f"   {nums}" if nums else "", f"   {body}" if body and body != h.get("title") else ""]
+    out = [head, f"   {nums}" if nums else "", f"   {body}" if body else ""]
     out += [f"   ⚠ {w}" for w in h.get("warnings", [])]
     turn = h.get("turn")
     if turn:

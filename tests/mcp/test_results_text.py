@@ -148,3 +148,25 @@ def test_counted_says_one_and_many():
 
     assert [counted(n, "hit") for n in (0, 1, 2)] == ["0 hits", "1 hit", "2 hits"]
     assert counted(1, "memory", "memories") == "1 memory" and counted(3, "memory", "memories") == "3 memories"
+
+
+async def test_a_budget_that_fit_only_the_footer_said_nothing_to_act_on(client):
+    """max_tokens 30 or 60 on a long memory returned no memory and only the footer "(1 more matching
+    memories left out ...)", with no hint (a new user's trial); max_tokens 1 said what to do."""
+    await call(client, "recallite_remember", type="lesson",
+               content="Flaky temp dir tests: " + "use tmp_path per test and never share a directory. " * 600)
+    for budget in (30, 60):
+        res = await client.call_tool("recallite_context", {"query": "flaky temp dir tests", "max_tokens": budget})
+        text, data = res.content[0].text, res.structured_content
+        if not data["memory_ids"]:
+            assert text.startswith("Nothing fit the token budget: ") and "raise max_tokens" in text, budget
+
+
+async def test_a_derived_title_printed_each_hit_twice(client):
+    """A recall text printed the title, then the content it was cut from (a new user's trial): most
+    titles are the content's first sentence, so every hit's text came twice."""
+    text = (await client.call_tool("recallite_recall", {"query": "ruff check before committing"})).content[0].text
+    assert text.count("Run ruff check --fix before committing") == 1
+    await call(client, "recallite_remember", type="procedure", title="Lint first", content="Run ruff twice before a release.")
+    text = (await client.call_tool("recallite_recall", {"query": "ruff twice before a release"})).content[0].text
+    assert "**Lint first**" in text and "Run ruff twice before a release." in text
