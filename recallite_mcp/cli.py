@@ -188,7 +188,7 @@ def add(ctx, db, scope, embedder, log_level, content, mtype, title, tags, import
         # tool returns as its note and hint.
         if m.status == "candidate":  # add never writes working memory
             click.echo(f"a candidate until validated: `recallite-mcp validate {m.id}` if you confirm it, or by itself "
-                       f"after {policy.PROMOTION_SUCCESSES} successful uses in {policy.PROMOTION_RETRIEVALS} tasks")
+                       f"after {policy.PROMOTION_SUCCESSES} tasks it helped, with no failure")
         if m.correction:
             click.echo(m.correction)
         for old in m.conflicts_with or []:

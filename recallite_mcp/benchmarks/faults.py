@@ -140,7 +140,7 @@ async def _concurrency(db: str, processes: int, ops: int, seed: int) -> Concurre
             last_retrieval: tuple[str, list[str]] | None = None
             for j in range(ops):
                 kind = rng.choices(["remember", "recall", "feedback"], weights=[4, 3, 3])[0]
-                if kind == "feedback" and last_retrieval is None:
+                if kind == "feedback" and last_retrieval is None:  # one report per task: a new task recalls first
                     kind = "recall"
                 if kind == "remember":
                     fig.remembers += 1
@@ -195,6 +195,7 @@ async def _concurrency(db: str, processes: int, ops: int, seed: int) -> Concurre
                             key_results[key].append((out["feedback_id"], out["duplicate"]))
                     if any(outs):
                         credited[used[0]] += 1
+                    last_retrieval = None
             finished[p].set()
             # Stay connected until every worker is done: others may still send retries here.
             await asyncio.gather(*(f.wait() for f in finished))

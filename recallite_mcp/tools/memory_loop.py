@@ -41,8 +41,7 @@ def candidate_hint(m: Any) -> Optional[str]:
     confirm = "if the user stated or confirmed it, recallite_update action=validate"
     if m.metadata.get("flagged"):
         return f"Reads like instructions to an agent: stays a candidate; {confirm}."
-    return (f"Validated automatically after {policy.PROMOTION_SUCCESSES} successful uses in "
-            f"{policy.PROMOTION_RETRIEVALS} tasks with no failure; {confirm}.")
+    return f"Validated automatically after {policy.PROMOTION_SUCCESSES} tasks it helped, with no failure; {confirm}."
 
 
 def write_hint(m: Any, asked: str = "") -> str | None:

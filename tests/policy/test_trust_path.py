@@ -32,15 +32,18 @@ def test_trust_path_never_closes_for_an_llm_lesson_that_keeps_helping(mem):
     assert cand.status == "candidate"
     hit = mem.recall("flaky integration tests", limit=1).memories[0]
     assert "UNTRUSTED" in render([hit], 500).text
-    # three successes, but all from one retrieval: one task is one piece of evidence
-    assert [fb.promoted for fb in succeed(mem, cand.id, times=3)] == [[], [], []]
-    assert mem.get(cand.id).status == "candidate"
-    # a second retrieval with a success: earned
-    fb = succeed(mem, cand.id, query="tests fail at random")[0]
+    # three success reports on one retrieval: one task is one piece of evidence, counted once
+    fbs = succeed(mem, cand.id, times=3)
+    assert [fb.promoted for fb in fbs] == [[], [], []] and [fb.duplicate for fb in fbs] == [False, True, True]
+    assert mem.get(cand.id).status == "candidate" and mem.get(cand.id).success_count == 1
+    # a second retrieval with a success: two successes, not yet
+    assert succeed(mem, cand.id, query="tests fail at random")[0].promoted == []
+    # a third: earned
+    fb = succeed(mem, cand.id, query="rerun the flaky tests")[0]
     assert fb.promoted == [cand.id]
     got = mem.get(cand.id)
     assert got.status == "validated" and got.confidence >= 0.8
-    assert got.metadata["validated_reason"] == "earned: 4 successes in 2 retrievals, no failures"
+    assert got.metadata["validated_reason"] == "earned: 3 successes in 3 retrievals, no failures"
     assert got.source.type == "llm"  # who wrote it is kept; what changed is the evidence
     hit = mem.recall("flaky integration tests", limit=1).memories[0]
     assert hit.memory.id == cand.id and "UNTRUSTED" not in render([hit], 500).text
@@ -128,7 +131,7 @@ async def test_trust_path_over_mcp_user_rule_and_earned_validation():
         pref = await call(c, "recallite_remember", type="preference", source="user",
                           content="The user wants commit messages in the imperative mood.")
         assert pref["source"] == "agent" and pref["status"] == "candidate"
-        assert "recallite_update action=validate" in pref["hint"] and "3 successful uses" in pref["hint"]
+        assert "recallite_update action=validate" in pref["hint"] and "3 tasks it helped" in pref["hint"]
         # It is the user's own stated rule: the agent validates it.
         up = await call(c, "recallite_update", id=pref["id"], action="validate", reason="the user stated it")
         assert up["status"] == "validated"

@@ -40,9 +40,10 @@ def writer(url: str, p: int, ops: int, seed: int, start, out) -> None:
     try:
         start.wait()
         last: tuple[str, list[str]] | None = None
+        judged: set[str] = set()  # retrievals this machine reported on: a task takes one outcome per memory
         for j in range(ops):
             kind = rng.choices(["remember", "remember_many", "recall", "feedback", "relate"], weights=[3, 1, 3, 2, 1])[0]
-            if kind == "feedback" and last is None:
+            if kind == "feedback" and (last is None or last[0] in judged):  # one report per task
                 kind = "recall"
             if kind == "relate" and last is None:
                 kind = "remember"
@@ -89,6 +90,7 @@ def writer(url: str, p: int, ops: int, seed: int, start, out) -> None:
                     for _ in range(tries):
                         fb = mem.feedback(rid, outcome, used_memory_ids=used, client_key=key)
                         log["feedback"].append((key, fb.feedback_id, fb.duplicate, outcome, sorted(used)))
+                    judged.add(rid)
                 else:  # relate two memories another machine may be linking too
                     _, shown = last  # type: ignore[misc]
                     if len(shown) >= 2:

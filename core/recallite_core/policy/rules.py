@@ -240,7 +240,9 @@ def confidence_after_contradiction(c: float) -> float:
 # A candidate is validated by evidence from use, whoever wrote it (llm and imported text included:
 # that is how untrusted text earns trust), when, over its whole outcome record:
 #   - at least PROMOTION_SUCCESSES successes credited to it, from at least PROMOTION_RETRIEVALS
-#     distinct retrievals (one task reported twice is one piece of evidence);
+#     distinct retrievals (one task reported twice is one piece of evidence; feedback now takes one
+#     outcome per memory per retrieval, so the successes come from as many tasks, and the count of
+#     retrievals guards logs written before that);
 #   - a success counts only with weight >= PROMOTION_MIN_WEIGHT: the agent named or opened the
 #     memory, or it was among the first two it was shown; a faint rank-decayed credit is not use;
 #   - no failure was ever credited to it (any weight);
