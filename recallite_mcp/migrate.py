@@ -6,7 +6,8 @@ nothing), so statuses, sources, scores, superseded_by, relations, citations, ses
 the retrieval log and the feedback history arrive as they were. The import runs in batches
 (bounded memory, the bar moves per batch). When both stores use the same embedder (name and
 dimensions) the vectors are copied, not recomputed; otherwise the target embeds again and the
-summary says so. Counts per noun are compared at the end.
+summary says so. Counts per noun are compared at the end: every source row must be in the target,
+copied now or (--into-nonempty) found there already.
 May import click, the settings, the app and the core's storage helpers.
 """
 
@@ -95,19 +96,40 @@ def migrate(source: str, target: str, *, embedder: str | None, into_nonempty: bo
                                    **({"batch": batch} if batch else {}))
             after_dst = counts(dst)
             dst_embedder = dst.embedder.name
-    ok = True
     click.echo(f"migrated {src_label} -> {dst_label}")
+    ok = _verify(before_src, before_dst, after_dst, got, into=any(before_dst.values()))
+    _vectors(got, src_embedder[0], dst_embedder)
+    return ok
+
+
+def already_there(got: dict[str, int], noun: str) -> int:
+    """Rows of ``noun`` the import found in the target and left as they were."""
+    return got.get("duplicates", 0) if noun == "memories" else got.get(f"{noun}_already_there", 0)
+
+
+def _verify(before_src: dict, before_dst: dict, after_dst: dict, got: dict, *, into: bool) -> bool:
+    """Print one line per noun; True when every source row is in the target: copied now, or
+    already there (an --into-nonempty copy of what the target holds: the import skips those,
+    so "copied" alone would read as rows lost)."""
+    ok = True
     for noun in NOUNS:
         added = after_dst[noun] - before_dst[noun]
-        same = added == before_src[noun]
+        present = already_there(got, noun)
+        same = added >= 0 and added + present == before_src[noun]
         ok = ok and same
-        click.echo(f"  {noun:<18} source {before_src[noun]:>7}  copied {added:>7}  {'ok' if same else 'MISMATCH'}")
-    copied = got.get("vectors_copied", 0)
-    if copied == got.get("memories", 0):
+        extra = f"  already there {present:>7}" if into else ""
+        click.echo(f"  {noun:<18} source {before_src[noun]:>7}  copied {added:>7}{extra}  {'ok' if same else 'MISMATCH'}")
+    if ok and into and any(already_there(got, noun) for noun in NOUNS):
+        click.echo("  rows already in the target were left as they were, not copied again")
+    return ok
+
+
+def _vectors(got: dict[str, int], src_embedder: str, dst_embedder: str) -> None:
+    """Say whether the vectors were copied: of every memory of the file, those already in the
+    target included (their vectors were checked, then not written)."""
+    copied, total = got.get("vectors_copied", 0), got.get("memories", 0) + got.get("duplicates", 0)
+    if copied >= total:
         click.echo(f"  vectors copied ({dst_embedder}), none recomputed")
     else:
-        click.echo(f"  vectors: {copied} copied, {got.get('memories', 0) - copied} recomputed with {dst_embedder}"
-                   + ("" if src_embedder[0] == dst_embedder else f" (the source used {src_embedder[0]})"))
-    if got.get("duplicates"):
-        click.echo(f"  {got['duplicates']} memories matched ones already in the target and were not copied again")
-    return ok
+        click.echo(f"  vectors: {copied} copied, {total - copied} recomputed with {dst_embedder}"
+                   + ("" if src_embedder == dst_embedder else f" (the source used {src_embedder})"))

@@ -1,5 +1,7 @@
 """`recallite-mcp migrate`: SQLite -> SQLite, SQLite -> PostgreSQL -> SQLite, refusals, masking."""
 
+import re
+
 from click.testing import CliRunner
 
 from recallite_core import Recallite
@@ -127,4 +129,49 @@ def test_a_count_mismatch_exits_1(tmp_path, monkeypatch):
 
     monkeypatch.setattr(mig, "counts", short)
     res = migrate("--from", source(tmp_path), "--to", str(tmp_path / "dst.db"))
+    assert res.exit_code == 1 and "MISMATCH" in res.output and "counts differ" in res.output
+
+
+def test_into_nonempty_again_counts_rows_already_there_not_mismatch(tmp_path):
+    """The second --into-nonempty copy of the same store: nothing is added, every row is already
+    there, and that is the right result (it printed MISMATCH, a negative recomputed count, exit 1)."""
+    src, dst = source(tmp_path), str(tmp_path / "dst.db")
+    assert migrate("--from", src, "--to", dst).exit_code == 0
+    again = migrate("--from", src, "--to", dst, "--into-nonempty")
+    assert again.exit_code == 0, again.output
+    assert "MISMATCH" not in again.output and "counts differ" not in again.output, again.output
+    assert not re.search(r"(?<![\w-])-\d", again.output), again.output  # no negative count
+    for noun, n in NOUNS:
+        line = next(l for l in again.output.splitlines() if l.strip().startswith(noun + " "))
+        assert line.split()[2:] == [str(n), "copied", "0", "already", "there", str(n), "ok"], line
+    assert "vectors copied" in again.output and "left as they were" in again.output
+    with Recallite.open(src, embedder="hash") as a, Recallite.open(dst, embedder="hash") as b:
+        assert snapshot(a) == snapshot(b)  # nothing duplicated
+
+
+def test_into_nonempty_with_some_new_rows_counts_both(tmp_path):
+    src, dst = source(tmp_path), str(tmp_path / "dst.db")
+    assert migrate("--from", src, "--to", dst).exit_code == 0
+    with Recallite.open(src, embedder="hash") as m:
+        m.remember(type="fact", content="The staging database is rebuilt every night.", scope="p")
+    again = migrate("--from", src, "--to", dst, "--into-nonempty")
+    assert again.exit_code == 0, again.output
+    line = next(l for l in again.output.splitlines() if l.strip().startswith("memories "))
+    assert line.split()[2:] == ["7", "copied", "1", "already", "there", "6", "ok"], line
+
+
+def test_into_nonempty_missing_row_is_still_a_mismatch(tmp_path, monkeypatch):
+    import recallite_mcp.migrate as mig
+
+    src, dst = source(tmp_path), str(tmp_path / "dst.db")
+    assert migrate("--from", src, "--to", dst).exit_code == 0
+    real, calls = mig.counts, []
+
+    def short(mem):  # the target after the import lost a relation
+        got = real(mem)
+        calls.append(1)
+        return dict(got, relations=got["relations"] - 1) if len(calls) == 3 else got
+
+    monkeypatch.setattr(mig, "counts", short)
+    res = migrate("--from", src, "--to", dst, "--into-nonempty")
     assert res.exit_code == 1 and "MISMATCH" in res.output and "counts differ" in res.output

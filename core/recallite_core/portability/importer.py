@@ -41,6 +41,9 @@ Progress = Callable[[int, int], None]
 #: Memories embedded, then inserted, per step: bounds what an import holds in memory.
 IMPORT_BATCH = 500
 
+#: The nouns whose rows an import counts as already there (memories: "duplicates").
+PRESENT_NOUNS = ("relations", "citations", "session_summaries", "retrievals", "feedback")
+
 
 def records(path: str, header_check: Callable[[dict], None]) -> Iterator[tuple[int, dict]]:
     """(line number, record) of every line after the header, streamed; the header is checked first."""
@@ -102,6 +105,10 @@ class BatchImport:
         self.dims = self.core.embedder.dimensions
         self.copied = 0  # memories whose vectors came from the file
         self.expected = 0  # memories in the file (for the progress bar)
+        # Rows of the file the target held already (an import into a non-empty store, the same
+        # backup twice): left as they were, and counted so that a check (migrate's) can tell
+        # "already there" from "missing". Reported only when there are some.
+        self.present = dict.fromkeys(PRESENT_NOUNS, 0)
 
     def _header(self, obj: dict) -> None:
         self._check_header(obj)
@@ -271,6 +278,7 @@ class BatchImport:
             self._windows(conn)
             self._links(conn, idmap, counts, now)
             self._restore_summaries(conn, idmap, sessions)
+        counts.update({f"{noun}_already_there": n for noun, n in self.present.items() if n})
         if self.header.get("vectors"):  # an export that carried vectors (migrate's): say how many were used
             counts["vectors_copied"] = self.copied
         return counts
@@ -280,11 +288,16 @@ class BatchImport:
         done = set()
         if self.restore:
             for _n, r in self._lines():
-                if r["kind"] != "session_summary" or (r.get("scope"), r.get("session")) not in sessions:
+                if r["kind"] != "session_summary":
+                    continue
+                if (r.get("scope"), r.get("session")) not in sessions:
+                    # No turn of it was new: the target's own summary of that session stands.
+                    self.present["session_summaries"] += conn.episodes.summary(r.get("scope"), r.get("session")) is not None
                     continue
                 pool = [dict(e, m=idmap[parse_id(e["m"])]) for e in r.get("pool", []) if parse_id(e["m"]) in idmap]
                 key = (r["scope"], r["session"])
                 turns = conn.archive.turn_count(*key)
+                self.present["session_summaries"] += conn.episodes.summary(*key) is not None  # refreshed in place
                 conn.episodes.put_summary(*key, json.dumps(pool, ensure_ascii=False), turns, r.get("updated_at") or time.time())
                 done.add(key)
         if sessions - done:
@@ -362,21 +375,26 @@ class BatchImport:
                 if kind == "citation":
                     a, b = idmap.get(parse_id(r.get("memory_id"))), idmap.get(parse_id(r.get("episode_id")))
                     if a and b and a != b and conn.memories.type_of(b) == "episode":
-                        counts["citations"] += conn.archive.add_citation(a, b, r.get("created_at") or now)
+                        self._tally(counts, "citations", conn.archive.add_citation(a, b, r.get("created_at") or now))
                 elif kind == "relation":
                     if r.get("type") not in RELATION_TYPES:
                         raise InvalidInputError(f"unknown relation type {r.get('type')!r}.")
                     a, b = idmap.get(parse_id(r.get("from_id"))), idmap.get(parse_id(r.get("to_id")))
                     if a and b and a != b:
-                        counts["relations"] += conn.archive.add_relation(
+                        self._tally(counts, "relations", conn.archive.add_relation(
                             a, b, r["type"], int(bool(r.get("confidence_effect", True)) and self.restore),
-                            r.get("created_at") or now)
+                            r.get("created_at") or now))
                 elif kind == "retrieval" and self.restore:
-                    counts["retrievals"] += self._retrieval(conn, r, idmap, retmap, now, logged)
+                    self._tally(counts, "retrievals", self._retrieval(conn, r, idmap, retmap, now, logged))
                 elif kind == "feedback" and self.restore:
-                    counts["feedback"] += self._feedback(conn, r, idmap, retmap, now)
+                    self._tally(counts, "feedback", self._feedback(conn, r, idmap, retmap, now))
             except (KeyError, TypeError, ValueError) as exc:
                 raise InvalidInputError(f"{self.path} line {n}: malformed {kind} record ({exc}). Nothing was imported.") from None
+
+    def _tally(self, counts: dict, noun: str, written: int) -> None:
+        """One record of ``noun`` handled: 1 written, 0 found already in the store."""
+        counts[noun] += written
+        self.present[noun] += 1 - written
 
     @staticmethod
     def _retrieval(conn, r: dict, idmap: dict, retmap: dict, now: float, logged: int) -> int:
