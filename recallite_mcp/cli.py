@@ -516,10 +516,13 @@ def export_cmd(ctx, db, scope, embedder, log_level, path, this_scope, vectors):
 @click.pass_context
 @handle_errors
 def import_cmd(ctx, db, scope, embedder, log_level, path, trust):
-    """Read a file written by export (all or nothing)."""
+    """Read a file written by export (all or nothing). --scope X puts every memory into scope X."""
     s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
+    # Only a --scope typed on this command line moves the memories: RECALLITE_SCOPE or the git
+    # repository picks where new memories go, and must not fold a backup's projects into one.
+    into = scope if scope is not None else ctx.find_root().params.get("scope")
     with open_engine(s) as mem:
-        counts = mem.import_jsonl(path, trust=trust, progress=progress("import"))
+        counts = mem.import_jsonl(path, trust=trust, progress=progress("import"), scope=into)
     click.echo(", ".join(f"{k} {v}" for k, v in counts.items()))
 
 

@@ -108,3 +108,98 @@ def test_bad_import_writes_nothing(tmp_path):
         m.import_jsonl(str(p))
     with pytest.raises(InvalidInputError, match="No file"):
         m.import_jsonl(str(tmp_path / "missing.jsonl"))
+
+
+def _ids(m, scope):
+    with m.core.store.reading() as conn:
+        return set(conn.archive.memory_ids(scope))
+
+
+def _log(m):
+    """Relations, retrievals (searched scope, item ids) and feedback (used ids, effect ids) of a store."""
+    with m.core.store.reading() as conn:
+        a = conn.archive
+        rels = [(x, y, t) for x, y, t, _e, _c in a.relations()]
+        rets = {rid: (searched, {row[0] for row in a.items_of(rid)}) for rid, _q, _p, searched, *_ in a.retrievals()}
+        fbs = [(judged, json.loads(used), {row[0] for row in a.effects_of(fid)}, key)
+               for fid, judged, _o, _s, used, _r, key, _c in a.feedback()]
+    return rels, rets, fbs
+
+
+@pytest.mark.parametrize("trust", ["restore", "untrusted"])
+def test_import_scope_moves_every_memory_and_what_hangs_off_it(backend_mem, tmp_path, trust):
+    """import --scope was ignored: memories kept their exported scope. Now they go to the given
+    scope, into the store that still holds the originals, with relations, retrievals and feedback
+    on the copies only; a second import into that scope finds everything already there."""
+    m = backend_mem
+    build(m)
+    out = tmp_path / "p.jsonl"
+    m.export_jsonl(str(out))
+    before = _log(m)
+    p_ids = _ids(m, "p")
+    got = m.import_jsonl(str(out), trust=trust, scope="q")
+    assert got["memories"] == 4 and got["duplicates"] == 0
+    q_ids = _ids(m, "q")
+    assert len(q_ids) == 4 and not q_ids & p_ids and _ids(m, None) == p_ids | q_ids  # the originals stay
+    assert {x.scope for x in m.list(limit=100, scope="q")} == {"q"}
+    rels, rets, fbs = _log(m)
+    new_rels = [r for r in rels if r not in before[0]]
+    assert len(new_rels) == 3 and all({x, y} <= q_ids for x, y, _t in new_rels)
+    new_rets = {rid: v for rid, v in rets.items() if rid not in before[1]}
+    new_fbs = [f for f in fbs if f not in before[2]]
+    if trust == "restore":
+        assert len(new_rets) == 1 and all(s == json.dumps(["q"]) and items and items <= q_ids
+                                          for s, items in new_rets.values())
+        (judged, used, effects, key), = new_fbs
+        assert judged in new_rets and {int(u[4:]) for u in used} <= q_ids and effects and effects <= q_ids
+        assert key == "ck-1@q"
+    else:
+        assert not new_rets and not new_fbs
+    again = m.import_jsonl(str(out), trust=trust, scope="q")
+    assert again["memories"] == 0 and again["duplicates"] == 4
+    assert _log(m) == (rels, rets, fbs)
+
+
+def test_import_scope_refuses_a_blank_scope(mem, tmp_path):
+    build(mem)
+    out = tmp_path / "p.jsonl"
+    mem.export_jsonl(str(out))
+    with pytest.raises(InvalidInputError, match="non-empty"):
+        mem.import_jsonl(str(out), scope="  ")
+
+
+def test_cli_import_scope_moves_memories_and_env_scope_does_not(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from recallite_mcp.cli import main
+
+    src, dst, out = str(tmp_path / "a.db"), str(tmp_path / "b.db"), str(tmp_path / "a.jsonl")
+    with Recallite.open(src, embedder="hash") as m:
+        build(m)
+        m.export_jsonl(out)
+    run = CliRunner().invoke
+    monkeypatch.setenv("RECALLITE_SCOPE", "env-scope")
+    assert run(main, ["import", out, "--db", dst, "--embedder", "hash"]).exit_code == 0
+    moved = run(main, ["--scope", "otherproj", "import", out, "--db", dst, "--embedder", "hash"])
+    assert moved.exit_code == 0 and "memories 4" in moved.output, moved.output
+    also = run(main, ["import", out, "--db", dst, "--embedder", "hash", "--scope", "third"])
+    assert also.exit_code == 0 and "memories 4" in also.output, also.output
+    with Recallite.open(dst, embedder="hash") as m:
+        assert m.stats().by_scope == {"p": 4, "otherproj": 4, "third": 4}
+
+
+def test_import_scope_moves_a_conversation_and_rebuilds_its_summary(tmp_path):
+    from tests.portability.test_migrate import source
+
+    path = source(tmp_path)
+    out = str(tmp_path / "s.jsonl")
+    with Recallite.open(path, embedder="hash") as m:
+        m.export_jsonl(out)
+        turns = [(t.episode.role, t.episode.seq, t.content) for t in m.session_turns("s1", scope="p")]
+        got = m.import_jsonl(out, trust="restore", scope="r")
+        assert got["memories"] == 6 and got["citations"] == 1
+        assert [(t.episode.role, t.episode.seq, t.content) for t in m.session_turns("s1", scope="r")] == turns
+        with m.core.store.reading() as conn:
+            assert {(sc, se) for sc, se, *_ in conn.archive.summaries()} == {("p", "s1"), ("r", "s1")}
+        again = m.import_jsonl(out, trust="restore", scope="r")
+        assert again["memories"] == 0 and again["duplicates"] == 6

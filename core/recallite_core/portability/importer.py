@@ -93,8 +93,9 @@ class BatchImport:
     """One import: ``run()`` returns the counts."""
 
     def __init__(self, portability: Any, path: str, trust: str, progress: Progress | None, batch: int,
-                 header_check: Callable[[dict], None]):
+                 header_check: Callable[[dict], None], scope: str | None = None):
         self.p = portability
+        self.scope = scope  # every memory goes to this scope, whatever the file says (None: as exported)
         self.core = portability.core
         self.path = path
         self.restore = trust == "restore"
@@ -131,7 +132,8 @@ class BatchImport:
             status = r.get("status") if self.restore and r.get("status") in policy.STATUS_RANK else None
             p = self.p.writer.prepare(
                 content=r.get("content"), type=r.get("type", "observation"), title=r.get("title"), source=src,
-                tags=r.get("tags"), metadata=r.get("metadata"), importance=r.get("importance"), scope=r.get("scope"),
+                tags=r.get("tags"), metadata=r.get("metadata"), importance=r.get("importance"),
+                scope=self.scope or r.get("scope"),
                 session=r.get("session"), status=status, allow_unsafe_status_override=self.restore,
                 confidence=r.get("confidence") if self.restore else None, valid_until=r.get("valid_until"),
             )
@@ -286,7 +288,9 @@ class BatchImport:
     def _restore_summaries(self, conn, idmap: dict[int, int], sessions: set) -> None:
         """Session summaries: as exported when restoring (ids remapped), else rebuilt from the turns."""
         done = set()
-        if self.restore:
+        # Into another scope the exported pools would name the file's scopes, and two sessions of
+        # one name from two scopes would meet in one: rebuild them from the turns instead.
+        if self.restore and not self.scope:
             for _n, r in self._lines():
                 if r["kind"] != "session_summary":
                     continue
@@ -396,17 +400,20 @@ class BatchImport:
         counts[noun] += written
         self.present[noun] += 1 - written
 
-    @staticmethod
-    def _retrieval(conn, r: dict, idmap: dict, retmap: dict, now: float, logged: int) -> int:
+    def _retrieval(self, conn, r: dict, idmap: dict, retmap: dict, now: float, logged: int) -> int:
         """Restore one logged retrieval with its items; 0 when the store held it before this import
         (ids up to ``logged``: the same backup restored again; its feedback then lands on that one, once)."""
         query, kind, at = str(r.get("query", "")), str(r.get("retrieval_kind", "recall")), r.get("created_at") or now
-        same = conn.archive.same_retrieval(query, kind, at, logged) if logged and r.get("created_at") else None
+        searched = r.get("scope") if not self.scope or r.get("scope") is None else [self.scope]
+        # Into another scope, the original's entry (same query and time, its own scope) is not this
+        # copy's: only one that searched the new scope counts as already there.
+        only = json.dumps(searched) if self.scope and searched is not None else None
+        same = conn.archive.same_retrieval(query, kind, at, logged, only) if logged and r.get("created_at") else None
         if same is not None:
             retmap[parse_id(r.get("id"), "ret")] = same
             return 0
         new_rid = conn.archive.add_retrieval(
-            query, str(r.get("profile", "default")), None if r.get("scope") is None else json.dumps(r["scope"]), kind,
+            query, str(r.get("profile", "default")), None if searched is None else json.dumps(searched), kind,
             r.get("tokens_served"), r.get("tokens_matched"), at)
         retmap[parse_id(r.get("id"), "ret")] = new_rid
         rows = []
@@ -419,12 +426,13 @@ class BatchImport:
         conn.archive.add_items(new_rid, rows)
         return 1
 
-    @staticmethod
-    def _feedback(conn, r: dict, idmap: dict, retmap: dict, now: float) -> int:
+    def _feedback(self, conn, r: dict, idmap: dict, retmap: dict, now: float) -> int:
         if r.get("outcome") not in OUTCOMES:
             raise InvalidInputError(f"unknown outcome {r.get('outcome')!r}.")
         rid = retmap.get(parse_id(r["retrieval_id"], "ret")) if r.get("retrieval_id") else None
         key = r.get("client_key")
+        if key and self.scope:  # client keys are unique: the copy in another scope gets its own, stable key
+            key = f"{key}@{self.scope}"
         if key and conn.outcomes.feedback_with_key(key) is not None:
             return 0
         if rid is not None and r.get("created_at") and conn.archive.has_feedback(rid, r["outcome"], r["created_at"]):

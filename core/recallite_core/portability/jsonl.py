@@ -20,6 +20,7 @@ from recallite_core.errors import InvalidInputError
 from recallite_core.plumbing import Plumbing
 from recallite_core.portability.importer import IMPORT_BATCH, BatchImport
 from recallite_core.storage.codec import encode_vector
+from recallite_core.text.validation import check_scope
 from recallite_core.writer import Writer
 
 Progress = Callable[[int, int], None]
@@ -69,7 +70,7 @@ class Portability:
         return self._export(path, scope, vectors)
 
     def import_jsonl(self, path: str, *, trust: str = "untrusted", progress: Progress | None = None,
-                     batch: int = IMPORT_BATCH) -> dict[str, int]:
+                     batch: int = IMPORT_BATCH, scope: str | None = None) -> dict[str, int]:
         """Read a file written by export_jsonl in one transaction (all or nothing), ``batch``
         memories at a time (importer.py: bounded memory; vectors in the file are used when they
         come from this store's embedder).
@@ -77,11 +78,19 @@ class Portability:
         ``trust="untrusted"`` (default): every memory arrives as source ``imported``, status
         ``candidate``. ``trust="restore"``: your own backup; statuses, sources, scores and the
         feedback history are kept as they were.
+
+        ``scope``: put every memory into this scope instead of the one it was exported from
+        (copying a project into another); its relations, retrievals and feedback follow it, and
+        duplicates are those already in that scope. Session summaries are rebuilt from the turns.
         """
         self.core.live()
         if trust not in ("untrusted", "restore"):
             raise InvalidInputError("trust must be 'untrusted' (treat as imported candidates) or 'restore' (your own backup).")
-        counts = BatchImport(self, path, trust, progress, batch, check_header).run()
+        if scope is not None:
+            scope = check_scope(scope, self.core.limits, "")
+            if not scope:
+                raise InvalidInputError("scope must be a non-empty label such as 'projB', or left out to keep each memory's own.")
+        counts = BatchImport(self, path, trust, progress, batch, check_header, scope).run()
         self.core.learning.backfill()
         return counts
 

@@ -94,10 +94,15 @@ class PostgresArchive:
         """The id of the newest logged retrieval (0: none)."""
         return int(self._conn.execute("SELECT coalesce(max(id), 0) FROM retrievals").fetchone()[0])
 
-    def same_retrieval(self, query: str, kind: str, created_at: float, upto: int) -> int | None:
-        """A retrieval logged with this query, kind and time, of id ``upto`` or older (a backup restored twice)."""
-        row = self._conn.execute("SELECT id FROM retrievals WHERE id <= %s AND query = %s AND kind = %s "
-                                 "AND created_at = %s ORDER BY id LIMIT 1", (upto, query, kind, created_at)).fetchone()
+    def same_retrieval(self, query: str, kind: str, created_at: float, upto: int,
+                       searched: str | None = None) -> int | None:
+        """A retrieval logged with this query, kind and time, of id ``upto`` or older (a backup restored twice);
+        with ``searched``, only one that searched those scopes (JSON, as logged: an import into another scope)."""
+        sql = "SELECT id FROM retrievals WHERE id <= %s AND query = %s AND kind = %s AND created_at = %s"
+        params: list = [upto, query, kind, created_at]
+        if searched is not None:
+            sql, params = sql + " AND scope = %s", [*params, searched]
+        row = self._conn.execute(sql + " ORDER BY id LIMIT 1", params).fetchone()
         return None if row is None else int(row[0])
 
     def has_feedback(self, rid: int, outcome: str, created_at: float) -> bool:
