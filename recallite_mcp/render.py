@@ -1,6 +1,7 @@
 """The text a model reads: each tool's structured result as short, plain markdown.
 
-Structured content stays as it is for programs; this is the `TextContent` beside it. Every
+Structured content stays as it is for programs; this is the `TextContent` beside it, with hidden
+characters shown escaped ([U+202E]). Every
 text is bounded (MAX_TEXT): what does not fit is cut with a line saying how to get the rest."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import json
 from typing import Any, Callable
 
 from recallite_core.retrieval.context import title_repeats_content
+from recallite_core.text.injection import escape_hidden
 
 MAX_TEXT = 16_000
 
@@ -226,7 +228,10 @@ OWN_BOUND = {"recallite_context", "recallite_auto_context"}
 
 
 def render(tool: str, data: dict) -> str:
-    text = RENDER.get(tool, _fields)(data)
+    # Invisible and direction-changing characters (U+202E...) are shown as [U+202E] in every text
+    # a model reads, as the context formats do (docs/security.md): stored text can hide an
+    # instruction in them. The structured content keeps the stored text, for programs.
+    text = escape_hidden(RENDER.get(tool, _fields)(data))
     if tool not in OWN_BOUND and len(text) > MAX_TEXT:
         text = (text[:MAX_TEXT].rstrip() + f"\n[cut at {MAX_TEXT:,} of {len(text):,} chars: ask for fewer items "
                 "(limit, ids) or one memory with recallite_get]")

@@ -170,3 +170,21 @@ async def test_a_derived_title_printed_each_hit_twice(client):
     await call(client, "recallite_remember", type="procedure", title="Lint first", content="Run ruff twice before a release.")
     text = (await client.call_tool("recallite_recall", {"query": "ruff twice before a release"})).content[0].text
     assert "**Lint first**" in text and "Run ruff twice before a release." in text
+
+
+async def test_hidden_characters_reach_the_model_escaped_in_recall_list_and_get_text(client):
+    """U+202E came raw in the text blocks of recall, list and get (only context showed [U+202E]),
+    though docs/security.md says hidden characters are shown escaped in every format. The
+    structured content keeps the stored text."""
+    stored = "Deploys go through Argo CD \u202etxt.exe\u202c and never by hand\u200b."
+    m = await call(client, "recallite_remember", type="fact", title="Argo \u202eCD\u202c deploys", content=stored)
+    for tool, args in (("recallite_recall", {"query": "Argo CD deploys by hand"}), ("recallite_list", {}),
+                       ("recallite_get", {"ids": [m["id"]]}), ("recallite_context", {"query": "Argo CD deploys by hand"})):
+        res = await client.call_tool(tool, args)
+        text = res.content[0].text
+        assert not res.is_error and "[U+202E]" in text, (tool, text)
+        assert not any(ch in text for ch in "\u202e\u202c\u200b"), (tool, text)
+        if tool == "recallite_get":
+            assert "[U+200B]" in text and res.structured_content["memories"][0]["content"] == stored
+    hit = (await call(client, "recallite_recall", query="Argo CD deploys by hand"))["memories"][0]
+    assert hit["id"] == m["id"] and "\u202e" in hit["content"]  # structured output: as stored
