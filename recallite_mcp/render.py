@@ -177,7 +177,9 @@ def forget(d: dict) -> str:
 def relate(d: dict) -> str:
     r, a, b = d["relation"], d["from_memory"], d["to_memory"]
     counts = lambda c: f"{c['id']}: {c.get('evidence_count', 0)} supporting, {c.get('contradiction_count', 0)} contradicting, confidence {_num(c.get('confidence'))}"  # noqa: E731
-    return f"Linked {r['from_id']} {r['type']} {r['to_id']} ({r['id']}).\n{counts(a)}\n{counts(b)}"
+    swap = (f" It replaced {'; '.join(r['replaced'])} (a pair cannot both support and contradict)."
+            if r.get("replaced") else "")
+    return f"Linked {r['from_id']} {r['type']} {r['to_id']} ({r['id']}).{swap}\n{counts(a)}\n{counts(b)}"
 
 
 def _kv(v: Any) -> str:

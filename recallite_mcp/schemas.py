@@ -227,6 +227,7 @@ class RelationOut(Out):
     to_id: str
     type: str
     confidence_effect: bool
+    replaced: list[str] = Field(default_factory=list, description="Supports links this contradiction replaced.")
 
 
 class CountsOut(Out):

@@ -221,6 +221,10 @@ class Relation(BaseModel):
     confidence_effect: bool = Field(
         True, description="False when the trust policy stored the link without letting it move confidence."
     )
+    replaced: list[str] = Field(
+        default_factory=list,
+        description="The opposite links this one replaced (a contradiction replaces supports between the same pair).",
+    )
 
 
 class RelationCounts(BaseModel):

@@ -226,13 +226,15 @@ def register(server: MCPServer) -> None:
         ctx: Context,
         roots: RootsArg = None,
     ) -> RelateOut:
-        """Link two memories. contradicts: both get a warning and lose confidence; supports /
-        derived_from: the target gains confidence; supersedes: the target is retired."""
+        """Link two memories. contradicts: both get a warning and lose confidence (it replaces a
+        supports link between them); supports / derived_from: the target gains confidence (supports
+        is refused while they contradict); supersedes: the target is retired."""
         st = state_of(ctx, roots)
         st.guard_memories(ctx, [from_id, to_id])
         rel = st.engine.relate(from_id, to_id, relation)
         return RelateOut(
-            relation=RelationOut(id=rel.id, from_id=rel.from_id, to_id=rel.to_id, type=rel.type, confidence_effect=rel.confidence_effect),
+            relation=RelationOut(id=rel.id, from_id=rel.from_id, to_id=rel.to_id, type=rel.type, confidence_effect=rel.confidence_effect,
+                                 replaced=rel.replaced),
             from_memory=CountsOut(**st.engine.relation_counts(rel.from_id).model_dump()),
             to_memory=CountsOut(**st.engine.relation_counts(rel.to_id).model_dump()),
         )

@@ -188,3 +188,21 @@ async def test_hidden_characters_reach_the_model_escaped_in_recall_list_and_get_
             assert "[U+200B]" in text and res.structured_content["memories"][0]["content"] == stored
     hit = (await call(client, "recallite_recall", query="Argo CD deploys by hand"))["memories"][0]
     assert hit["id"] == m["id"] and "\u202e" in hit["content"]  # structured output: as stored
+
+
+async def test_relate_keeps_one_side_of_support_and_contradiction_per_pair(client):
+    """recallite_relate stored both supports and contradicts for mem_1 and mem_2. Now the
+    contradiction replaces the support and says so in one line; a support over a contradiction is
+    refused in one line naming the link and the way to end it."""
+    sup = await call(client, "recallite_relate", from_id="mem_1", to_id="mem_2", relation="supports")
+    res = await client.call_tool("recallite_relate", {"from_id": "mem_2", "to_id": "mem_1", "relation": "contradicts"})
+    rel = res.structured_content["relation"]
+    assert not res.is_error and rel["replaced"] == [f"{sup['relation']['id']}: mem_1 supports mem_2"]
+    assert f"It replaced {sup['relation']['id']}: mem_1 supports mem_2" in res.content[0].text
+    assert res.structured_content["to_memory"]["evidence_count"] == 0
+    again = await client.call_tool("recallite_relate", {"from_id": "mem_1", "to_id": "mem_2", "relation": "supports"})
+    msg = again.content[0].text
+    assert again.is_error and "\n" not in msg.strip(), msg
+    assert f"mem_2 contradicts mem_1 ({rel['id']})" in msg and "keep_both" in msg and "Nothing was linked" in msg
+    plain = await client.call_tool("recallite_relate", {"from_id": "mem_3", "to_id": "mem_4", "relation": "supports"})
+    assert "replaced" not in plain.structured_content["relation"] and "It replaced" not in plain.content[0].text

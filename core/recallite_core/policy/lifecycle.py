@@ -133,6 +133,9 @@ class Lifecycle:
         supports/derived_from raise the target's confidence and contradicts lowers both, unless
         the source memory is untrusted (then the link is kept without that effect).
         ``from supersedes to`` also retires ``to``. Linking twice returns the existing link.
+        A pair cannot both support and contradict (either way round): ``contradicts`` replaces a
+        ``supports`` link between them (listed in ``replaced``), and ``supports`` is refused while
+        they are linked as contradicting (resolve_conflict ends a conflict).
         """
         self.core.live()
         if relation not in RELATION_TYPES:
@@ -148,6 +151,7 @@ class Lifecycle:
             existing = conn.relations.find(a, b, relation)
             if existing is not None:
                 return self._relation(conn, existing)
+            replaced = self._settle_opposite(conn, a, b, relation)
             if relation == "supersedes":
                 self.supersede_within(conn, b, a, None, allow_unsafe)
                 rid = conn.relations.find(a, b, "supersedes")
@@ -167,7 +171,30 @@ class Lifecycle:
                     conn.memories.set_confidence(mid, policy.confidence_after_contradiction(c), now)
             rid = conn.relations.create(a, b, relation, int(effect and relation in ("supports", "derived_from", "contradicts")),
                                         now)
-            return self._relation(conn, rid)
+            return self._relation(conn, rid).model_copy(update={"replaced": replaced})
+
+    @staticmethod
+    def _settle_opposite(conn, a: int, b: int, relation: str) -> list[str]:
+        """Keep one side of support/contradiction per pair of memories (either direction): a new
+        contradiction removes the supports links, as the newer word and the one that warns; a new
+        support while they contradict is refused, since ending a conflict clears both warnings and
+        resolve_conflict checks who may do that. Returns the links removed ("rel_1: mem_1 supports mem_2")."""
+        if relation == "supports":
+            for x, y in ((a, b), (b, a)):
+                rid = conn.relations.find(x, y, "contradicts")
+                if rid is not None:
+                    raise InvalidInputError(
+                        f"mem_{x} contradicts mem_{y} ({fmt_id('rel', rid)}), so mem_{a} cannot also support mem_{b}. "
+                        "If both hold, end the conflict first (keep both: recallite_update action=keep_both, or "
+                        "recallite-mcp resolve --keep both), then link again. Nothing was linked.")
+            return []
+        removed = []
+        if relation == "contradicts":
+            for x, y in ((a, b), (b, a)):
+                rid = conn.relations.find(x, y, "supports")
+                if rid is not None and conn.relations.remove(x, y, "supports"):
+                    removed.append(f"{fmt_id('rel', rid)}: mem_{x} supports mem_{y}")
+        return removed
 
     def _relation(self, conn, rid: int) -> Relation:
         a, b, t, eff, created = conn.relations.get(rid)
