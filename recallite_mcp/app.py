@@ -168,7 +168,7 @@ class AppState:
         for m in self.engine.get_many(ids):
             self.check_scope_access(ctx, m.scope)
 
-    def guard_retrieval(self, ctx: Context, retrieval_id: Optional[str]) -> None:
+    def guard_retrieval(self, ctx: Context, retrieval_id: str | None) -> None:
         """With --isolate-scopes, another project's retrieval is refused: its feedback (or the
         memories opened from it) would move that project's memories."""
         if not self.settings.isolate_scopes or not retrieval_id:

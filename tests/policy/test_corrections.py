@@ -77,7 +77,7 @@ def test_a_backup_that_now_starts_at_another_time_was_stored_with_no_link():
     a, b = store(mem, "The nightly backup job runs at 01:30.", "Nightly backups now start at 03:00 instead.")
     assert b.supersedes == [a.id] and "01:30 -> 03:00" in b.correction
     assert top(mem, "When does the nightly backup run?", "s")[0] == b.id
-    c, d = store(mem, "The backend deploy window starts at 22:00.", "The frontend deploy window starts at 18:00.",
+    _, d = store(mem, "The backend deploy window starts at 22:00.", "The frontend deploy window starts at 18:00.",
                  scope="t")
     assert not d.supersedes and not d.conflicts_with
     mem.close()

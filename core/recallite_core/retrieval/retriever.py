@@ -25,6 +25,7 @@ from recallite_core.policy.correction_ranking import FOLLOW_UP_REACH
 from recallite_core.policy.correction_ranking import newer_first as corrections_first
 from recallite_core.policy.trust import side_tables, trust_scores
 from recallite_core.retrieval.candidates import Fused, QueryVectorCache, RecallFilter, flags_of, scan_filter_for
+from recallite_core.retrieval.context import flag_warning
 from recallite_core.retrieval.conversation_ranking import (
     NO_TURN,
     EpisodeMap,
@@ -33,7 +34,6 @@ from recallite_core.retrieval.conversation_ranking import (
     named_speakers,
     quiet_replies,
 )
-from recallite_core.retrieval.context import flag_warning
 from recallite_core.retrieval.cutting import keep_ratios
 from recallite_core.retrieval.distinct import distinct_texts
 from recallite_core.retrieval.fusion import (
