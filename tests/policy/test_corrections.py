@@ -83,6 +83,18 @@ def test_a_backup_that_now_starts_at_another_time_was_stored_with_no_link():
     mem.close()
 
 
+def test_a_role_now_held_by_someone_else_was_stored_with_no_link(mem):
+    """"Priya Raman is the release manager for the mobile app." then "The mobile app's release manager
+    is now Daniel Okafor." came back with no link (a new user's trial): the old text names the holder
+    first, the new one the role. Another app's role stays apart."""
+    a, b = store(mem, "Priya Raman is the release manager for the mobile app.",
+                 "The mobile app's release manager is now Daniel Okafor.")
+    assert b.supersedes == [a.id] and "Priya Raman -> Daniel Okafor" in b.correction
+    _, d = store(mem, "Priya Raman is the release manager for the mobile app.",
+                 "The web app's release manager is now Daniel Okafor.", scope="t")
+    assert not d.supersedes and not d.conflicts_with
+
+
 def test_the_change_note_named_the_office_as_the_old_value(mem):
     """"the 4th floor of the Lisbon office" -> "relocated to the 6th floor" was noted "4th Lisbon -> 6th":
     the number changed, not the city."""

@@ -122,7 +122,7 @@ def _decide(old: str, new: str, ow: tuple[Word, ...], nw: tuple[Word, ...], cue:
         # must still be about the old one's subject: most of its subject words (those before its
         # verb, and plain words; not numbers) are repeated, and no plain word of the old subject
         # gives way to a plain word of another (the growth team vs the payments team).
-        if not _same_subject(old, new, ow, nw, oset, nset) or _name_clash(ow, nw, oset, nset):
+        if not (_same_subject(old, new, ow, nw, oset, nset) or _role_named(ow, nw)) or _name_clash(ow, nw, oset, nset):
             return None
         if _plain_clash(ow, nw, diff_o, diff_n) and (not _quoted(ow, nset) or qualifies(ow, diff_o, shared)
                                                      or qualifies(nw, diff_n, shared)):
@@ -273,6 +273,18 @@ def _reworded(ow, nw, diff_o: list[int], diff_n: list[int], head_o: bool, head_n
 
 # Who holds a thing: one person at a time, so another name in that place is a change.
 HOLDERS = frozenset("lead owner own on-call maintainer manager head responsible charge".split())
+
+
+def _role_named(ow: Sequence[Word], nw: Sequence[Word]) -> bool:
+    """"Priya Raman is the release manager for the mobile app" -> "The mobile app's release manager is
+    now Daniel Okafor": the old text names the holder first and the role after its verb, the new one
+    the role first (none of its words new) and a name after: the role gives way to its new holder."""
+    o_lead = [w for w in ow if w.lead]
+    o_role = {w.key for w in ow if not w.lead}
+    n_role = {w.key for w in nw if w.lead}
+    n_holder = [w for w in nw if not w.lead]
+    return (bool(o_lead) and all(w.value and not w.digits for w in o_lead) and bool(HOLDERS & n_role)
+            and n_role <= o_role and bool(n_holder) and all(w.value and not w.digits for w in n_holder))
 
 
 def _versioned(ws) -> bool:
