@@ -154,6 +154,14 @@ class AppState:
             known = {name: n for name, n in known.items() if name in allowed}
         return empty_scope_hint(scope, known)
 
+    def search_scopes(self, ctx: Context, scope: Optional[str], include_teams: bool) -> list[str]:
+        """read_scopes, plus with ``include_teams`` the team scopes of the searched project: never
+        the user scope's, which every project searches (a team it had joined reached them all)."""
+        scopes = self.read_scopes(ctx, scope)
+        if include_teams:
+            scopes = list(dict.fromkeys([*scopes, *self.engine.teams(scopes[0])]))
+        return scopes
+
     def write_scope(self, ctx: Context, scope: Optional[str], memory_type: str, level: Optional[str]) -> str:
         if scope:
             self.check_scope_access(ctx, scope)

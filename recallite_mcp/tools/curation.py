@@ -171,7 +171,13 @@ def register(server: MCPServer) -> None:
             if st.settings.isolate_scopes and team_scope not in mem.teams(st.active_scope(ctx).scope):
                 raise ToolError(f"Cross-scope access is disabled on this server (--isolate-scopes): {team_scope!r} is not "
                                 "one of this project's team scopes. Ask the operator to link it (join_team).")
-            return update_out(mem.share(id, team_scope or ""))
+            # A user-level memory is in every project's search: its scope joining the team would
+            # bring the team to every project. The project that shares it joins instead.
+            personal = mem.get(id).scope == st.settings.user_scope
+            copy = mem.share(id, team_scope or "", join=not personal)
+            if personal:
+                mem.join_team(st.active_scope(ctx).scope, team_scope or "")
+            return update_out(copy)
         if action == "supersede":
             if not superseded_by:
                 raise ToolError("action=supersede needs superseded_by: the id of the memory that replaces this one.")

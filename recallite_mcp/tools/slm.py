@@ -106,8 +106,8 @@ def register(server: MCPServer) -> None:
         to them by causes / supports / requires / contradicts up to `depth` hops, each with a confidence
         that decays 0.6x per hop. Use it to see causes, prerequisites and counter-evidence before acting."""
         st = state_of(ctx, roots)
-        g = st.engine.beliefs(topic, depth=depth, limit=limit, scope=st.read_scopes(ctx, scope),
-                              include_teams=include_teams, min_trust=min_trust)
+        g = st.engine.beliefs(topic, depth=depth, limit=limit, scope=st.search_scopes(ctx, scope, include_teams),
+                              min_trust=min_trust)
         st.served(awaiting_key(ctx), g.retrieval_id, topic)
         return BeliefsOut.of(g)
 
@@ -163,13 +163,13 @@ def register(server: MCPServer) -> None:
         (with your client's LLM through MCP sampling when it offers it, else a built-in keyword
         extractor), recalls with them and returns the context plus the concepts and summary."""
         st = state_of(ctx, roots)
-        scopes = st.read_scopes(ctx, None)
+        scopes = st.search_scopes(ctx, None, include_teams)
         sampled = concepts_from_reply(reply)
         if reply is not None and sampled is None:
             log.info("The sampled concepts could not be read; using the local extractor")
         r = st.engine.auto_context(
             text, max_tokens=max_tokens, format=format, limit=limit, scope=scopes, min_trust=min_trust,
-            include_teams=include_teams, working_session=working_session(ctx),
+            working_session=working_session(ctx),
             summarizer=(lambda _text: sampled) if sampled is not None else None,
         )
         st.served(awaiting_key(ctx), r.retrieval_id, r.query)

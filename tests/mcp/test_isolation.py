@@ -45,3 +45,36 @@ async def test_an_isolated_server_moved_another_projects_memory_through_feedback
             assert ok["changes"] and mem.get(ma["id"]).usefulness > 0.5
     finally:
         mem.close()
+
+
+def plain(mem: Recallite, scope: str):
+    return build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False, scope=scope, tools="all"),
+                        memory=mem)
+
+
+async def test_sharing_a_user_level_memory_opened_the_team_to_every_project():
+    """A new user's trial: alice shared a lesson to team-web (bob's include_teams recall saw nothing,
+    right), then shared her user-level preference there; share() made the user scope a member of
+    team-web, every project searches the user scope, so bob's include_teams recall now returned
+    team-web's lesson. The sharing project joins instead, and a team the user scope joined before
+    (an older store) reaches no project."""
+    mem = Recallite.open(None, embedder="hash")
+    try:
+        async with Client(plain(mem, "alice")) as a, Client(plain(mem, "bob")) as b:
+            lesson = await call(a, "recallite_remember", content="The e2e suite needs the STAGING_URL env var.",
+                                type="lesson")
+            await call(a, "recallite_update", id=lesson["id"], action="share", team_scope="team-web")
+            pref = await call(a, "recallite_remember", content="Alice prefers tabs over spaces.", type="preference")
+            assert pref["scope"] == "user"
+            await call(a, "recallite_update", id=pref["id"], action="share", team_scope="team-web")
+            assert "user" not in mem.teams("team-web") and mem.teams("user") == []
+            mem.remember("The team dashboards live in the Grafana folder WEB-OPS.", type="fact", scope="team-web")
+            q = {"query": "grafana folder for the team dashboards", "limit": 10, "include_teams": True}
+            assert any(h["scope"] == "team-web" for h in (await call(a, "recallite_recall", **q))["memories"])
+            assert not any(h["scope"] == "team-web" for h in (await call(b, "recallite_recall", **q))["memories"])
+            mem.join_team("user", "team-web")  # what an older version stored
+            assert not any(h["scope"] == "team-web" for h in (await call(b, "recallite_recall", **q))["memories"])
+            ctx = await call(b, "recallite_context", query="grafana folder for the team dashboards", include_teams=True)
+            assert "WEB-OPS" not in ctx["context"]
+    finally:
+        mem.close()
