@@ -32,6 +32,7 @@ from recallite_core.text.injection import flags_for
 from recallite_core.text.redaction import redact_text, redact_value
 from recallite_core.text.tokens import estimate_tokens
 from recallite_core.text.validation import (
+    Limits,
     check_content,
     check_metadata,
     check_optional_name,
@@ -76,6 +77,23 @@ def embedding_text(title: str, content: str) -> str:
     return content
 
 
+
+def redact_fields(text: str, title: str, raw_tags: Any, tags: list[str], metadata: dict, lim: Limits
+                  ) -> tuple[str, str, list[str], dict, list[str]]:
+    """Secrets replaced in a memory's checked text, title, tags and metadata, with the kinds found
+    (the same for a stored memory and a working entry: neither may hold one in clear)."""
+    text, redactions = redact_text(text)
+    if title:
+        title = redact_value(title, redactions)
+    if tags:  # redact the tags as given (before lower-casing hides an AKIA... key)
+        found = len(redactions)
+        redacted = redact_value(raw_tags, redactions)
+        if len(redactions) > found:  # else the same tags as checked
+            tags = check_tags(redacted, lim)
+    if metadata:
+        metadata = redact_value(metadata, redactions)
+    return text, title, tags, metadata, redactions
+
 class Writer:
     """Prepares, checks and stores memories; the one place rows are inserted."""
 
@@ -110,19 +128,10 @@ class Writer:
         text = check_content(content, lim)
         src = check_source(source)
         # Secrets are replaced before hashing, embedding and FTS, so they never reach the file.
-        redactions: list[str] = []
         ttl, tag_list, meta = check_title(title, lim), check_tags(tags, lim), check_metadata(metadata, lim)
+        redactions: list[str] = []
         if self.core.config.redact_secrets if redact_secrets is None else bool(redact_secrets):
-            text, redactions = redact_text(text)
-            if ttl:
-                ttl = redact_value(ttl, redactions)
-            if tag_list:  # redact the tags as given (before lower-casing hides an AKIA... key)
-                found = len(redactions)
-                redacted_tags = redact_value(tags, redactions)
-                if len(redactions) > found:  # else the same tags as checked above
-                    tag_list = check_tags(redacted_tags, lim)
-            if meta:
-                meta = redact_value(meta, redactions)
+            text, ttl, tag_list, meta, redactions = redact_fields(text, ttl, tags, tag_list, meta, lim)
         ttl = ttl or derive_title(text)
         if status is not None and not isinstance(status, str):
             raise InvalidInputError(f"status must be one of {', '.join(STATUSES)}.")

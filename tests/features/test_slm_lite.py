@@ -455,3 +455,19 @@ def test_database_from_before_0005_is_upgraded(db_path):
         assert hit.trust is not None and 0.1 <= hit.trust <= 1.0
     finally:
         m.close()
+
+
+def test_a_secret_in_working_memory_was_served_in_clear():
+    """A new user's trial: remember working=true with "api key sk-... for staging" replied with the
+    key in clear in the title, and recall and context served it so; only promote redacted it."""
+    m = Recallite.open(None, embedder="hash")
+    try:
+        key = "sk-abcdef0123456789abcdef0123456789abcd3456"
+        w = m.remember_working(f"api key {key} for staging", session="s1", tags=["deploy"],
+                               metadata={"note": "password=hunter2secret"})
+        assert key not in w.content and key not in w.title and "[REDACTED" in w.content
+        assert "hunter2secret" not in str(w.metadata)
+        hits = m.recall("api key for staging", working_session="s1").memories
+        assert hits and all(key not in h.memory.content and key not in h.memory.title for h in hits)
+    finally:
+        m.close()

@@ -36,7 +36,7 @@ from recallite_core.text.validation import (
     derive_title,
     parse_id,
 )
-from recallite_core.writer import Writer, embedding_text
+from recallite_core.writer import Writer, embedding_text, redact_fields
 
 if TYPE_CHECKING:
     from recallite_core.retrieval.candidates import RecallFilter
@@ -106,15 +106,18 @@ class WorkingLayer:
         if not sess:
             raise InvalidInputError("session is required for working memory: name the conversation or run it belongs to.")
         text = check_content(content, lim)
-        ttl = check_title(title, lim) or derive_title(text)
+        ttl, tag_list, meta = check_title(title, lim), check_tags(tags, lim), check_metadata(metadata, lim)
+        if self.core.config.redact_secrets:  # RAM only, but recalled and served like a stored memory
+            text, ttl, tag_list, meta, _ = redact_fields(text, ttl, tags, tag_list, meta, lim)
+        ttl = ttl or derive_title(text)
         src = check_source(source)
         vec = self.core.embed([embedding_text(ttl, text)])[0]
         entry = WorkingEntry(
             id=self.memory().new_id(), session=sess, scope=check_scope(scope, lim, self.core.config.default_scope), type=mtype,
-            title=ttl, content=text, tags=check_tags(tags, lim), metadata=check_metadata(metadata, lim),
+            title=ttl, content=text, tags=tag_list, metadata=meta,
             importance=check_unit("importance", importance, 0.5), source_type=src.type, source_id=src.id,
             confidence=policy.SOURCE_CONFIDENCE[src.type], vector=np.asarray(vec, dtype=np.float32),
-            words=words(f"{ttl} {text} {' '.join(check_tags(tags, lim))}"), nbytes=len(text.encode("utf-8")),
+            words=words(f"{ttl} {text} {' '.join(tag_list)}"), nbytes=len(text.encode("utf-8")),
         )
         for existing in self.memory().entries(sess):
             if existing.content == text and existing.scope == entry.scope:
