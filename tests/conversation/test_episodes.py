@@ -377,3 +377,15 @@ def test_reindex_rebuilds_chunk_vectors(file_mem):
     assert len(after) == len(before) == 5
     assert file_mem.recall("marmotz sunbathingg").ids[0] == t.id
     assert np.isfinite(file_mem.retriever.chunk_index.matrix[: file_mem.retriever.chunk_index.n]).all()
+
+
+def test_forgetting_every_turn_of_a_session_left_its_summary_as_drift(backend_mem):
+    """A new user's trial: after forget() of every turn of a session, reconcile reported
+    session_summaries drift (the summary row was emptied, not removed) and doctor failed."""
+    m = backend_mem
+    turns = m.record_turns([{"session": "s1", "role": "user", "content": f"turn {i} about the deploy"} for i in range(3)]
+                           + [{"session": "s2", "role": "user", "content": "another session stays"}])
+    for t in turns[:3]:
+        m.forget(t.id)
+    report = m.reconcile()
+    assert report.ok, report.drift

@@ -191,10 +191,11 @@ class TurnStore:
         if before["session"] is not None:
             scope, session = before["session"]
             row = conn.episodes.summary(scope, session)
-            if row:
+            if row and row[1] <= 1:  # its last turn: no session is left to summarise (reconcile counts a row as drift)
+                conn.episodes.drop_summary(scope, session)
+            elif row:
                 pool = [e for e in json.loads(row[0]) if e["m"] != mid]
-                conn.episodes.put_summary(scope, session, json.dumps(pool, ensure_ascii=False), max(0, row[1] - 1),
-                                          time.time())
+                conn.episodes.put_summary(scope, session, json.dumps(pool, ensure_ascii=False), row[1] - 1, time.time())
         left = [m for m in dict.fromkeys(before["citing"]) if not conn.episodes.cites_any(m)]
         res.orphans = [f"mem_{m}" for m in left]
         if orphans == "remove" and left:
