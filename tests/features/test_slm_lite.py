@@ -471,3 +471,20 @@ def test_a_secret_in_working_memory_was_served_in_clear():
         assert hits and all(key not in h.memory.content and key not in h.memory.title for h in hits)
     finally:
         m.close()
+
+
+def test_a_working_entry_promoted_to_the_episodic_layer_was_reported_as_drift():
+    """A new user's trial: promote(wm_1, "episodic") wrote an episode with no place in its session,
+    and reconcile reported unregistered_episodes (doctor failed). It is an event of its session now,
+    like an episode remember() writes; so is an entry archived when working memory overflows."""
+    m = Recallite.open(None, embedder="hash", config=RecalliteConfig(working_max_entries=1))
+    try:
+        w = m.remember_working("Retry the flaky upload test with a fresh bucket.", session="run-1", type="lesson")
+        ep = m.promote(w.id, "episodic")
+        assert ep.type == "episode" and ep.episode is not None and ep.episode.session == "run-1"
+        m.remember_working("First note of the next run.", session="run-2")
+        m.remember_working("Second note pushes the first out.", session="run-2")  # archived as an episode
+        report = m.reconcile()
+        assert report.ok, report.drift
+    finally:
+        m.close()

@@ -159,9 +159,16 @@ class WorkingLayer:
             content=e.content, type=memory_type, title=e.title, source={"type": e.source_type, "id": e.source_id},
             tags=e.tags, metadata=meta, importance=e.importance, scope=e.scope, session=e.session, status=status,
         )
+        # An episode is an event of its session, like one remember() writes: without a position
+        # (and the sentence chunks of a long one) reconcile counts it as drift.
+        plan = self.writer.turns.chunk_plans([p])[0]
         with self.core.store.transaction() as conn:
             dup = self.writer.find_duplicate(conn, p)
-            mid = dup if dup is not None else self.writer.insert(conn, p, e.vector, time.time())
+            if dup is None:
+                mid = self.writer.insert(conn, p, e.vector, time.time())
+                self.writer.after_insert(conn, mid, p, plan, None, None)
+            else:
+                mid = dup
         self.memory().remove(e.id, moved_to=f"mem_{mid}")
         m = self.catalog.get(mid)
         if dup is not None:
