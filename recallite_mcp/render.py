@@ -161,6 +161,8 @@ def list_(d: dict) -> str:
 def update(d: dict) -> str:
     tail = _meta(f"confidence {_num(d.get('confidence'))}", f"scope {d.get('scope')}" if d.get("scope") else None,
                  d.get("layer") not in (None, "semantic") and f"layer {d.get('layer')}")
+    if d.get("note"):
+        return f"{d['note']} ({d.get('status')}, {tail})."
     by = f"; the newer version is {d['superseded_by']}" if d.get("superseded_by") else ""
     return f"{d['id']} is now {d.get('status')}{by} ({tail})."
 

@@ -177,7 +177,10 @@ def register(server: MCPServer) -> None:
             copy = mem.share(id, team_scope or "", join=not personal)
             if personal:
                 mem.join_team(st.active_scope(ctx).scope, team_scope or "")
-            return update_out(copy)
+            out = update_out(copy)
+            out.note = (f"{id} was already shared into {copy.scope} as {copy.id}" if copy.duplicate_of
+                        else f"Shared {id} into {copy.scope} as {copy.id}")
+            return out
         if action == "supersede":
             if not superseded_by:
                 raise ToolError("action=supersede needs superseded_by: the id of the memory that replaces this one.")

@@ -139,6 +139,10 @@ async def test_share_and_team_recall_over_mcp(client):
     other = await call(client, "recallite_remember", content="The e2e suite is owned by QA.", type="fact", scope="other-proj")
     up = await call(client, "recallite_update", id=m["id"], action="share", team_scope="team-web")
     assert up["scope"] == "team-web" and up["id"] != m["id"]
+    # it said "mem_1 is now validated", and the same again when shared twice (a new user's trial)
+    assert up["note"] == f"Shared {m['id']} into team-web as {up['id']}"
+    again = await client.call_tool("recallite_update", {"id": m["id"], "action": "share", "team_scope": "team-web"})
+    assert again.content[0].text.startswith(f"{m['id']} was already shared into team-web as {up['id']}")
     plain = await call(client, "recallite_recall", query="e2e suite", limit=10)
     assert {h["scope"] for h in plain["memories"]} == {"proj"}
     await call(client, "recallite_remember", content="The e2e suite runs nightly at 2am.", type="fact", scope="team-web")
@@ -185,6 +189,14 @@ async def test_auto_context_local_without_sampling():
         out = await call(c, "recallite_auto_context", text=MESSAGE, max_tokens=400)
     assert out["method"] == "local" and m["id"] in out["memory_ids"]
     assert any("numpy" in x for x in out["concepts"]) and out["summary"]
+
+
+async def test_auto_context_with_no_text_asked_for_the_text_to_store():
+    """A new user's trial: recallite_auto_context text="" said "Pass the text you want to store"."""
+    async with Client(build_server(settings())) as c:
+        msg = await error_text(c, "recallite_auto_context", text="  ")
+        assert "text is empty" in msg and "store" not in msg and "find the memories" in msg
+
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

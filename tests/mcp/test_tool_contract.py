@@ -27,7 +27,7 @@ CONTRACT = {
     "recallite_list": ([], ["limit", "offset", "scope", "sources", "statuses", "tags", "types"],
                        ["memories", "next_offset", "offset", "scopes"]),
     "recallite_update": (["action", "id"], ["action", "content", "id", "other", "reason", "superseded_by"],
-                         ["confidence", "id", "layer", "scope", "status", "superseded_by"]),
+                         ["confidence", "id", "layer", "note", "scope", "status", "superseded_by"]),
     "recallite_forget": (["id"], ["id", "vacuum"], ["deleted", "id", "orphans", "removed"]),
     "recallite_stats": ([], ["scope"], None),
     "recallite_relate": (["from_id", "relation", "to_id"], ["from_id", "relation", "to_id"], ["from_memory", "relation", "to_memory"]),

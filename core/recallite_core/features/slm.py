@@ -332,7 +332,7 @@ class SlmFeatures:
         sampling) is tried first; if it is missing, fails or returns nothing, the local
         extractor (RAKE-like phrases weighted by idf over the store's FTS index) answers."""
         self.core.live()
-        body = check_content(text, self.core.limits, "text")
+        body = check_content(text, self.core.limits, "text", purpose="find the memories that matter for")
         if summarizer is not None:
             try:
                 got = summarizer(body)

@@ -37,10 +37,10 @@ def clean_text(value: Any, name: str) -> str:
     return _CONTROL.sub("", value)
 
 
-def check_content(content: Any, limits: Limits, name: str = "content") -> str:
+def check_content(content: Any, limits: Limits, name: str = "content", purpose: str = "store") -> str:
     text = clean_text(content, name).strip()
     if not text:
-        raise InvalidInputError(f"{name} is empty. Pass the text you want to store.")
+        raise InvalidInputError(f"{name} is empty. Pass the text you want to {purpose}.")
     size = len(text.encode("utf-8"))
     if size > limits.max_content_bytes:
         raise ContentTooLargeError(
