@@ -195,3 +195,22 @@ def test_a_question_to_the_assistant_found_the_request_before_the_answer():
         assert m.recall("What bread do I bake?", scope="p", limit=5).ids[0] == ask.id
     finally:
         m.close()
+
+
+def test_a_question_that_matched_nothing_returned_a_whole_session():
+    """A new user's trial: auto_context("ok") and recall("what is the weather like") returned every
+    turn of a session (a greeting, a wifi password) though none matched: neighbouring turns lent one
+    another shares, and a share vouched for a turn with no evidence of its own. A neighbour vouches
+    only when something matched the query."""
+    m = Recallite.open(None)  # MiniLM: the hash embedder's floor is not what the trial met
+    try:
+        m.record_turns([{"session": "s1", "role": "user", "content": "hey"},
+                        {"session": "s1", "role": "assistant", "content": "Hi there! How can I help?"},
+                        {"session": "s1", "role": "user", "content": "I live in Berlin now."},
+                        {"session": "s1", "role": "user", "content": "the wifi password is hunter2 for the guests"}])
+        m.remember("Deploy with make deploy.")
+        assert m.recall("what is the weather like", limit=10).memories == []
+        where = [h.memory.content for h in m.recall("where do I live", limit=10).memories]
+        assert where[0] == "I live in Berlin now."
+    finally:
+        m.close()

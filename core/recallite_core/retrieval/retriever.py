@@ -662,7 +662,10 @@ class Retriever:
                     cos.update(self.similarities(session, qvec, unseen))
             _, _, nshare, sboost = fz.about([i for i, _ in pool])
             kw_hits = kscore.keys() if alpha is not None else {i for i, _ in kw}
-            keep = self.relevant(session, query, [i for i, _ in pool], cos, kw_hits, nshare.keys() | sboost.keys())
+            keep = self.relevant(session, query, [i for i, _ in pool], cos, kw_hits, sboost.keys())
+            if keep:  # a neighbouring turn vouches for a turn only when something matched the query at all:
+                # shares are relative, so a query that matched nothing returned a whole session, password too
+                keep |= nshare.keys() & {i for i, _ in pool}
             pool = [(i, s) for i, s in pool if i in keep]
             pool_ids = [i for i, _ in pool]
             pooled = dict(pool)
