@@ -94,8 +94,10 @@ def feedback(d: dict) -> str:
 
 def _hit(i: int, h: dict) -> str:
     body = (h.get("content") or "").strip()
-    # Most titles are the content's first sentence: printed beside it, each hit's text came twice.
-    title = "" if title_repeats_content(h.get("title") or "", body) else f"**{h.get('title')}** "
+    # Most titles are the content's first sentence (a turn's after its speaker): printed beside it,
+    # each hit's text came twice.
+    said = (h.get("title") or "").removeprefix(f"{(h.get('turn') or {}).get('role')}: ")
+    title = "" if title_repeats_content(said, body) else f"**{h.get('title')}** "
     head = f"{i}. {title}[{_meta(h['id'], h.get('type'), h.get('status'), h.get('level') == 'user' and 'user-level', h.get('layer') not in (None, 'semantic') and h.get('layer'))}]"
     nums = _meta(f"score {_num(h['score'])}" if "score" in h else None,
                  f"trust {_num(h['trust'])}" if h.get("trust") is not None else None,
@@ -107,8 +109,8 @@ def _hit(i: int, h: dict) -> str:
     turn = h.get("turn")
     if turn:
         out.append(f"   turn {turn.get('session')}#{turn.get('seq')} by {turn.get('role')} at {turn.get('timestamp')}")
-    for w in h.get("window", []):
-        out.append(f"   > {w.get('role')}: {w.get('content')}")
+    for w in h.get("window", []):  # the hit's own text is printed above: here only where it sits
+        out.append(f"   > {w.get('role')}: " + ("[this turn]" if w.get("id") == h["id"] else f"{w.get('content')}"))
     return "\n".join(x for x in out if x)
 
 

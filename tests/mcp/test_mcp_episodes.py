@@ -52,6 +52,10 @@ async def test_record_context_recall_why_forget_over_mcp():
         top = r["memories"][0]
         assert top["id"] == t[0]["id"] and top["turn"]["seq"] == 1
         assert [w["id"] for w in top["window"]] == [t[0]["id"], t[1]["id"]]
+        # the text printed the hit twice, once as the hit and once inside its window (a new user's trial)
+        text = (await c.call_tool("recallite_recall", {"query": "passport expires renew", "roles": ["user"],
+                                                       "window": 1, "limit": 3})).content[0].text
+        assert text.count("My passport expires on 3 March 2026") == 1 and "> user: [this turn]" in text
         assert all(h["turn"]["role"] == "user" for h in r["memories"])
         # a fact with its source; why returns the turn
         fact = await call(c, "recallite_remember", type="fact", content="The user's passport expires on 3 March 2026.",
