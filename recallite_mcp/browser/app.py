@@ -48,9 +48,12 @@ class Page:
     def int_param(self, name: str, default: int) -> int:
         raw = self.query.get(name, "")
         try:
-            return max(0, int(raw)) if raw else default
+            value = int(raw) if raw else default
         except ValueError:
             raise InvalidInputError(f"{name} must be a whole number, got {raw!r}.") from None
+        if value < 0:  # was clamped to 0, and the page then said "got 0"
+            raise InvalidInputError(f"{name} must be 0 or more, got {raw}.")
+        return value
 
     def flag(self, name: str) -> bool:
         return self.form.get(name) in ("1", "on", "yes")

@@ -259,6 +259,10 @@ def test_bad_input_is_an_error_line_in_the_page(client, seeded):
     assert 'value="pytest"' in r.text  # the form stays, with what was typed
     r = client.get("/?offset=abc")
     assert r.status_code == 400 and "offset must be a whole number" in error_of(r.text)
+    # a negative number was clamped to 0 and the page then said "got 0" (a new user's trial)
+    for path in ("/?q=pytest&limit=-3", "/learning?days=-1"):
+        r = client.get(path)
+        assert r.status_code == 400 and "must be 0 or more, got -" in error_of(r.text), path
     r = client.get("/memory/mem_999")
     assert r.status_code == 404 and "No memory mem_999" in error_of(r.text)
     r = client.get("/memory?id=42x")
