@@ -154,7 +154,7 @@ class AppState:
             known = {name: n for name, n in known.items() if name in allowed}
         return empty_scope_hint(scope, known)
 
-    def search_scopes(self, ctx: Context, scope: Optional[str], include_teams: bool) -> list[str]:
+    def search_scopes(self, ctx: Context, scope: str | None, include_teams: bool) -> list[str]:
         """read_scopes, plus with ``include_teams`` the team scopes of the searched project: never
         the user scope's, which every project searches (a team it had joined reached them all)."""
         scopes = self.read_scopes(ctx, scope)

@@ -251,7 +251,7 @@ class UpdateOut(Out):
     confidence: float
     layer: str = Field("semantic", description="episodic, semantic or procedural.")
     scope: str = ""
-    note: Optional[str] = Field(None, exclude_if=lambda v: v is None, description="What a share did (omitted otherwise).")
+    note: str | None = Field(None, exclude_if=lambda v: v is None, description="What a share did (omitted otherwise).")
 
 
 class ForgetOut(Out):
