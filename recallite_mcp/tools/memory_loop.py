@@ -34,6 +34,12 @@ ADVANCED = {
 }
 
 
+def session_hint(session: str) -> str:
+    """For a context asked with a conversation session that has no turns here (a typo, another
+    project's, or never recorded): it was served without one, and the agent should know."""
+    return f"session '{session}' has no recorded turns in this scope: served without it (recallite_record adds turns)."
+
+
 def candidate_hint(m: Any) -> Optional[str]:
     """How a candidate gets validated, in one line (None for anything else)."""
     if m.status != "candidate" or m.layer == "working":
@@ -85,7 +91,9 @@ def register(server: MCPServer) -> None:
         st.served(awaiting_key(ctx), r.retrieval_id, redact_text(query)[0])
         return ContextOut(context=r.context, retrieval_id=r.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
                           truncated=r.truncated, omitted=r.omitted, scope=scopes[0],
-                          hint=st.scope_hint(ctx, scopes[0], bool(r.memory_ids or r.omitted)))
+                          hint=st.scope_hint(ctx, scopes[0], bool(r.memory_ids or r.omitted))
+                          or (session_hint(session) if session and not st.engine.session_context(
+                              session, last_n=1, scope=scopes).total_turns else None))
 
     @server.tool(title="Remember something durable", annotations=WRITES)
     @edge

@@ -46,6 +46,11 @@ async def test_record_context_recall_why_forget_over_mcp():
         ctx = await call(c, "recallite_context", query="book a flight: passport and window seats", session="friday",
                          max_tokens=400)
         assert "Recent conversation" in ctx["context"] and "Oslo" in ctx["context"]
+        assert not ctx.get("hint")
+        # a session that does not exist was ignored without a word (a new user's trial)
+        typo = await call(c, "recallite_context", query="book a flight", session="fridya", max_tokens=400)
+        assert "Recent conversation" not in typo["context"]
+        assert typo["hint"].startswith("session 'fridya' has no recorded turns in this scope")
         assert "window seats" in ctx["context"] and ctx["tokens"] <= 400
         # recall with the neighbouring turns, filtered by role
         r = await call(c, "recallite_recall", query="passport expires renew", roles=["user"], window=1, limit=3)
