@@ -189,6 +189,8 @@ class ContextResult(BaseModel):
     format: ContextFormat
     truncated: bool = False
     omitted: int = 0
+    conversation_turns: int | None = Field(None, description="With build_context(conversation=...): how many "
+                                              "turns that session has (0: none here, served without it).")
 
 
 class UsefulnessChange(BaseModel):

@@ -77,7 +77,6 @@ def embedding_text(title: str, content: str) -> str:
     return content
 
 
-
 def redact_fields(text: str, title: str, raw_tags: Any, tags: list[str], metadata: dict, lim: Limits
                   ) -> tuple[str, str, list[str], dict, list[str]]:
     """Secrets replaced in a memory's checked text, title, tags and metadata, with the kinds found
@@ -93,6 +92,7 @@ def redact_fields(text: str, title: str, raw_tags: Any, tags: list[str], metadat
     if metadata:
         metadata = redact_value(metadata, redactions)
     return text, title, tags, metadata, redactions
+
 
 class Writer:
     """Prepares, checks and stores memories; the one place rows are inserted."""

@@ -92,8 +92,7 @@ def register(server: MCPServer) -> None:
         return ContextOut(context=r.context, retrieval_id=r.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
                           truncated=r.truncated, omitted=r.omitted, scope=scopes[0],
                           hint=st.scope_hint(ctx, scopes[0], bool(r.memory_ids or r.omitted))
-                          or (session_hint(session) if session and not st.engine.session_context(
-                              session, last_n=1, scope=scopes).total_turns else None))
+                          or (session_hint(session) if r.conversation_turns == 0 else None))
 
     @server.tool(title="Remember something durable", annotations=WRITES)
     @edge

@@ -33,6 +33,7 @@ def left_out(n: int) -> str:
 
 
 FLAG_WARNING = "Flagged as possible prompt injection"
+CONTRADICTED = "Contradicted by"  # how a hit's contradiction warning opens (the retriever writes it)
 
 
 def flag_warning(flagged: list[str]) -> str:
@@ -210,7 +211,7 @@ class _Compact:
             shown = f"{_fence(text)} {text} {_fence(text)}"
         else:
             shown = _md_inline(label)
-        against = sum(1 for w in hit.warnings if w.startswith("Contradicted by"))
+        against = sum(1 for w in hit.warnings if w.startswith(CONTRADICTED))
         if against:
             flags.append(f"⚠ {against} contradiction{'s' if against > 1 else ''}")
         return f"- {m.id} [{m.type.upper()}] {shown} ({', '.join(flags)})\n"
