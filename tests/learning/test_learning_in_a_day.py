@@ -276,3 +276,20 @@ def test_a_context_without_feedback_served_memories_a_twentieth_as_relevant_as_i
     assert served == [h.memory.id for h in loosest if h.score >= 0.1 * loosest[0].score]
     left_out = [h.memory.content for h in loosest if h.memory.id not in served]
     assert left_out and all("frontend" in c for c in left_out)
+
+
+def test_a_rule_used_with_success_on_this_task_was_cut_from_its_next_context(mem):
+    """Agent day: the coupon procedure matched the request's words, the sign-off rule did not; after
+    two successes that named both, a stricter floor served the procedure alone."""
+    proc = mem.remember("Create a promo code: make the coupon in Stripe with the month count, add a promotion "
+                        "code, then run manage.py sync_coupons.", type="procedure").id
+    mem.remember("To create a promo code, add a row in the Django admin under Billing > Discounts with the code "
+                 "and the percentage.", type="procedure")
+    rule = mem.remember("Coupons above 30 % off or longer than 6 months need sign-off from the head of sales.",
+                        type="constraint").id
+    task = "create promo code SPRING20 for a 20% coupon"
+    for _ in range(2):
+        c = mem.build_context(task, min_score_ratio=0.1)
+        assert rule in c.memory_ids
+        mem.feedback(c.retrieval_id, "success", used_memory_ids=[proc, rule])
+    assert mem.build_context(task, min_score_ratio=0.3).memory_ids == [proc, rule]

@@ -122,3 +122,18 @@ def test_the_tuner_judged_its_arms_on_scores_with_the_exploration_bonus():
     assert kept(scored, learned, 0.15) == [1, 3, 4]
     with_scores = [(t[2], rank, t[0], 10) for rank, t in enumerate(served, start=1)]
     assert {i for i, *_ in Arm(10, 0.15).serves(with_scores)} == {1, 2, 3}
+
+
+def test_a_rule_the_agent_used_on_this_very_task_was_cut_because_another_memory_matched_its_words():
+    """Agent day: "create promo code SPRING20" needs the coupon procedure and the sign-off rule. The
+    agent named both in two successes; the next context at the tuner's 0.15 served the procedure
+    alone: its words matched the request and the rule's did not (match .14 of the best, final .14).
+    A memory acted on with success on this very task stays while its match is above MATCH_FLOOR."""
+    proc = judged(0.8)
+    rule = judged(0.78)
+    scored, learned = ranked((1, 20.0, proc), (2, 0.14 * 20.0, rule))
+    assert kept(scored, learned, 0.15) == [1]  # before: only the score or match leg could keep it
+    rule.helped_here = True
+    assert kept(scored, learned, 0.15) == [1, 2]
+    scored, learned = ranked((1, 20.0, proc), (2, 0.9 * MATCH_FLOOR * 20.0, rule))
+    assert kept(scored, learned, 0.15) == [1]  # its record does not carry a memory that barely matches

@@ -169,6 +169,7 @@ class Assessment:
     passed_over: bool = False  # never tried, but served where the task was done with other memories
     locality: float = 1.0  # share of its success evidence that applies here (success locality)
     failed_here: bool = False  # failed on this very task repeatedly, never worked there: capped
+    helped_here: bool = False  # acted on with success on this very task, its latest outcome there
 
     def evidence(self) -> OutcomeEvidence:
         """What a hit's breakdown shows of this assessment (rounded)."""
@@ -268,6 +269,15 @@ def failed_here(sims: np.ndarray, targets: np.ndarray, full: np.ndarray, same_ta
     worked = near & (targets >= 0.5)
     bar = float(sims[worked].max()) if worked.any() else -np.inf
     return int((near & (targets < 0.5) & full & (sims > bar)).sum()) >= repeats
+
+
+def helped_here(sims: np.ndarray, targets: np.ndarray, full: np.ndarray, same_task: float) -> bool:
+    """Whether the memory was acted on (full credit, ``full``) on this very task (task cosine ``sims``
+    >= ``same_task``) and its nearest such outcome there is a success."""
+    near = (sims >= same_task) & full
+    if not near.any():
+        return False
+    return bool(targets[int(np.argmax(np.where(near, sims, -np.inf)))] >= 0.5)
 
 
 def blend_task(qvec: np.ndarray, vectors: np.ndarray, scores: np.ndarray, weight: float) -> np.ndarray:
@@ -472,7 +482,7 @@ class OutcomeModel:
         cfg = self.cfg
         nearest = None
         locality = 1.0
-        repeated = False
+        repeated = helped = False
         if m.n == 0:
             alpha, beta = 2 * cfg.prior * prior_mean, 2 * cfg.prior * (1 - prior_mean)
             succ = fail = 0.0
@@ -487,6 +497,7 @@ class OutcomeModel:
                     if mine is not None:
                         locality = math.exp(min(0.0, mine - closest) / cfg.success_locality)
                 repeated = failed_here(sims, m.vec_targets, m.vec_full, cfg.same_task, cfg.repeat_failures)
+                helped = not repeated and helped_here(sims, m.vec_targets, m.vec_full, cfg.same_task)
                 raw = float(sims @ m.dual)
                 reach = float(sims @ m.support)
                 mass_v = float(m.vec_weights.sum()) * coverage(reach, cfg.coverage, cfg.uncovered_weight)
@@ -509,6 +520,7 @@ class OutcomeModel:
             factor=learned_factor(u, self.gain), last_outcome_at=float(m.times.max()) if m.n else None,
             explored=explore and m.n == 0 and bonus > 0, failure_run=m.run, newcomer=untried == "newcomer",
             passed_over=untried == "passed-over", locality=locality, failed_here=repeated,
+            helped_here=helped and mean >= 0.5,
         )
 
     def assess(
@@ -671,5 +683,5 @@ class Learning:
 
 __all__ = [
     "LEARNING_MODES", "LearningConfig", "Assessment", "OutcomeModel", "Learning",
-    "coverage", "recency_weights", "ridge_dual", "failure_run", "failed_here", "beta_mean_sd", "learned_factor", "outcome_reasons",
+    "coverage", "recency_weights", "ridge_dual", "failure_run", "failed_here", "helped_here", "beta_mean_sd", "learned_factor", "outcome_reasons",
 ]
