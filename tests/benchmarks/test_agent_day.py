@@ -2,20 +2,27 @@
 
 The targets (precision, recall, feedback never worse) are printed by the benchmark, not asserted here."""
 
+import pytest
+
 from recallite_mcp.benchmarks import agent_day as ad
 
 METRICS = ("tasks", "precision", "recall", "tokens", "served", "success", "memories")
 
 
-def test_catalogs_are_well_formed():
-    for name in ad.SETS:
-        projects = ad.build_projects(ad.load_set(name))
-        assert len(projects) == 2 and len({p.scope for p in projects}) == 2
-        for p in projects:
-            assert 8 <= len(p.tasks) <= 12
-            assert any(m.role == "unrelated" for m in p.memories) and any(m.role == "general" for m in p.memories)
-            for t in p.tasks:
-                assert len(t.phrasings) >= 3 and 1 <= len(t.needed) <= 2 and 1 <= len(t.misleading) <= 2
+@pytest.mark.parametrize("name", ad.SETS)
+def test_catalogs_are_well_formed(name):
+    data = ad.load_set(name)
+    assert data["name"] == name and data.get("description")
+    projects = ad.build_projects(data)
+    assert len(projects) == 2 and len({p.scope for p in projects}) == 2
+    for p in projects:
+        assert 8 <= len(p.tasks) <= 12
+        assert any(m.role == "unrelated" for m in p.memories) and any(m.role == "general" for m in p.memories)
+        for t in p.tasks:
+            assert len(t.phrasings) >= 3 and 1 <= len(t.needed) <= 2 and 1 <= len(t.misleading) <= 2
+        for m in p.memories:
+            assert m.day >= 1 and m.content
+            assert not m.learned or m.role == "needed"  # only a needed memory is written down by the agent
 
 
 def test_judge_follows_the_agent_model():
