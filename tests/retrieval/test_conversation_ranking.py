@@ -214,3 +214,24 @@ def test_a_question_that_matched_nothing_returned_a_whole_session():
         assert where[0] == "I live in Berlin now."
     finally:
         m.close()
+
+
+def test_a_session_about_other_things_was_padded_into_recall_beside_the_fact_that_matched():
+    """A new user's trial: three turns about a CI runner, apt and a password rotation (cosine .07-.14,
+    no shared word) came back for "who owns the billing service?" beside the ownership facts, and
+    took half of a context. Something matched, so every turn lent a share vouched for its neighbour;
+    a neighbour now vouches only with a score above the scope's average (a share above 0)."""
+    m = Recallite.open(None)  # MiniLM, as in the trial
+    try:
+        m.record_turns([{"session": "s1", "role": "user", "content": "Our CI runner is on Ubuntu 22.04 now."},
+                        {"session": "s1", "role": "assistant", "content": "Noted, I'll use apt for system packages."},
+                        {"session": "s1", "role": "user", "content": "Also, the staging DB password rotates monthly."}])
+        for t in ["Alice owns the billing service.", "Bob owns the search service.",
+                  "Bob took over the billing service from Alice."]:
+            m.remember(t, type="fact")
+        got = m.recall("who owns the billing service?", limit=10).memories
+        assert got and all(h.memory.type == "fact" for h in got)
+        served = m.build_context("who owns the billing service?").memory_ids
+        assert served and set(served) <= {h.memory.id for h in got}
+    finally:
+        m.close()

@@ -663,9 +663,9 @@ class Retriever:
             _, _, nshare, sboost = fz.about([i for i, _ in pool])
             kw_hits = kscore.keys() if alpha is not None else {i for i, _ in kw}
             keep = self.relevant(session, query, [i for i, _ in pool], cos, kw_hits, sboost.keys())
-            if keep:  # a neighbouring turn vouches for a turn only when something matched the query at all:
-                # shares are relative, so a query that matched nothing returned a whole session, password too
-                keep |= nshare.keys() & {i for i, _ in pool}
+            if keep:  # a neighbour vouches only when something matched the query at all (else a whole session
+                # came back, password too), and only with a score above the scope's average (a share > 0)
+                keep |= {i for i, _ in pool if nshare.get(i, 0.0) > 0.0}
             pool = [(i, s) for i, s in pool if i in keep]
             pool_ids = [i for i, _ in pool]
             pooled = dict(pool)
