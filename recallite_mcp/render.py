@@ -89,6 +89,8 @@ def feedback(d: dict) -> str:
         lines.append("Validated (they kept helping): " + ", ".join(d["promoted"]))
     if judged:
         lines.append("Not credited again (earlier feedback on this retrieval did): " + ", ".join(judged))
+    if d.get("not_shown"):
+        lines.append(f"Credited as named, though {d.get('retrieval_id')} did not serve them: " + ", ".join(d["not_shown"]))
     return "\n".join(lines)
 
 

@@ -82,6 +82,8 @@ class FeedbackOut(Out):
                                 description="Candidates this feedback validated: they kept helping (omitted when none).")
     already_judged: list[str] = Field(default_factory=list, exclude_if=lambda v: not v,
                                       description="Already credited by earlier feedback on this retrieval: not again.")
+    not_shown: list[str] = Field(default_factory=list, exclude_if=lambda v: not v,
+                                 description="Named but not served here; credited anyway.")
 
 
 class TurnOut(Out):

@@ -212,6 +212,8 @@ class FeedbackResult(BaseModel):
                                 "(policy.earns_validation).")
     already_judged: list[str] = Field(default_factory=list, description="Memories earlier feedback on this retrieval "
                                       "credited: not credited again (one outcome per memory per retrieval).")
+    not_shown: list[str] = Field(default_factory=list, description="Memories used_memory_ids named that this retrieval "
+                                 "neither served nor opened: credited as named (the agent may have found them elsewhere).")
 
 
 class Relation(BaseModel):

@@ -186,3 +186,21 @@ async def test_list_filters_pages_newest_first(client):
     cands = await call(client, "recallite_list", statuses=["candidate"])
     assert {m["id"] for m in cands["memories"]} == {ids[1], ids[2], ids[4]}
     assert (await call(client, "recallite_list", scope="elsewhere"))["memories"] == []
+
+
+async def test_feedback_credited_a_memory_the_retrieval_never_showed_without_a_word(client):
+    """A new user's trial: used_memory_ids named "The office coffee machine is on floor 3." for an npm
+    build context; it was credited (0.5 -> 0.675) and the reply said nothing. It is still credited
+    (the agent may have found it by another call), and the reply says it was not served there."""
+    build = await call(client, "recallite_remember", type="procedure", content="Build the frontend with npm ci and npm run build.")
+    coffee = await call(client, "recallite_remember", content="The office coffee machine is on floor 3.")
+    ctx = await call(client, "recallite_context", query="build the frontend with npm")
+    assert coffee["id"] not in ctx["memory_ids"]
+    res = await client.call_tool("recallite_feedback", {"retrieval_id": ctx["retrieval_id"], "outcome": "success",
+                                                        "used_memory_ids": [build["id"], coffee["id"]]})
+    assert res.structured_content["not_shown"] == [coffee["id"]]
+    assert f"did not serve them: {coffee['id']}" in res.content[0].text
+    again = await call(client, "recallite_context", query="build the frontend with npm")
+    fb = await call(client, "recallite_feedback", retrieval_id=again["retrieval_id"], outcome="success",
+                    used_memory_ids=[build["id"]])
+    assert "not_shown" not in fb

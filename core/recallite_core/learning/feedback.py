@@ -95,6 +95,7 @@ class FeedbackRecorder:
                     return self._feedback_result(conn, prev, duplicate=True)
             shown = conn.retrievals.shown(rid)
             opened = [mid for mid, _, e, _ in shown if e]
+            seen = {mid for mid, _, e, s in shown if e or s}
             if used is not None:
                 if used:
                     found = set(conn.memories.matching(used, MemoryFilter()))
@@ -163,6 +164,7 @@ class FeedbackRecorder:
             changes=[UsefulnessChange(id=f"mem_{m}", weight=w, old_usefulness=o, new_usefulness=n)
                      for _f, m, w, _t, o, n, _c in outcomes],
             promoted=[f"mem_{m}" for m in promoted], already_judged=[f"mem_{m}" for m in repeated],
+            not_shown=[f"mem_{m}" for m in used or () if m not in seen and m not in repeated],
         )
 
     def _feedback_result(self, conn, fid: int, duplicate: bool = False) -> FeedbackResult:
