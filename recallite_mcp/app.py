@@ -154,6 +154,17 @@ class AppState:
             known = {name: n for name, n in known.items() if name in allowed}
         return empty_scope_hint(scope, known)
 
+    def new_scope_hint(self, ctx: Context, scope: str) -> str | None:
+        """For a write into a scope that holds no memory yet: one line naming the scopes that do, so a
+        misspelt scope is noticed (the write still goes ahead). None for a scope in use."""
+        known = self.engine.empty_scope(scope)
+        if known is None:
+            return None
+        if self.settings.isolate_scopes:
+            allowed = self.allowed_scopes(ctx)
+            known = {name: n for name, n in known.items() if name in allowed}
+        return f"New scope '{scope}'" + (f"; known scopes: {', '.join(list(known)[:3])}." if known else ".")
+
     def search_scopes(self, ctx: Context, scope: str | None, include_teams: bool) -> list[str]:
         """read_scopes, plus with ``include_teams`` the team scopes of the searched project: never
         the user scope's, which every project searches (a team it had joined reached them all)."""

@@ -121,6 +121,7 @@ def register(server: MCPServer) -> None:
         src = st.client_source(source)
         if cites:
             st.guard_memories(ctx, cites)
+        fresh = None
         if working:
             if valid_until:
                 raise ToolError("valid_until is for stored memories; working entries end with the session.")
@@ -130,11 +131,14 @@ def register(server: MCPServer) -> None:
                                            metadata=metadata, importance=importance, source={"type": src, "id": source_id},
                                            scope=st.write_scope(ctx, scope, type, level))
         else:
+            target = st.write_scope(ctx, scope, type, level)
+            fresh = st.new_scope_hint(ctx, target) if scope else None  # a typo moved memories out of the project
             m = st.engine.remember(content, type=type, title=title, tags=tags, metadata=metadata, importance=importance,
-                                   scope=st.write_scope(ctx, scope, type, level), source={"type": src, "id": source_id},
+                                   scope=target, source={"type": src, "id": source_id},
                                    valid_until=valid_until, cites=cites, category=category)
+        hint = " ".join(h for h in (fresh, write_hint(m, source)) if h) or None
         return RememberOut(id=m.id, status=m.status, type=m.type, title=m.title, scope=m.scope, source=m.source.type,
-                           duplicate_of=m.duplicate_of, layer=m.layer or "semantic", hint=write_hint(m, source),
+                           duplicate_of=m.duplicate_of, layer=m.layer or "semantic", hint=hint,
                            # set by the core's corrections (issue 20) when this write changes older memories
                            note=getattr(m, "correction", None), supersedes=getattr(m, "supersedes", None),
                            conflicts_with=getattr(m, "conflicts_with", None))

@@ -91,3 +91,19 @@ def test_cli_recall_and_context_in_an_unknown_scope_said_nothing(tmp_path):
         assert res.exit_code == 0 and want in res.stderr.splitlines() and "holds no" not in res.stdout, cmd
         res = run.invoke(main, [cmd, "zebra", "--db", db, "--embedder", "hash", "--scope", "web-app"])
         assert res.exit_code == 0 and "holds no" not in res.output, cmd
+
+
+async def test_a_write_to_a_misspelt_scope_created_it_without_a_word():
+    """A new user's trial: recallite_remember(scope="no such scope!!") stored the memory in a new scope
+    and said only "Stored mem_4 ... scope no such scope!!": a typo moves memories out of the project
+    unnoticed. The write still happens; its hint says the scope is new and names the known ones."""
+    async with Client(server(tools="all")) as c:
+        await remember_all(c)
+        res = await c.call_tool("recallite_remember", {"content": "Staging runs on port 9090.", "scope": "web-ap"})
+        assert res.structured_content["scope"] == "web-ap"
+        assert res.structured_content["hint"] == "New scope 'web-ap'; known scopes: web-app, default."
+        assert "New scope 'web-ap'" in res.content[0].text
+        again = await call(c, "recallite_remember", content="Staging uses TLS.", scope="web-ap")
+        assert "hint" not in again  # a scope in use: nothing to say
+        same = await call(c, "recallite_remember", content="Lint with ruff.", scope="web-app")
+        assert "hint" not in same
