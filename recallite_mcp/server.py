@@ -30,7 +30,7 @@ from .rules import agent_rules
 from .schemas import MemoryOut
 from .sessions import connection_key
 from .settings import Settings
-from .tools import ADVANCED, EXTRA_TOOLS, register_tools
+from .tools import ADVANCED, ADVANCED_CHOICES, EXTRA_TOOLS, register_tools
 from .tools.common import not_found
 from .tools.curation import stats_out
 
@@ -57,6 +57,10 @@ class RecalliteServer(MCPServer):
             if not all_tools:
                 for name in ADVANCED.get(tool.name, ()):
                     schema["properties"].pop(name, None)
+                for name, hidden in ADVANCED_CHOICES.get(tool.name, {}).items():
+                    prop = schema["properties"].get(name, {})
+                    if "enum" in prop:
+                        prop["enum"] = [v for v in prop["enum"] if v not in hidden]
             tool.parameters = schema
             tool.description = " ".join((tool.description or "").split())
             if tool.fn_metadata.output_schema is not None:

@@ -39,6 +39,9 @@ ADVANCED = {
     "recallite_update": {"layer", "team_scope", "source"},
     "recallite_forget": {"orphans"},
 }
+# Choices that need an ADVANCED parameter: offered only with --tools all (the core list offered
+# share and promote without team_scope or layer, a new user's trial).
+ADVANCED_CHOICES = {"recallite_update": {"action": {"promote", "share"}}}
 
 
 def list_page(mem: Recallite, scopes: list[str], types: Any, statuses: Any, sources: Any, tags: Any, limit: int,
@@ -126,7 +129,7 @@ def register(server: MCPServer) -> None:
     @edge
     def recallite_update(
         id: Annotated[str, Field(description="The memory, e.g. mem_12.")],
-        action: Annotated[Literal["validate", "activate", "deprecate", "supersede", "restore", "keep_both", "revise", "promote", "share"], Field(description="deprecate: retire it; supersede: by superseded_by; restore: undo a supersede; keep_both: it and other both hold (ends their conflict); revise: new text in content; promote: a working entry.")],
+        action: Annotated[Literal["validate", "activate", "deprecate", "supersede", "restore", "keep_both", "revise", "promote", "share"], Field(description="deprecate: retire it; supersede: by superseded_by; restore: undo a supersede; keep_both: it and other both hold (ends their conflict); revise: new text in content.")],
         ctx: Context,
         superseded_by: Annotated[Optional[str], Field(description="For supersede: the replacing memory.")] = None,
         other: Annotated[Optional[str], Field(description="For keep_both: the memory it conflicts with.")] = None,

@@ -94,7 +94,7 @@ async def test_tool_contract():
     assert tools["recallite_forget"].annotations.destructive_hint is True
     assert tools["recallite_remember"].annotations.destructive_hint is False
     assert tools["recallite_update"].input_schema["properties"]["action"]["enum"] == [
-        "validate", "activate", "deprecate", "supersede", "restore", "keep_both", "revise", "promote", "share"]
+        "validate", "activate", "deprecate", "supersede", "restore", "keep_both", "revise"]  # share, promote: --tools all
     enum = tools["recallite_feedback"].input_schema["properties"]["outcome"]["enum"]
     assert enum == ["success", "failure", "partial"]
     rel = tools["recallite_relate"].input_schema["properties"]["relation"]["enum"]
@@ -168,3 +168,16 @@ def test_docs_name_every_tool_and_only_real_ones():
     for f in ("AGENTS.md", "recallite.mdc", "claude-system-prompt.md"):
         named = set(re.findall(r"recallite_\w+", (root / "agent-rules" / f).read_text()))
         assert named - set(CONTRACT) - set(EXTRA) - {"recallite_rules"} == set(), f
+
+
+async def test_the_core_list_offered_update_actions_whose_parameters_it_hid():
+    """A new user's trial: the core recallite_update offered action share and promote, but its schema
+    listed neither team_scope nor layer, and the description called promote "a working entry" (working
+    memory is not in the core set). They are offered with --tools all only, where their parameters are."""
+    for tools, shown in (("core", False), ("all", True)):
+        async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False, tools=tools))) as c:
+            schema = next(t for t in (await c.list_tools()).tools if t.name == "recallite_update").input_schema
+            actions = schema["properties"]["action"]["enum"]
+            assert ("share" in actions and "promote" in actions) is shown
+            assert ("team_scope" in schema["properties"] and "layer" in schema["properties"]) is shown
+            assert "validate" in actions and "revise" in actions
