@@ -142,14 +142,18 @@ def main(ctx: click.Context, db, scope, embedder, log_level, transport, host, po
 @main.command()
 @common_options
 @click.option("--rounds", default=3, show_default=True, help="Tasks to play.")
+@click.option("--clear", is_flag=True, help="Only remove what earlier demo runs stored, then stop.")
 @click.pass_context
 @handle_errors
-def demo(ctx, db, scope, embedder, log_level, rounds):
+def demo(ctx, db, scope, embedder, log_level, rounds, clear):
     """Remember -> context -> feedback, a few rounds: watch the ranking change."""
-    from .demo import run_demo
+    from .demo import clear_demo, run_demo
 
     settings = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
-    run_demo(settings, rounds=rounds)
+    if clear:
+        clear_demo(settings)
+    else:
+        run_demo(settings, rounds=rounds)
 
 
 @main.command()
@@ -159,7 +163,7 @@ def demo(ctx, db, scope, embedder, log_level, rounds):
               type=click.Choice(["observation", "preference", "fact", "constraint", "lesson", "procedure", "episode"]))
 @click.option("--title", default=None)
 @click.option("--tags", default=None, help="Comma-separated.")
-@click.option("--importance", type=float, default=None)
+@click.option("--importance", type=click.FloatRange(0, 1), default=None, help="0..1 (0.5 if omitted).")
 @click.option("--source", default="user", show_default=True,
               type=click.Choice(["user", "system", "tool", "agent", "llm", "imported"]))
 @click.option("--level", type=click.Choice(["project", "user"]), default=None,
@@ -203,9 +207,10 @@ def add(ctx, db, scope, embedder, log_level, content, mtype, title, tags, import
 @click.argument("query")
 @click.option("--limit", default=5, show_default=True)
 @click.option("--type", "types", multiple=True, help="Only this type (repeatable).")
-@click.option("--profile", default="default", show_default=True)
+@click.option("--profile", default="default", show_default=True,
+              type=click.Choice(["default", "planner", "coder", "debugger", "assistant"]), help="Ranking profile.")
 @click.option("--all-scopes", is_flag=True, help="Search every scope.")
-@click.option("--include-inactive", is_flag=True)
+@click.option("--include-inactive", is_flag=True, help="Also deprecated and superseded memories.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 @handle_errors
@@ -222,6 +227,9 @@ def recall(ctx, db, scope, embedder, log_level, query, limit, types, profile, al
         emit_json(r.model_dump(mode="json"))
         return
     click.echo(f"retrieval {r.retrieval_id}")
+    if not r.memories:
+        click.echo("No stored memory matches this query.")
+        return
     click.echo(table(
         ["rank", "id", "type", "status", "score", "reasons", "memory"],
         [[h.rank, h.memory.id, h.memory.type, h.memory.status, f"{h.score:.4f}", ",".join(h.reasons[:3]),

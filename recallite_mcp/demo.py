@@ -38,9 +38,7 @@ def run_demo(settings: Settings, rounds: int = 3) -> None:
 
     settings.scope = DEMO_SCOPE
     with open_memory(settings) as mem:
-        old = [m.id for m in mem.list(scope=DEMO_SCOPE, limit=1000) if m.source.id == DEMO_SOURCE]
-        for mid in old:
-            mem.forget(mid)
+        old = _clear(mem)
         click.echo(f"database: {mem.store.path or ':memory:'}   scope: {DEMO_SCOPE}   embedder: {mem.embedder.name}")
         if old:
             click.echo(f"(cleared {counted(len(old), 'memory', 'memories')} from an earlier demo run)")
@@ -87,6 +85,24 @@ def run_demo(settings: Settings, rounds: int = 3) -> None:
         moved = after[works] < before[works] or after[works] == 1
         click.echo("\nThe working procedure " + ("now ranks first." if after[works] == 1 else
                                                   "moved up." if moved else "did not move (see reasons with `recallite-mcp recall`)."))
+        click.echo(f"Its memories stay in scope {DEMO_SCOPE} of this database: `recallite-mcp demo --clear` removes them.")
+
+
+def clear_demo(settings: Settings) -> None:
+    """Forget what earlier demo runs stored (their scope's memories written by the demo), nothing else."""
+    from .app import open_memory
+
+    settings.scope = DEMO_SCOPE
+    with open_memory(settings) as mem:
+        old = _clear(mem)
+        click.echo(f"Cleared {counted(len(old), 'demo memory', 'demo memories')} from {mem.store.path or ':memory:'}.")
+
+
+def _clear(mem) -> list[str]:
+    old = [m.id for m in mem.list(scope=DEMO_SCOPE, limit=1000) if m.source.id == DEMO_SOURCE]
+    for mid in old:
+        mem.forget(mid)
+    return old
 
 
 def _procedure_ranks(mem, ids: list[str]) -> dict[str, int]:

@@ -38,8 +38,9 @@ def progress(label: str):
         pct = int(100 * done / max(total, 1))
         if pct != state["last"] and (pct % 5 == 0 or done == total):
             state["last"] = pct
-            sys.stderr.write(f"\r{label}: {done}/{total} ({pct}%)")
-            if done == total:
+            tty = sys.stderr.isatty()  # piped: one line per step, not steps run together by \r
+            sys.stderr.write(f"\r{label}: {done}/{total} ({pct}%)" if tty else f"{label}: {done}/{total} ({pct}%)\n")
+            if done == total and tty:
                 sys.stderr.write("\n")
             sys.stderr.flush()
 

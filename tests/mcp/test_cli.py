@@ -1,5 +1,6 @@
 """The CLI in process (click's runner) and the repository's configs and examples."""
 
+import io
 import json
 import os
 import subprocess
@@ -10,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from recallite_mcp.cli import main
+from recallite_mcp.output import progress
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -120,6 +122,16 @@ def test_demo_shows_the_ranking_change(run):
     assert "now ranks first" in res.output
     again = run("demo")  # rerunnable: clears only its own memories
     assert "cleared 5 memories" in again.output and "now ranks first" in again.output
+
+
+def test_the_demo_left_its_memories_in_the_users_store_with_no_way_to_remove_them(run):
+    """A new user's trial: after `recallite-mcp demo` its five memories stayed in the per-user store,
+    counted in stats and named as a known scope, and nothing said how to remove them."""
+    res = run("demo")
+    assert "`recallite-mcp demo --clear` removes them" in res.output
+    gone = run("demo", "--clear")
+    assert "Cleared 5 demo memories" in gone.output and "context for" not in gone.output
+    assert "Cleared 0 demo memories" in run("demo", "--clear").output
 
 
 def test_settings_precedence(monkeypatch, tmp_path):
@@ -247,3 +259,23 @@ def test_bench_help_after_a_benchmark_printed_the_generic_help():
     assert day.exit_code == 0 and "--set" in day.output
     speed = runner.invoke(main, ["bench", "--db", "postgresql://x", "--help"])
     assert speed.exit_code == 0 and "--learning" in speed.output and "--no-detection" in speed.output
+
+
+def test_cli_rough_edges_a_new_user_met(run):
+    """A new user's trial: `add --importance 7` was clamped to 1.0 without a word; `recall` with no hit
+    printed a bare table header; piped `import` progress ran together on one line ("import: 1/2
+    (50%)import: 2/2 (100%)"); `--profile` and `--include-inactive` had no help."""
+    bad = run("add", "Deploy with make ship.", "--importance", "7", ok=False)
+    assert bad.exit_code != 0 and "0<=x<=1" in bad.output
+    assert "No stored memory matches this query." in run("recall", "zebra crossing").output
+    err, sys.stderr = sys.stderr, io.StringIO()
+    try:
+        report = progress("import")
+        report(1, 2)
+        report(2, 2)
+        out = sys.stderr.getvalue()
+    finally:
+        sys.stderr = err
+    assert out == "import: 1/2 (50%)\nimport: 2/2 (100%)\n"
+    helps = run("recall", "--help").output
+    assert "Ranking profile." in helps and "Also deprecated and superseded memories." in helps
