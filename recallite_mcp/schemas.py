@@ -253,7 +253,8 @@ class UpdateOut(Out):
     confidence: float
     layer: str = Field("semantic", description="episodic, semantic or procedural.")
     scope: str = ""
-    note: str | None = Field(None, exclude_if=lambda v: v is None, description="What a share did (omitted otherwise).")
+    note: str | None = Field(None, exclude_if=lambda v: v is None, description="What a share did, or what a revise changed besides the "
+                          "old version (team copies, corrected memories); omitted otherwise.")
 
 
 class ForgetOut(Out):

@@ -95,6 +95,10 @@ class Memory(BaseModel):
     supersedes: Optional[list[str]] = Field(default=None, description="Older memories this write superseded.")
     conflicts_with: Optional[list[str]] = Field(default=None, description="Older memories it contradicts (unresolved).")
     correction: Optional[str] = Field(default=None, description="What the write changed, in one line.")
+    # Team copies (share) of what this write superseded: revised with it, or kept as their team changed them.
+    team_copies: list[str] | None = Field(default=None, description="New versions of the team copies that followed.")
+    stale_copies: list[str] | None = Field(
+        default=None, description="Team copies their team had changed: kept, they now warn that the original was replaced.")
     # Conversation memory (episodes.py): set for turns/events and for categorised memories.
     episode: Optional[EpisodeInfo] = None
     category: Optional[str] = None

@@ -1,6 +1,8 @@
 """The write path: checking and preparing a memory (redaction, trust, flags, title),
 embedding it, the duplicate check, inserting rows with their vector and FTS entry, detecting
-what a new memory corrects and applying it, and the public ``remember``/``remember_many``.
+what a new memory corrects and applying it (the team copies of what it supersedes following it),
+a new version that supersedes its old one (``replace``, for revise), and the public
+``remember``/``remember_many``.
 Conversations and import write through these public methods, each inside one transaction.
 
 May import the plumbing, the turn store (conversation projections of a new memory), the
@@ -68,6 +70,18 @@ class Prepared:
         self.scope, self.session, self.tags, self.metadata, self.confidence = scope, session, tags, metadata, confidence
         self.importance, self.hash, self.tokens, self.embed_text = importance, hash, tokens, embed_text
         self.valid_until, self.redactions = valid_until, redactions
+
+
+@dataclasses.dataclass
+class Copies:
+    """What a write did to the team copies (share) of the memories it superseded."""
+
+    followed: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)  # (copy, its scope, new version)
+    kept: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)  # (copy, its scope, what replaced its original)
+
+    def extend(self, other: Copies) -> None:
+        self.followed += other.followed
+        self.kept += other.kept
 
 
 def embedding_text(title: str, content: str) -> str:
@@ -277,11 +291,36 @@ class Writer:
                 episodes = self.after_insert_many(conn, [(mid, p, plan, cat, cited)], now)
                 # apply_corrections reads (and locks) every memory it changes in one statement, in
                 # id order: no lock_in_id_order needed for one new memory.
-                self.apply_corrections(conn, mid, found, source=new_source(p))
+                copies = self.apply_corrections(conn, mid, found, source=new_source(p), made=(p, vec, plan))
         if dup is not None:
             return self._remembered_again(dup, cat, cited)
         # Built from what was written, as remember_many does, not read back (a round trip to a server).
-        return _with_corrections(new_memory(mid, p, ts(now), episodes.get(mid), cat), found)
+        return _with_copies(_with_corrections(new_memory(mid, p, ts(now), episodes.get(mid), cat), found), copies)
+
+    def replace(self, old_id: int, reason: str, allow_unsafe: bool, **fields: Any) -> Memory:
+        """Store a new version of a memory (``fields``: the arguments of :meth:`remember`) and supersede
+        ``old_id`` by it, its team copies following (see follow_copies), in one transaction."""
+        self.core.live()
+        p = self.prepare(**fields)
+        with self.core.store.reading(consistent=False) as conn:
+            dup = self.find_duplicate(conn, p)
+        if dup is None:
+            vec = self.core.embed([p.embed_text])[0]
+            plan = self.turns.chunk_plans([p])[0]
+            with self.core.store.transaction() as conn:  # a supersede: exclusive (docs/postgres.md)
+                dup = self.find_duplicate(conn, p)
+                if dup is None:
+                    found = self.find_corrections(conn, [(p, vec)])[0]
+                    now = time.time()
+                    mid = self.insert(conn, p, vec, now)
+                    self.after_insert_many(conn, [(mid, p, plan, None, None)], now)
+                    copies = self.apply_corrections(conn, mid, found, source=new_source(p), made=(p, vec, plan))
+                    self.lifecycle.supersede_within(conn, old_id, mid, reason, allow_unsafe)
+                    copies.extend(self.follow_copies(conn, old_id, mid, (p, vec, plan), now))
+        if dup is not None:
+            raise InvalidInputError(
+                f"mem_{dup} already holds this text in scope {p.scope}; supersede mem_{old_id} by it instead.")
+        return _with_copies(_with_corrections(self.catalog.get(mid), found), copies)
 
     def after_insert(self, conn, mid: int, p: Prepared, plan: list, category: str | None, cites: list[int] | None) -> None:
         """Conversation memory of a new memory: episode position, chunks, category, citations."""
@@ -351,16 +390,19 @@ class Writer:
         return out
 
     def apply_corrections(self, conn, new_id: int, found: list[corrections.Finding],
-                           batch: dict[int, int] | None = None, source: str | None = None) -> None:
+                           batch: dict[int, int] | None = None, source: str | None = None,
+                           made: tuple[Prepared, np.ndarray, list] | None = None) -> Copies:
         """Supersede or link what a new memory changes (caller holds the write transaction).
         The olds' states are read in one statement and the contradictions written in one: a
         restatement often conflicts with several stored memories, and a round trip each was a
         third of such a remember's statements on PostgreSQL. ``source``: the new memory's effective
-        source (as find_corrections read it), else read from the store."""
+        source (as find_corrections read it), else read from the store. The team copies of what
+        it supersedes follow it (``made``: its prepared row, vector and chunk plan) or are marked stale."""
+        copies = Copies()
         olds = [(f, old) for f in found
                 if (old := f.old_id if f.old_id > 0 else (batch or {}).get(-f.old_id - 1)) is not None]
         if not olds:
-            return
+            return copies
         # The olds are distinct, and superseding one leaves the others' status as it was.
         status = {mid: st for mid, st, *_ in conn.memories.states_of([old for _, old in olds])}
         links: list[int] = []
@@ -369,6 +411,7 @@ class Writer:
                 continue  # an earlier write of this batch retired it already
             if f.action == "supersede":
                 self.lifecycle.supersede_within(conn, old, new_id, f"detected: {f.why}", allow_unsafe=False, auto=True)
+                copies.extend(self.follow_copies(conn, old, new_id, made, time.time()))
             else:
                 links.append(old)
         if links:
@@ -377,6 +420,39 @@ class Writer:
             effect = int(policy.SOURCE_TRUST[src] != policy.UNTRUSTED)
             now = time.time()
             conn.relations.add_many([(new_id, old, "contradicts", effect, now) for old in links])
+        return copies
+
+    def follow_copies(self, conn, old: int, new: int, made: tuple[Prepared, np.ndarray, list] | None,
+                      now: float) -> Copies:
+        """After ``new`` superseded ``old`` (caller holds the write transaction): a team copy of
+        ``old`` that still says what ``old`` said becomes a new version in its team scope with
+        ``new``'s text (``made``: its prepared row, vector and chunk plan), derived_from ``new``. A
+        copy its team changed since is the team's word: kept, marked stale (recall warns of it)."""
+        copies = Copies()
+        heads = self.lifecycle.team_copies(conn, old)
+        if not heads:
+            return copies
+        old_hash = conn.memories.load([old])[old].content_hash
+        stale = []
+        for head in heads:
+            if made is not None and head.content_hash == made[0].hash:
+                continue  # its team already wrote the new text
+            q = None if made is None or head.content_hash != old_hash else _team_version(made[0], head, new)
+            if q is None or self.find_duplicate(conn, q) is not None:
+                stale.append(head)
+                copies.kept.append((head.id, head.scope, f"mem_{new}"))
+                continue
+            assert made is not None, "a copy follows only the prepared new text"
+            cid = self.insert(conn, q, made[1], now)
+            self.after_insert_many(conn, [(cid, q, made[2], None, None)], now)
+            self.lifecycle.supersede_within(conn, parse_id(head.id), cid, f"its original was replaced by mem_{new}",
+                                            allow_unsafe=True, auto=True)
+            conn.relations.add(cid, new, "derived_from", 0, now)
+            copies.followed.append((head.id, head.scope, f"mem_{cid}"))
+            # A copy shared on from the team copy follows in turn (a scope that holds the text already stops it).
+            copies.extend(self.follow_copies(conn, parse_id(head.id), cid, (q, made[1], made[2]), now))
+        self.lifecycle.mark_stale(conn, stale, new, now)
+        return copies
 
     def remember_many(self, items: Iterable[dict], *, progress: Progress | None = None) -> list[Memory]:
         """Store many memories in one transaction with one embedding batch. All or nothing.
@@ -433,8 +509,8 @@ class Writer:
             episodes = self.after_insert_many(
                 conn, [(new_ids[i], prepared[i], plan_of[i], *extras[i]) for i in fresh], now)
             lock_in_id_order(conn, list(found_of.values()))
-            for i in fresh:
-                self.apply_corrections(conn, new_ids[i], found_of[i], batch=new_ids, source=new_source(prepared[i]))
+            copies_of = {i: self.apply_corrections(conn, new_ids[i], found_of[i], batch=new_ids, source=new_source(prepared[i]),
+                                                   made=(prepared[i], vec_of[i], plan_of[i])) for i in fresh}
             for i, p in enumerate(prepared):
                 if i in new_ids:
                     ids.append((new_ids[i], False))
@@ -459,7 +535,7 @@ class Writer:
         at = ts(now)
         for i, mid in new_ids.items():
             m = loaded[mid] if mid in retired else new_memory(mid, prepared[i], at, episodes.get(mid), extras[i][0])
-            loaded[mid] = _with_corrections(m, found_of[i], new_ids)
+            loaded[mid] = _with_copies(_with_corrections(m, found_of[i], new_ids), copies_of[i])
         out = []
         handed: set[int] = set()
         for mid, is_dup in ids:
@@ -515,4 +591,31 @@ def _with_corrections(m: Memory, found: list[corrections.Finding], batch: dict[i
     m.supersedes = [f"mem_{f.old_id}" for f in found if f.action == "supersede"] or None
     m.conflicts_with = [f"mem_{f.old_id}" for f in found if f.action == "contradict"] or None
     m.correction = corrections.note(m.id, found)
+    return m
+
+
+def _team_version(p: Prepared, head: Memory, new: int) -> Prepared:
+    """The next version of a team copy: the new original's text in the copy's scope and session,
+    its version metadata carried on (the stale note and reasons dropped), derived from ``new``."""
+    meta = {k: v for k, v in head.metadata.items()
+            if not k.endswith("_reason") and k not in (policy.STALE_COPY_KEY, "flagged")}
+    meta.update({"version": int(head.metadata.get("version", 1)) + 1, "previous_id": head.id,
+                 "shared_from": {"id": f"mem_{new}", "scope": p.scope}})
+    if p.metadata.get("flagged"):
+        meta["flagged"] = p.metadata["flagged"]
+    return Prepared(type=p.type, title=p.title, content=p.content, status=p.status, source=p.source, scope=head.scope,
+                    session=head.session, tags=p.tags, metadata=meta, confidence=p.confidence, importance=p.importance,
+                    hash=p.hash, tokens=p.tokens, embed_text=p.embed_text, valid_until=p.valid_until, redactions=[])
+
+
+def _with_copies(m: Memory, copies: Copies) -> Memory:
+    """The memory a write returns, with the team copies that followed it or were kept, said in its line."""
+    if not copies.followed and not copies.kept:
+        return m
+    m.team_copies = [n for _, _, n in copies.followed] or None
+    m.stale_copies = [c for c, _, _ in copies.kept] or None
+    parts = [f"team copy {c} in {scope} follows as {n}" for c, scope, n in copies.followed]
+    parts += [f"team copy {c} in {scope} kept as its team changed it; it warns that {n} replaced its original"
+              for c, scope, n in copies.kept]
+    m.correction = "; ".join([m.correction, *parts] if m.correction else parts)
     return m

@@ -169,7 +169,11 @@ def register(server: MCPServer) -> None:
             return update_out(mem.undo_supersede(id, by=by))
         if action == "revise":
             src = {"type": "agent"} if not st.settings.trust_client_sources else None
-            return update_out(mem.get(mem.revise(id, content or "", reason=reason, source=src).metadata["previous_id"]))
+            new = mem.revise(id, content or "", reason=reason, source=src)
+            out = update_out(mem.get(new.metadata["previous_id"]))
+            if new.correction:  # what else it changed: team copies that followed or warn, older memories it corrects
+                out.note = f"Revised {out.id} as {new.id}; {new.correction}"
+            return out
         if action == "share":
             if st.settings.isolate_scopes and team_scope not in mem.teams(st.active_scope(ctx).scope):
                 raise ToolError(f"Cross-scope access is disabled on this server (--isolate-scopes): {team_scope!r} is not "

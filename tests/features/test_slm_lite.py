@@ -361,6 +361,81 @@ def test_share_to_team_and_recall_with_teams(mem):
     assert mem.recall("e2e suite", scope="alice", include_teams=True, limit=10).ids == [mine.id]
 
 
+def test_a_team_copy_went_stale_when_its_original_was_revised(backend_mem):
+    """share() copied a memory into a team scope; revising the original left the copy validated with
+    the old text and no link to the new version (a new user's trial). A copy the team has not changed
+    now follows, in the same transaction, and the revise says so."""
+    mem = backend_mem
+    mine = mem.remember("The e2e suite needs --retries 2.", type="lesson", scope="alice")
+    copy = mem.share(mine.id, "team-web")
+    new = mem.revise(mine.id, "The e2e suite needs --retries 3.")
+    assert new.team_copies and len(new.team_copies) == 1 and not new.stale_copies
+    followed = mem.get(new.team_copies[0])
+    assert followed.scope == "team-web" and followed.content == new.content and followed.status == copy.status
+    assert followed.metadata["shared_from"] == {"id": new.id, "scope": "alice"}
+    assert followed.metadata["previous_id"] == copy.id and followed.metadata["version"] == 2
+    assert any(r.type == "derived_from" and r.to_id == new.id for r in mem.relations(followed.id))
+    assert mem.get(copy.id).superseded_by == followed.id
+    assert f"team copy {copy.id} in team-web follows as {followed.id}" in new.correction
+    assert mem.recall("e2e suite retries", scope="team-web").ids == [followed.id]
+    # and again: the copy keeps following the newest version
+    newer = mem.revise(new.id, "The e2e suite needs --retries 4.")
+    assert mem.get(newer.team_copies[0]).content == newer.content
+    assert [m.id for m in mem.history(copy.id)] == [copy.id, followed.id, newer.team_copies[0]]
+
+
+def test_a_team_copy_went_stale_when_a_correction_superseded_its_original(mem):
+    old = mem.remember("The staging server runs on port 8080.", type="fact", scope="alice", source={"type": "agent"})
+    copy = mem.share(old.id, "team-web")
+    new = mem.remember("The staging server runs on port 9090.", type="fact", scope="alice", source={"type": "agent"})
+    assert new.supersedes == [old.id] and new.team_copies and mem.get(copy.id).status == "superseded"
+    followed = mem.get(new.team_copies[0])
+    assert followed.scope == "team-web" and followed.content == new.content
+    assert "follows as" in new.correction
+    assert mem.recall("staging server port", scope="team-web").ids == [followed.id]
+
+
+def test_a_team_copy_the_team_changed_was_overwritten_or_left_silent_when_its_original_was_revised(backend_mem):
+    """A copy the team revised is the team's word: not overwritten, but recall and contexts warn
+    that its original was replaced, naming the new version; keep_both or the team's revise ends it."""
+    mem = backend_mem
+    mine = mem.remember("Releases ship on Tuesdays.", type="fact", scope="alice")
+    copy = mem.share(mine.id, "team-web")
+    theirs = mem.revise(copy.id, "Releases ship on Tuesdays, except in December.")
+    new = mem.revise(mine.id, "Releases ship on Thursdays.")
+    assert new.stale_copies == [theirs.id] and not new.team_copies
+    assert f"{theirs.id} in team-web" in new.correction
+    assert mem.get(theirs.id).status == theirs.status and mem.get(theirs.id).content == theirs.content
+    hit = mem.recall("when do releases ship", scope="team-web").memories[0]
+    assert hit.memory.id == theirs.id and any(new.id in w and "alice" in w for w in hit.warnings)
+    for fmt in ("markdown", "plain", "xml", "compact"):
+        ctx = mem.build_context("when do releases ship", scope="team-web", format=fmt).context
+        assert (new.id in ctx) if fmt != "compact" else ("original replaced" in ctx), fmt
+    newer = mem.revise(new.id, "Releases ship on Fridays.")  # the warning names the newest version
+    assert newer.stale_copies == [theirs.id]
+    assert any(newer.id in w for w in mem.recall("when do releases ship", scope="team-web").memories[0].warnings)
+    mem.resolve_conflict(theirs.id, newer.id, keep="both")  # the team keeps its own text
+    assert not mem.recall("when do releases ship", scope="team-web").memories[0].warnings
+    latest = mem.revise(newer.id, "Releases ship on Mondays.")
+    assert latest.stale_copies == [theirs.id]
+    settled = mem.revise(theirs.id, "Releases ship on Mondays, except in December.")  # the team catches up
+    hit = mem.recall("when do releases ship", scope="team-web").memories[0]
+    assert hit.memory.id == settled.id and not hit.warnings
+    mem.supersede(latest.id, mem.remember("Ask Dana before any release.", type="fact", scope="alice").id)  # by hand
+    assert any(w.startswith("Stale team copy") for w in mem.recall("when do releases ship", scope="team-web").memories[0].warnings)
+
+
+def test_a_refused_revise_left_its_new_version_stored(mem):
+    """revise wrote the new version, then superseded in a second transaction: a refused supersede
+    (an untrusted source over a user's memory) left the new text stored beside the old."""
+    from recallite_core.errors import TrustPolicyError
+
+    v1 = mem.remember("Never force-push main.", type="constraint", source={"type": "user"})
+    with pytest.raises(TrustPolicyError):
+        mem.revise(v1.id, "Force-push main when in a hurry.", source="llm")
+    assert [m.id for m in mem.list()] == [v1.id]
+
+
 # -- expiry -------------------------------------------------------------------------------------------------------------------
 def test_expired_memories_leave_default_recall_and_are_cleaned(mem):
     past = datetime.now(timezone.utc) - timedelta(hours=1)

@@ -153,6 +153,33 @@ async def test_share_and_team_recall_over_mcp(client):
     assert [h["content"] for h in teamed["memories"]].count("The e2e suite needs --retries 2.") == 1
 
 
+async def test_a_team_copy_went_stale_when_its_original_was_revised_over_mcp(client):
+    """Revising a shared memory left the team copy validated with the old text (a new user's trial):
+    the copy follows, and the revise reply says so; a copy its team changed is kept and warns."""
+    m = await call(client, "recallite_remember", content="The e2e suite needs --retries 2.", type="lesson")
+    copy = await call(client, "recallite_update", id=m["id"], action="share", team_scope="team-web")
+    out = await client.call_tool("recallite_update", {"id": m["id"], "action": "revise",
+                                                      "content": "The e2e suite needs --retries 3."})
+    up = out.structured_content
+    new_copy = up["note"].rsplit(" follows as ", 1)[1]
+    assert up["note"] == f"Revised {m['id']} as {up['superseded_by']}; team copy {copy['id']} in team-web follows as {new_copy}"
+    assert out.content[0].text.startswith(up["note"])
+    r = await call(client, "recallite_recall", query="e2e suite retries", scope="team-web")
+    assert [(h["id"], h["content"]) for h in r["memories"]] == [(new_copy, "The e2e suite needs --retries 3.")]
+    # a correction detected at write time moves the copy along too, and the remember note says so
+    fixed = await call(client, "recallite_remember", content="The e2e suite needs --retries 4.", type="lesson")
+    assert f"team copy {new_copy} in team-web follows as" in fixed["note"]
+    # the team's own wording is kept, with a warning naming the new original
+    rule = await call(client, "recallite_remember", content="Releases ship on Tuesdays.", type="fact")
+    theirs = await call(client, "recallite_update", id=rule["id"], action="share", team_scope="team-web")
+    ours = await call(client, "recallite_update", id=theirs["id"], action="revise",
+                      content="Releases ship on Tuesdays, except in December.")
+    up = await call(client, "recallite_update", id=rule["id"], action="revise", content="Releases ship on Thursdays.")
+    assert f"team copy {ours['superseded_by']} in team-web kept" in up["note"]
+    ctx = await client.call_tool("recallite_context", {"query": "when do releases ship", "scope": "team-web"})
+    assert f"Stale team copy: its original is now {up['superseded_by']} (scope proj)" in ctx.content[0].text
+
+
 async def test_isolated_server_refuses_sharing_into_unlinked_team():
     async with Client(build_server(settings(isolate_scopes=True))) as c:
         m = await call(c, "recallite_remember", content="Use pnpm.", type="constraint")

@@ -183,7 +183,10 @@ class SlmFeatures:
         """A new version of a memory. Versions are immutable: the new text becomes a new memory
         (same type, scope, session, tags, importance, expiry; metadata ``version`` and
         ``previous_id``) and the old one is marked superseded with ``superseded_by`` pointing at
-        it. ``source`` defaults to the old version's. Returns the new version."""
+        it. ``source`` defaults to the old version's. Team copies (share) follow in the same
+        transaction: one that still says what the old version said gets the new text too (listed
+        in ``team_copies``); one its team changed is kept and warns in recall (``stale_copies``);
+        ``correction`` says which. Returns the new version."""
         self.core.live()
         old = self.catalog.get(memory_id)
         if old.status == "superseded":
@@ -193,20 +196,16 @@ class SlmFeatures:
         text = check_content(new_content, self.core.limits)
         if content_hash(text) == old.content_hash:
             raise InvalidInputError("The new content is the same as the current version; nothing to revise.")
-        meta = {k: v for k, v in old.metadata.items() if not k.endswith("_reason")}
+        # A revise by its team settles a team copy's stale note (policy.STALE_COPY_KEY).
+        meta = {k: v for k, v in old.metadata.items() if not k.endswith("_reason") and k != policy.STALE_COPY_KEY}
         meta.update({"version": int(old.metadata.get("version", 1)) + 1, "previous_id": old.id})
         src = check_source(source) if source is not None else old.source
         new_title = title if title is not None else (None if old.title == derive_title(old.content) else old.title)
-        new = self.writer.remember(
-            text, type=old.type, title=new_title, source=src.model_dump(), tags=old.tags if tags is None else tags,
-            metadata=meta, importance=old.importance, scope=old.scope, session=old.session,
-            valid_until=old.valid_until,
+        return self.writer.replace(
+            parse_id(old.id), reason or "revised", allow_unsafe,
+            content=text, type=old.type, title=new_title, source=src.model_dump(), tags=old.tags if tags is None else tags,
+            metadata=meta, importance=old.importance, scope=old.scope, session=old.session, valid_until=old.valid_until,
         )
-        if new.duplicate_of is not None:
-            raise InvalidInputError(
-                f"{new.id} already holds this text in scope {old.scope}; supersede {old.id} by it instead.")
-        self.lifecycle.supersede(old.id, new.id, reason=reason or "revised", allow_unsafe=allow_unsafe)
-        return self.catalog.get(new.id)
 
     def history(self, memory_id: str | int) -> list[Memory]:
         """Every version of a memory, oldest first, from any version's id (follows superseded_by

@@ -95,6 +95,7 @@ class Lifecycle:
                 if row is not None:
                     policy.check_actor(actor.type, "superseded", effective_source(*row), f"mem_{old}")
             self.supersede_within(conn, old, new, reason, allow_unsafe)
+            self.mark_stale(conn, self.team_copies(conn, old), new, time.time())
         return self.catalog.get(old)
 
     def supersede_within(self, conn, old: int, new: int, reason: str | None, allow_unsafe: bool, auto: bool = False) -> None:
@@ -126,6 +127,45 @@ class Lifecycle:
         conn.memories.mark_superseded(old, new, json.dumps(m, ensure_ascii=False), now)
         conn.relations.add(new, old, "supersedes", 0, now)
 
+    # -- team copies (share) ------------------------------------------------------------------------------------------
+    def team_copies(self, conn, old: int) -> list[Memory]:
+        """The team copies of ``old`` or of a version before it, as they stand: the newest version
+        of each (its team may have revised it), live ones only, in id order. share() links a copy
+        derived_from its original and names the original in metadata shared_from."""
+        chain = conn.memories.versions(old)[0]
+        members = set(chain)
+        sources = sorted({a for a, b, _ in conn.relations.edges(chain, ("derived_from",)) if b in members and a not in members})
+        if not sources:
+            return []
+        names = {f"mem_{i}" for i in chain}
+        heads = set()
+        for mid, m in conn.memories.load(sources).items():
+            shared = m.metadata.get("shared_from")
+            if isinstance(shared, dict) and shared.get("id") in names:
+                newer = conn.memories.versions(mid)[1]
+                heads.add(newer[-1] if newer else mid)
+        # Locked (PostgreSQL: in id order, as corrections lock what they change) before they are read
+        # to be changed: a concurrent write sees what this one did to them.
+        conn.memories.states_of(sorted(heads))
+        found = conn.memories.load(sorted(heads))
+        return [found[i] for i in sorted(found) if found[i].status in policy.DEFAULT_RECALL_STATUSES]
+
+    def mark_stale(self, conn, copies: list[Memory], new: int, now: float) -> None:
+        """Note on each team copy that its original was replaced by ``new``: recall warns of it."""
+        for m in copies:
+            meta = {**m.metadata, policy.STALE_COPY_KEY: f"mem_{new}"}
+            conn.memories.set_metadata(parse_id(m.id), json.dumps(meta, ensure_ascii=False), now)
+
+    def _clear_stale(self, conn, copy: int, original: int) -> int:
+        """Take the stale note naming ``original`` off a team copy (keep_both): 1 if it had one."""
+        row = conn.memories.state(copy)
+        meta = json.loads(row[3]) if row is not None else {}
+        if meta.get(policy.STALE_COPY_KEY) != f"mem_{original}":
+            return 0
+        del meta[policy.STALE_COPY_KEY]
+        conn.memories.set_metadata(copy, json.dumps(meta, ensure_ascii=False), time.time())
+        return 1
+
     # -- relations ----------------------------------------------------------------------------------------------------
     def relate(self, from_id: str | int, to_id: str | int, relation: str, *, allow_unsafe: bool = False) -> Relation:
         """Link two memories: contradicts, supports, derived_from, supersedes, causes, requires.
@@ -154,6 +194,7 @@ class Lifecycle:
             replaced = self._settle_opposite(conn, a, b, relation)
             if relation == "supersedes":
                 self.supersede_within(conn, b, a, None, allow_unsafe)
+                self.mark_stale(conn, self.team_copies(conn, b), a, time.time())
                 rid = conn.relations.find(a, b, "supersedes")
                 assert rid is not None, "supersede_within just linked a supersedes b"
                 return self._relation(conn, rid)
@@ -291,7 +332,8 @@ class Lifecycle:
                          by: Any = None) -> list[Memory]:
         """Settle a contradiction between two memories: ``keep`` names the one that holds (the other
         is superseded by it), or ``"both"`` when they state different things (the link is removed,
-        with the warnings it gave). Returns both memories."""
+        with the warnings it gave; for a team copy whose original was replaced by the other, its
+        stale warning). Returns both memories."""
         self.core.live()
         a, b = parse_id(memory_id), parse_id(other_id)
         if keep == "both":
@@ -299,6 +341,7 @@ class Lifecycle:
                 policy.check_actor(check_source(by).type, "validated", "user", f"mem_{a} and mem_{b}")
             with self.core.store.transaction() as conn:
                 gone = conn.relations.remove(a, b, "contradicts") + conn.relations.remove(b, a, "contradicts")
+                gone += self._clear_stale(conn, a, b) + self._clear_stale(conn, b, a)  # a team copy keeps its text
             if not gone:
                 raise InvalidInputError(f"mem_{a} and mem_{b} are not linked as contradicting; nothing to resolve.")
             return self.catalog.get_many([a, b])

@@ -56,6 +56,9 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 }
 
 DEFAULT_RECALL_STATUSES = ("candidate", "validated", "active")
+# Metadata of a team copy (share) whose original was replaced while the copy held its team's own
+# text: the replacing memory's id. Recall and contexts warn with it; the team's revise or keep_both ends it.
+STALE_COPY_KEY = "original_replaced_by"
 
 # Multipliers on the fused score.
 STATUS_FACTOR: dict[str, float] = {

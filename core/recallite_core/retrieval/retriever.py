@@ -25,7 +25,7 @@ from recallite_core.policy.correction_ranking import FOLLOW_UP_REACH
 from recallite_core.policy.correction_ranking import newer_first as corrections_first
 from recallite_core.policy.trust import side_tables, trust_scores
 from recallite_core.retrieval.candidates import Fused, QueryVectorCache, RecallFilter, flags_of, scan_filter_for
-from recallite_core.retrieval.context import CONTRADICTED, flag_warning
+from recallite_core.retrieval.context import CONTRADICTED, own_warnings
 from recallite_core.retrieval.conversation_ranking import (
     NO_TURN,
     EpisodeMap,
@@ -753,7 +753,7 @@ class Retriever:
                         f"{CONTRADICTED} {f'mem_{oid}'}" + (f' "{title}"' if title else "") + f" ({status})"
                         + ("" if eff else ", an untrusted claim")
                         for oid, title, status, eff in against
-                    ] + ([flag_warning(flagged)] if (flagged := flags_of(mem)) else []),
+                    ] + own_warnings(mem, flags_of(mem)),
                     breakdown=bd,
                     trust=trust.get(mid),
                 )

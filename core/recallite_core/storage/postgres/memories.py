@@ -289,6 +289,9 @@ class PostgresMemories:
         self._conn.execute("UPDATE memories SET type = %s, metadata = %s::jsonb, updated_at = %s WHERE id = %s",
                            (type, metadata, now, mid))
 
+    def set_metadata(self, mid: int, metadata: str, now: float) -> None:
+        self._conn.execute("UPDATE memories SET metadata = %s::jsonb, updated_at = %s WHERE id = %s", (metadata, now, mid))
+
     def set_confidence(self, mid: int, confidence: float, now: float) -> None:
         self._conn.execute("UPDATE memories SET confidence = %s, updated_at = %s WHERE id = %s", (confidence, now, mid))
 

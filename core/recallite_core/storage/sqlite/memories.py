@@ -118,6 +118,10 @@ class SqliteMemories:
         self._conn.execute("UPDATE memories SET type = ?, metadata = ?, updated_at = ? WHERE id = ?",
                            (type, metadata, now, mid))
 
+    def set_metadata(self, mid: int, metadata: str, now: float) -> None:
+        """New metadata for one memory (a note on it, such as a team copy's stale original)."""
+        self._conn.execute("UPDATE memories SET metadata = ?, updated_at = ? WHERE id = ?", (metadata, now, mid))
+
     def newest_ids(self, flt: MemoryFilter, limit: int) -> list[int]:
         """The ids of the newest ``limit`` memories passing the filter, newest first."""
         where, params = where_sql(flt)
