@@ -9,6 +9,7 @@ log, outcomes, success over time, contradictions) and Health. Modules, one job e
     guard     who may talk to it: the token/cookie, Host and Origin checks, security headers
     markup    escaping by default (``h``), the page layout, small shared widgets
     filters   the scope/type/status/source/tag filters, read from a request and shown as a form
+    wording   the engine's messages in the browser's terms (its pages, buttons, the CLI), not Python calls
     memories, detail, curate, learning, health   the pages (plain functions of a request)
 
 It may import recallite_core (the public ``Recallite`` API only, reads through

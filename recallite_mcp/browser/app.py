@@ -26,6 +26,7 @@ from recallite_core import (
 from . import curate, detail, health, learning, memories
 from .guard import Guard, GuardMiddleware
 from .markup import alert, layout
+from .wording import said
 
 STATIC = Path(__file__).parent / "static"
 MAX_FORM_BYTES = 256 * 1024  # a memory is at most 64 KiB by default; forms carry one
@@ -104,7 +105,7 @@ def _run(fn: Callable[[Page], Any], ctx: Page) -> Response:
         out = fn(ctx)
     except RecalliteError as exc:
         status = Page.status_of(exc)
-        return HTMLResponse(layout("Not found" if status == 404 else "Could not do that", alert("error", str(exc))), status)
+        return HTMLResponse(layout("Not found" if status == 404 else "Could not do that", alert("error", said(exc))), status)
     if isinstance(out, Response):
         return out
     html, status = out

@@ -11,6 +11,7 @@ from recallite_core import RecalliteError
 from .detail import forget_confirm, memory_page
 from .filters import Filters
 from .markup import Safe, alert, badge, h, join, layout, mem_link, memories_count, shorten, table, url
+from .wording import said
 
 # The person at the browser: trusted, and named so the record says where a change came from.
 BY_USER = {"type": "user", "id": "browser"}
@@ -26,7 +27,7 @@ def on_memory(ctx, action, done: str, *, draft_field: str | None = None):
         target = action(memory_id) or memory_id
     except RecalliteError as exc:
         draft = ctx.form.get(draft_field) if draft_field else None
-        return memory_page(ctx, memory_id, error=str(exc), status=ctx.status_of(exc), draft=draft)
+        return memory_page(ctx, memory_id, error=said(exc), status=ctx.status_of(exc), draft=draft)
     return ctx.redirect(url(f"/memory/{target}", done=done))
 
 
@@ -66,7 +67,7 @@ def forget(ctx):
     try:
         ctx.mem.forget(memory_id)
     except RecalliteError as exc:
-        return memory_page(ctx, memory_id, error=str(exc), status=ctx.status_of(exc))
+        return memory_page(ctx, memory_id, error=said(exc), status=ctx.status_of(exc))
     return ctx.redirect(url("/", done="forgotten", id=memory_id))
 
 
@@ -110,7 +111,7 @@ def preview(ctx, f: Filters, action: str) -> Safe:
     try:
         f, found = bulk_targets(ctx, f, action)
     except (ValueError, RecalliteError) as exc:
-        return alert("error", str(exc))
+        return alert("error", said(exc))
     if not found:
         return h("<p>No memories match{}.</p>", " (validate looks at candidates unless you choose a status)"
                  if action == "validate" else "")
@@ -132,7 +133,7 @@ def apply(ctx):
         f, found = bulk_targets(ctx, f, action)
     except (ValueError, RecalliteError) as exc:
         ctx.query = {}
-        return curate_page(ctx, error=str(exc), status=400)
+        return curate_page(ctx, error=said(exc), status=400)
     if digest(found) != ctx.form.get("digest"):
         ctx.query = {**f.params(), "action": action}
         return curate_page(ctx, error="The matching memories changed since the preview (another process wrote to the "
@@ -146,7 +147,7 @@ def apply(ctx):
                 ctx.mem.validate(m.id, "validated in the browser", by=BY_USER)
             done += 1
         except RecalliteError as exc:  # one refusal does not stop the rest; each is listed
-            skipped.append([mem_link(m.id), str(exc)])
+            skipped.append([mem_link(m.id), said(exc)])
     verb = "forgot" if action == "forget" else "validated"
     body = h("<p>{} {}.</p>{}<p><a href=\"{}\">Back to the memories</a></p>", verb.capitalize(), memories_count(done),
              h("<h2>Skipped</h2>{}", table(["id", "why"], skipped)) if skipped else "",

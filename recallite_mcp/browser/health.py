@@ -5,6 +5,7 @@ from __future__ import annotations
 from recallite_core.storage import is_postgres_url
 
 from .markup import Safe, h, join, layout, table, url, when
+from .wording import in_browser_terms
 
 
 def health_page(ctx):
@@ -19,7 +20,7 @@ def health_page(ctx):
     store = [["database" if is_postgres_url(st.db_path) else "file", st.db_path or ":memory:"], ["size", size(st)],
              ["schema", st.schema_version], ["embedder", f"{st.embedder} ({st.dimensions} dimensions)"],
              ["vectors", f"{st.vectors:,} of {st.memories:,} memories"],
-             ["last repair", when(last) if last else "never (reconcile --repair has not run)"]]
+             ["last repair", when(last) if last else "never (`recallite-mcp reconcile --repair` has not run)"]]
     scopes = [[h('<a href="{}">{}</a>', url("/", scope=s), s), n] for s, n in st.by_scope.items()]
     check = Safe('<form method="get" action="/health"><button name="check" value="1">Check projections now'
                  '</button> <span class="muted">(vectors, keyword index, turns, chunks; read-only)</span></form>')
@@ -34,7 +35,9 @@ def health_page(ctx):
 def reconcile_report(report) -> Safe:
     if not report.drift:
         return Safe('<p class="notice">No drift: every projection matches the memories table.</p>')
-    return join([table(["drift", "count", "fix", "ids"], [[d.kind, d.count, d.fix, ", ".join(d.ids)] for d in report.drift]),
+    rows = [[d.kind.replace("_", " ").replace("fts", "keyword index"), d.count, in_browser_terms(d.fix), ", ".join(d.ids)]
+            for d in report.drift]  # the kinds are the engine's names: missing_vectors is "missing vectors" here
+    return join([table(["drift", "count", "fix", "ids"], rows),
                  Safe("<p>Repair with <code>recallite-mcp reconcile --repair</code>.</p>")])
 
 

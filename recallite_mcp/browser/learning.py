@@ -6,6 +6,7 @@ from __future__ import annotations
 from recallite_core import RecalliteError
 
 from .markup import Safe, badge, h, join, layout, mem_link, num, options, shorten, table, url, when
+from .wording import said
 
 LOG_PAGE = 30
 
@@ -27,7 +28,7 @@ def learning_page(ctx, *, error: str | None = None, status: int = 200):
 def curve(ctx, scope: str, days: int) -> Safe:
     points = ctx.look.success_over_time(scope=scope or None, days=days)
     if not points:
-        return Safe('<p class="muted">No feedback yet. Agents report outcomes with recallite_feedback.</p>')
+        return Safe('<p class="muted">No feedback yet. Agents report outcomes with the recallite_feedback tool.</p>')
     total = sum(p.feedback for p in points)
     wins = sum(p.successes for p in points)
     rows = [[p.day, p.feedback, p.successes, p.partial, p.failures, num(p.mean_score)] for p in reversed(points)]
@@ -122,7 +123,7 @@ def resolve(ctx):
         ctx.mem.resolve_conflict(a, b, keep=keep)
     except RecalliteError as exc:
         ctx.query = {}
-        return learning_page(ctx, error=str(exc), status=ctx.status_of(exc))
+        return learning_page(ctx, error=said(exc), status=ctx.status_of(exc))
     return ctx.redirect(url("/learning", done="resolved"))
 
 

@@ -7,6 +7,7 @@ from recallite_core.models import RecallHit, ScoreBreakdown
 
 from .filters import Filters
 from .markup import Safe, badge, h, join, layout, mem_link, num, shorten, url, when
+from .wording import in_browser_terms, said
 
 PAGE_SIZE = 50
 SEARCH_LIMITS = (10, 20, 50, 100)
@@ -19,7 +20,7 @@ def memories_page(ctx) -> tuple[Safe, int]:
     try:
         found = results(ctx, f, q) if q else listing(ctx, f)
     except RecalliteError as exc:  # a bad filter or query: say so above the form, keep what was typed
-        return layout("Memories", form, active="/", error=str(exc)), ctx.status_of(exc)
+        return layout("Memories", form, active="/", error=said(exc)), ctx.status_of(exc)
     return layout("Memories", join([form, found]), active="/", notice=ctx.notice()), 200
 
 
@@ -92,7 +93,7 @@ def results(ctx, f: Filters, q: str) -> Safe:
 
 def hit_item(hit: RecallHit, trust: float | None) -> Safe:
     m = hit.memory
-    warn = join(h('<div class="warning">{}</div>', w) for w in hit.warnings)
+    warn = join(h('<div class="warning">{}</div>', in_browser_terms(w, m.id)) for w in hit.warnings)
     return h(
         '<li class="hit"><div>{} <strong>{}</strong> {} {} <span class="muted">{} · {} · trust {} · confidence {} · '
         'usefulness {}</span></div><div class="text">{}</div>{}<div class="reasons">score {} · {}</div>'

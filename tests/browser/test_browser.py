@@ -444,6 +444,58 @@ def test_open_by_id(client, seeded):
     assert r.status_code == 303 and r.headers["location"] == f"/memory/{seeded['rule'].id}"
 
 
+# Python calls, their arguments and MCP tool actions: nothing a person at the browser can use.
+CODE_WORDS = re.compile(r"\w\((?:mem_\d+)?\)|allow_unsafe|keep_both|recallite_update|action=\w|keep must|Pass the text|"
+                        r"missing_vectors|run reindex|never \(reconcile")
+
+
+def test_browser_messages_named_python_calls_a_browser_user_cannot_make(client, seeded, store, db_path):
+    """"No memory mem_999. List memories with list() or recall() to find ids." (a new user's trial):
+    every engine message the browser shows says it in the browser's terms, its pages, buttons and
+    fields, or the CLI command."""
+    said = []
+
+    def shown(r, expect):
+        text = error_of(r.text) or ""
+        said.append(text)
+        assert expect in text, (expect, text)
+
+    shown(client.get("/memory/mem_999"), "Memories page")
+    shown(client.get("/memory?id=mem_999"), "Memories page")
+    lesson, rule, guess = seeded["lesson"], seeded["rule"], seeded["guess"]
+    newer = store.revise(lesson.id, "Run pytest -x -q.")
+    shown(client.post(f"/memory/{lesson.id}/edit", data={"content": "Run pytest -x."}, headers=SAME), "Versions")
+    shown(client.post(f"/memory/{lesson.id}/status", data={"action": "validate"}, headers=SAME), "edit the newest version")
+    shown(client.post(f"/memory/{newer.id}/edit", data={"content": "  "}, headers=SAME), "text box is empty")
+    shown(client.post(f"/memory/{rule.id}/supersede", data={"by": guess.id}, headers=SAME), "override the trust policy")
+    store.relate(rule.id, newer.id, "contradicts")
+    shown(client.post(f"/memory/{newer.id}/relate", data={"to": rule.id, "relation": "supports"}, headers=SAME),
+          "Learning page")
+    shown(client.post("/learning/resolve", data={"a": rule.id, "b": newer.id, "keep": "mem_999"}, headers=SAME), "both hold")
+    # a warning in the search results: a team copy whose original was replaced
+    mine = store.remember("Releases ship on Tuesdays.", type="fact", scope="alice")
+    theirs = store.revise(store.share(mine.id, "team-web").id, "Releases ship on Tuesdays, except in December.")
+    new = store.revise(mine.id, "Releases ship on Thursdays.")
+    page = client.get("/?q=when+do+releases+ship&scope=team-web").text
+    said.append(page)
+    assert f"recallite-mcp resolve {theirs.id} {new.id} --keep both" in html_text.unescape(page)
+    if db_path.startswith("postgresql://"):  # drift, and its fix named on the Health page
+        import psycopg
+
+        with psycopg.connect(db_path, autocommit=True) as raw:
+            raw.execute("DELETE FROM vectors WHERE memory_id = %s", (int(rule.id[4:]),))
+    else:
+        import sqlite3
+
+        with sqlite3.connect(db_path) as raw:
+            raw.execute("DELETE FROM vectors WHERE memory_id = ?", (int(rule.id[4:]),))
+    page = client.get("/health?check=1").text
+    said.append(page)
+    assert "missing vectors" in page and "recallite-mcp reconcile --repair" in page
+    found = [m.group() for text in said for m in [CODE_WORDS.search(html_text.unescape(text))] if m]
+    assert not found, found
+
+
 # -- Learning and Health --------------------------------------------------------------------------------------------
 def test_learning_shows_the_log_feedback_curve_and_contradictions(client, seeded, store):
     r1 = store.recall("pytest failure", scope="proj")
