@@ -1,6 +1,7 @@
 """Curate: every change a person makes in the browser, each through the engine's public API
 (same rules and errors as the MCP tools and the CLI), and bulk validate/forget by filter with
-a preview to confirm."""
+a preview to confirm. A forget, of one or many, names the memories it left without a source
+and offers to forget them too."""
 
 from __future__ import annotations
 
@@ -65,10 +66,32 @@ def forget(ctx):
         return forget_confirm(ctx, ctx.path["id"])
     memory_id = ctx.path["id"]
     try:
-        ctx.mem.forget(memory_id)
+        result = ctx.mem.forget(memory_id)
     except RecalliteError as exc:
         return memory_page(ctx, memory_id, error=said(exc), status=ctx.status_of(exc))
+    if result.orphans:  # what it leaves without a source is named here, as a bulk forget does
+        body = join([orphans_section(ctx, result.orphans), Safe('<p><a href="/">Back to the memories</a></p>')])
+        return layout("Forgotten", body, active="/", notice=f"Forgot {result.id}."), 200
     return ctx.redirect(url("/", done="forgotten", id=memory_id))
+
+
+def orphans_section(ctx, orphans: list[str]) -> Safe:
+    """The memories a forget left without a source (they cited only what went): kept, and the
+    choice, forget them too (one button) or keep them."""
+    try:
+        titles = {m.id: m.title for m in ctx.mem.get_many(orphans)}
+    except RecalliteError:  # one went meanwhile: the ids still say which
+        titles = {}
+    one = len(orphans) == 1
+    text = (f"{orphans[0]} cited only what was forgotten. It was kept and still comes up in recall, with no source "
+            "left to check it against: forget it too, or keep it (nothing to do)." if one else
+            f"These {len(orphans)} memories cited only what was forgotten. They were kept and still come up in recall, "
+            "with no source left to check them against: forget them too, or keep them (nothing to do).")
+    return h('<section><h2>Left without a source</h2><p>{}</p>{}<form method="post" action="/curate/apply">'
+             '<input type="hidden" name="action" value="forget"><input type="hidden" name="ids" value="{}">'
+             '<button class="danger">{}</button></form></section>', text,
+             table(["id", "memory"], [[mem_link(i), shorten(titles.get(i, ""), 90)] for i in orphans]), ",".join(orphans),
+             "Forget this one too" if one else f"Forget these {len(orphans)} too")
 
 
 # -- the Curate page: open by id, bulk changes ---------------------------------------------------------------------
@@ -129,27 +152,37 @@ def preview(ctx, f: Filters, action: str) -> Safe:
 
 def apply(ctx):
     f, action = Filters.read(ctx.form), ctx.form.get("action", "")
-    try:
-        f, found = bulk_targets(ctx, f, action)
-    except (ValueError, RecalliteError) as exc:
-        ctx.query = {}
-        return curate_page(ctx, error=said(exc), status=400)
-    if digest(found) != ctx.form.get("digest"):
-        ctx.query = {**f.params(), "action": action}
-        return curate_page(ctx, error="The matching memories changed since the preview (another process wrote to the "
-                                      "store). Preview again and confirm what you see.", status=409)
-    done, skipped = 0, []
-    for m in found:
+    named = [i.strip() for i in ctx.form.get("ids", "").split(",") if i.strip()]
+    if named:  # the memories a forget left without a source, named on its result: no filter to preview
+        if action != "forget" or len(named) > BULK_MAX:
+            ctx.query = {}
+            return curate_page(ctx, error=f"Named memories can only be forgotten, at most {BULK_MAX} at once.", status=400)
+        ids = named
+    else:
+        try:
+            f, found = bulk_targets(ctx, f, action)
+        except (ValueError, RecalliteError) as exc:
+            ctx.query = {}
+            return curate_page(ctx, error=said(exc), status=400)
+        if digest(found) != ctx.form.get("digest"):
+            ctx.query = {**f.params(), "action": action}
+            return curate_page(ctx, error="The matching memories changed since the preview (another process wrote to "
+                                          "the store). Preview again and confirm what you see.", status=409)
+        ids = [m.id for m in found]
+    done, skipped, orphans = [], [], []
+    for mid in ids:
         try:
             if action == "forget":
-                ctx.mem.forget(m.id)
+                orphans += ctx.mem.forget(mid).orphans
             else:
-                ctx.mem.validate(m.id, "validated in the browser", by=BY_USER)
-            done += 1
+                ctx.mem.validate(mid, "validated in the browser", by=BY_USER)
+            done.append(mid)
         except RecalliteError as exc:  # one refusal does not stop the rest; each is listed
-            skipped.append([mem_link(m.id), said(exc)])
+            skipped.append([mem_link(mid), said(exc)])
+    gone = set(done)  # a memory orphaned early in the run may be forgotten later in it
+    left = sorted({o for o in orphans if o not in gone}, key=lambda o: int(o.removeprefix("mem_")))
     verb = "forgot" if action == "forget" else "validated"
-    body = h("<p>{} {}.</p>{}<p><a href=\"{}\">Back to the memories</a></p>", verb.capitalize(), memories_count(done),
+    body = h("<p>{} {}.</p>{}{}<p><a href=\"{}\">Back to the memories</a></p>", verb.capitalize(), memories_count(len(done)),
              h("<h2>Skipped</h2>{}", table(["id", "why"], skipped)) if skipped else "",
-             url("/", **f.params()))
-    return layout("Curate", body, active="/curate", notice=f"{verb} {done}"), 200
+             orphans_section(ctx, left) if left else "", url("/", **f.params()))
+    return layout("Curate", body, active="/curate", notice=f"{verb} {len(done)}"), 200
