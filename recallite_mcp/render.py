@@ -209,6 +209,37 @@ def stats(d: dict) -> str:
     return "\n".join(lines)
 
 
+def _moment(at: Any) -> str:
+    """An ISO timestamp to the second: 2025-01-06T09:00:00.412242+00:00 -> 2025-01-06T09:00:00+00:00."""
+    text = str(at or "")
+    head, dot, rest = text.partition(".")
+    return head + rest.lstrip("0123456789") if dot and len(head) == 19 else text
+
+
+def record(d: dict) -> str:
+    """The ids and positions of the turns just recorded (not their text, which the caller just sent);
+    session and scope once, as every turn shares them."""
+    turns = d.get("turns", [])
+    ids = ", ".join(f"{t['id']} #{t.get('seq')} {t.get('role')}" for t in turns)
+    return f"Recorded {counted(len(turns), 'turn')} in session {d.get('session')}, scope {d.get('scope')}: {ids}."
+
+
+def why(d: dict) -> str:
+    """The source turns of a memory, in order; what they all share (scope, session) said once."""
+    turns = d.get("sources", [])
+    if not turns:
+        return f"{d.get('id')} has no recorded source: it cites no conversation turn that is still stored."
+    shared = {key: vals.pop() for key in ("scope", "session") if len(vals := {t.get(key) for t in turns}) == 1}
+    where = ", ".join(f"{k} {v}" for k, v in shared.items() if v)
+    lines = [f"{d.get('id')} comes from these turns" + (f" ({where})" if where else "") + ":"]
+    for t in turns:
+        place = "" if "session" in shared or not t.get("session") else str(t["session"])
+        lines.append(f"- {t['id']} {place}#{t.get('seq')} {t.get('role')}, {_moment(t.get('timestamp'))}"
+                     + ("" if "scope" in shared else f", scope {t.get('scope')}"))
+        lines.append("  " + str(t.get("content", "")).replace("\n", "\n  "))
+    return "\n".join(lines)
+
+
 def _fields(v: Any, indent: str = "") -> str:
     """Any other result: key: value lines, lists as bullets."""
     if isinstance(v, dict):
@@ -229,6 +260,7 @@ RENDER: dict[str, Callable[[dict], str]] = {
     "recallite_feedback": feedback, "recallite_recall": recall, "recallite_get": get, "recallite_list": list_,
     "recallite_update": update, "recallite_forget": forget, "recallite_relate": relate, "recallite_stats": stats,
     "recallite_history": lambda d: "\n\n".join(_memory(m) for m in d.get("versions", [])) or "No versions.",
+    "recallite_record": record, "recallite_why": why,
 }
 
 # A context is bounded by its own max_tokens; everything else by MAX_TEXT.

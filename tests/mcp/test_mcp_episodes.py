@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from recallite_mcp import render
 from recallite_mcp.server import build_server, http_url
 from recallite_mcp.settings import Settings
 from tests.mcp_helpers import call, http_server
@@ -76,6 +77,40 @@ async def test_record_context_recall_why_forget_over_mcp():
         assert (await call(c, "recallite_why", id=fact["id"]))["sources"] == []
         bad = await c.call_tool("recallite_record", {"session": "x", "turns": [{"role": "user", "content": "  "}]})
         assert bad.is_error and "empty" in bad.content[0].text
+
+
+async def test_why_and_record_printed_the_scope_on_every_turn():
+    """The text of recallite_record and recallite_why repeated `scope: proj` (and the session) on
+    every turn (a new user's trial): what all share is said once; record lists the ids and positions
+    the agent needs, not the text it just sent."""
+    async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False, tools="all",
+                                            scope="proj"))) as c:
+        sent = await c.call_tool("recallite_record", {"session": "monday", "turns": [
+            {"role": "user", "content": "My passport expires on 3 March 2026, I must renew it.",
+             "timestamp": "2025-01-06T09:00:00Z"},
+            {"role": "assistant", "content": "Noted. Renewal takes about six weeks."}]})
+        t = sent.structured_content["turns"]
+        text = sent.content[0].text
+        assert text == f"Recorded 2 turns in session monday, scope proj: {t[0]['id']} #1 user, {t[1]['id']} #2 assistant."
+        fact = await call(c, "recallite_remember", type="fact", content="The passport expires on 3 March 2026.",
+                          cites=[t[0]["id"]])
+        why = (await c.call_tool("recallite_why", {"id": fact["id"], "window": 1})).content[0].text
+        assert why.count("proj") == 1 and why.count("monday") == 1 and "scope:" not in why
+        assert why.splitlines() == [
+            f"{fact['id']} comes from these turns (scope proj, session monday):",
+            f"- {t[0]['id']} #1 user, 2025-01-06T09:00:00+00:00", "  My passport expires on 3 March 2026, I must renew it.",
+            f"- {t[1]['id']} #2 assistant, {t[1]['timestamp'][:19]}+00:00", "  Noted. Renewal takes about six weeks."]
+        await call(c, "recallite_forget", id=t[0]["id"])
+        alone = (await c.call_tool("recallite_why", {"id": fact["id"]})).content[0].text
+        assert alone == f"{fact['id']} has no recorded source: it cites no conversation turn that is still stored."
+    # turns of several sessions and scopes (derived memories): each says its own
+    mixed = render.why({"id": "mem_9", "sources": [
+        {"id": "mem_1", "session": "a", "seq": 1, "role": "user", "timestamp": "2025-01-06T09:00:00+00:00",
+         "content": "x", "scope": "p"},
+        {"id": "mem_2", "session": "b", "seq": 4, "role": "user", "timestamp": "2025-01-07T09:00:00.5+00:00",
+         "content": "y", "scope": "q"}]})
+    assert mixed.splitlines() == ["mem_9 comes from these turns:", "- mem_1 a#1 user, 2025-01-06T09:00:00+00:00, scope p",
+                                  "  x", "- mem_2 b#4 user, 2025-01-07T09:00:00+00:00, scope q", "  y"]
 
 
 def test_http_transport_printed_nothing_at_startup(tmp_path):
