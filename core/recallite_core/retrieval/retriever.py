@@ -21,7 +21,7 @@ from recallite_core.index.vector_index import ScanFilter, VectorIndex, exact_sco
 from recallite_core.learning.learner import Assessment, OutcomeModel, blend_task, outcome_reasons
 from recallite_core.models import RecallHit, ScoreBreakdown
 from recallite_core.policy import rules as policy
-from recallite_core.policy.correction_ranking import FOLLOW_UP_REACH
+from recallite_core.policy.correction_ranking import FOLLOW_UP_REACH, asks_about_speaker
 from recallite_core.policy.correction_ranking import newer_first as corrections_first
 from recallite_core.policy.trust import side_tables, trust_scores
 from recallite_core.retrieval.candidates import Fused, QueryVectorCache, RecallFilter, flags_of, scan_filter_for
@@ -663,9 +663,9 @@ class Retriever:
             _, _, nshare, sboost = fz.about([i for i, _ in pool])
             kw_hits = kscore.keys() if alpha is not None else {i for i, _ in kw}
             keep = self.relevant(session, query, [i for i, _ in pool], cos, kw_hits, sboost.keys())
-            if keep:  # a neighbour vouches only when something matched the query at all (else a whole session
-                # came back, password too), and only with a score above the scope's average (a share > 0)
-                keep |= {i for i, _ in pool if nshare.get(i, 0.0) > 0.0}
+            if keep:  # a neighbour vouches only when something matched (else a whole session came back, password
+                # too), and only above the scope's average (share > 0) unless the question is about the speaker
+                keep |= {i for i, _ in pool if nshare.get(i, 0.0) > 0.0 or (i in nshare and asks_about_speaker(query))}
             pool = [(i, s) for i, s in pool if i in keep]
             pool_ids = [i for i, _ in pool]
             pooled = dict(pool)
