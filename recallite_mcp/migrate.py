@@ -3,8 +3,8 @@
 Built on the export/import path: the source is exported, with its stored vectors, to a private
 temporary file and read into the target with ``trust="restore"`` in one transaction (all or
 nothing), so statuses, sources, scores, superseded_by, relations, citations, session summaries,
-the retrieval log and the feedback history arrive as they were. The import runs in batches
-(bounded memory, the bar moves per batch). When both stores use the same embedder (name and
+team memberships, the retrieval log and the feedback history arrive as they were. The import runs
+in batches (bounded memory, the bar moves per batch). When both stores use the same embedder (name and
 dimensions) the vectors are copied, not recomputed; otherwise the target embeds again and the
 summary says so. Counts per noun are compared at the end: every source row must be in the target,
 copied now or (--into-nonempty) found there already.
@@ -23,7 +23,7 @@ import click
 
 from recallite_core.storage import is_postgres_url, masked_location
 
-NOUNS = ("memories", "relations", "citations", "session_summaries", "retrievals", "feedback")
+NOUNS = ("memories", "relations", "citations", "session_summaries", "retrievals", "feedback", "team_links")
 
 
 def counts(mem: Any) -> dict[str, int]:
@@ -31,7 +31,8 @@ def counts(mem: Any) -> dict[str, int]:
     with mem.core.store.reading() as conn:
         a = conn.archive
         return {"memories": len(a.memory_ids(None)), "relations": len(a.relations()), "citations": len(a.citations()),
-                "session_summaries": len(a.summaries()), "retrievals": len(a.retrievals()), "feedback": len(a.feedback())}
+                "session_summaries": len(a.summaries()), "retrievals": len(a.retrievals()), "feedback": len(a.feedback()),
+                "team_links": len(a.team_links(None))}
 
 
 def _identity(location: str) -> str:

@@ -21,6 +21,7 @@ def source(tmp_path):
                                 {"role": "assistant", "content": "Noted: deploys go through CI."}], session="s1", scope="p")
         m.cite(a.id, [turns[0].id])
         m.recall("two cores", scope="p")
+        m.join_team("p", "team-p")
     return path
 
 
@@ -30,7 +31,8 @@ def top_ids(path):
 
 
 SECRET = "s3cret-pw"
-NOUNS = (("memories", 6), ("relations", 3), ("citations", 1), ("session_summaries", 1), ("retrievals", 2), ("feedback", 1))
+NOUNS = (("memories", 6), ("relations", 3), ("citations", 1), ("session_summaries", 1), ("retrievals", 2), ("feedback", 1),
+         ("team_links", 1))
 
 
 def with_password(url):
@@ -175,3 +177,35 @@ def test_into_nonempty_missing_row_is_still_a_mismatch(tmp_path, monkeypatch):
     monkeypatch.setattr(mig, "counts", short)
     res = migrate("--from", src, "--to", dst, "--into-nonempty")
     assert res.exit_code == 1 and "MISMATCH" in res.output and "counts differ" in res.output
+
+
+def test_migrate_lost_team_membership(tmp_path, backend_location):
+    """migrate printed ok for every noun, yet teams(api) was [] in the target and api's recall
+    with include_teams no longer found web's shared lesson (a new user's trial; README's team
+    path to PostgreSQL is migrate). Team links are copied now, and counted like the other nouns."""
+    from tests.portability.test_portability import team_view, teams_store
+
+    src = str(tmp_path / "src.db")
+    with Recallite.open(src, embedder="hash") as m:
+        teams_store(m)
+        before = team_view(m)
+    res = migrate("--from", src, "--to", backend_location)
+    assert res.exit_code == 0, res.output
+    counted(res.output, "team_links", 3)
+    with Recallite.open(backend_location, embedder="hash") as m:
+        assert team_view(m) == before == ({"web": ["team-x"], "api": ["team-x"], "ops": ["team-y"]}, True)
+
+
+def test_migrate_reports_a_lost_team_link(tmp_path, monkeypatch):
+    import recallite_mcp.migrate as mig
+
+    real, calls = mig.counts, []
+
+    def short(mem):  # the target after the import lost a team link
+        got = real(mem)
+        calls.append(1)
+        return dict(got, team_links=got["team_links"] - 1) if len(calls) == 3 else got
+
+    monkeypatch.setattr(mig, "counts", short)
+    res = migrate("--from", source(tmp_path), "--to", str(tmp_path / "dst.db"))
+    assert res.exit_code == 1 and "MISMATCH" in res.output, res.output

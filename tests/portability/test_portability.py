@@ -203,3 +203,79 @@ def test_import_scope_moves_a_conversation_and_rebuilds_its_summary(tmp_path):
             assert {(sc, se) for sc, se, *_ in conn.archive.summaries()} == {("p", "s1"), ("r", "s1")}
         again = m.import_jsonl(out, trust="restore", scope="r")
         assert again["memories"] == 0 and again["duplicates"] == 6
+
+
+def teams_store(m):
+    """The trial's two projects sharing into one team, and a membership with nothing shared yet."""
+    web = m.remember("Run npm ci before the build.", type="lesson", scope="web")
+    api = m.remember("Run go mod tidy before the build.", type="lesson", scope="api")
+    m.share(web.id, "team-x")
+    m.share(api.id, "team-x")
+    m.join_team("ops", "team-y")
+
+
+def team_view(m):
+    """Each scope's teams, and what api finds of web's shared lesson with include_teams."""
+    hits = m.recall("npm ci before the build", scope="api", include_teams=True).memories
+    return ({s: m.teams(s) for s in ("web", "api", "ops")},
+            "Run npm ci before the build." in [h.memory.content for h in hits])
+
+
+def test_restore_lost_team_membership(tmp_path, backend_url):
+    """export + import --trust restore reported success but teams(api) came back [] and api's
+    recall with include_teams no longer found web's shared lesson (a new user's trial): the export
+    had no record of scope links. Now `team_link` records carry them (format version unchanged:
+    an older importer skips a kind it does not know), restore joins them, and says how many."""
+    src = Recallite.open(str(tmp_path / "a.db"), embedder="hash")
+    teams_store(src)
+    out = tmp_path / "backup.jsonl"
+    src.export_jsonl(str(out))
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows[0]["version"] == 1
+    assert sorted((r["scope"], r["team_scope"]) for r in rows if r["kind"] == "team_link") == \
+        [("api", "team-x"), ("ops", "team-y"), ("web", "team-x")]
+    dst = Recallite.open(backend_url, embedder="hash")
+    got = dst.import_jsonl(str(out), trust="restore")
+    assert got["team_links"] == 3
+    assert team_view(dst) == team_view(src) == ({"web": ["team-x"], "api": ["team-x"], "ops": ["team-y"]}, True)
+    again = dst.import_jsonl(str(out), trust="restore")
+    assert again["team_links"] == 0 and again["team_links_already_there"] == 3
+    src.close()
+    dst.close()
+
+
+def test_team_links_of_a_scoped_export_follow_import_scope(tmp_path):
+    """export --this-scope carries that scope's own memberships; import --scope moves them to
+    the new scope, as it moves the memories."""
+    src = Recallite.open(None, embedder="hash")
+    teams_store(src)
+    out = tmp_path / "web.jsonl"
+    src.export_jsonl(str(out), scope="web")
+    assert [r["scope"] for r in map(json.loads, out.read_text().splitlines()) if r["kind"] == "team_link"] == ["web"]
+    got = src.import_jsonl(str(out), trust="restore", scope="web2")
+    assert got["team_links"] == 1 and src.teams("web2") == ["team-x"]
+    assert src.import_jsonl(str(out), trust="restore", scope="team-x")["team_links"] == 0  # never its own team
+    assert src.teams("team-x") == []
+
+
+def test_untrusted_import_joins_no_team(tmp_path):
+    """Someone else's file does not widen what a scope recalls (with --isolate-scopes, team
+    links decide what a project may read): its links are counted as skipped."""
+    src = Recallite.open(None, embedder="hash")
+    teams_store(src)
+    out = tmp_path / "shared.jsonl"
+    src.export_jsonl(str(out))
+    dst = Recallite.open(None, embedder="hash")
+    got = dst.import_jsonl(str(out))
+    assert got["team_links"] == 0 and got["team_links_skipped"] == 3
+    assert [dst.teams(s) for s in ("web", "api", "ops")] == [[], [], []]
+
+
+def test_a_file_without_team_links_imports_as_before(tmp_path):
+    p = tmp_path / "old.jsonl"
+    p.write_text('{"kind": "header", "format": "recallite-jsonl", "version": 1}\n'
+                 '{"kind": "memory", "id": "mem_1", "content": "fine", "type": "fact", "scope": "web"}\n')
+    m = Recallite.open(None, embedder="hash")
+    got = m.import_jsonl(str(p), trust="restore")
+    assert got["memories"] == 1 and got["team_links"] == 0 and "team_links_skipped" not in got
+    assert m.teams("web") == []

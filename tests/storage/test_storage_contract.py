@@ -1066,11 +1066,16 @@ def test_archive_export_and_import(seed):
         s.archive.restore_status(b, "candidate")
         s.archive.restore_superseded_by(a, b)
         s.episodes.put_summary("chat", "s1", '["hi"]', 1, NOW)
+        assert s.archive.add_team_link("web", "team-x", NOW) == 1 and s.archive.add_team_link("web", "team-x", NOW + 1) == 0
+        s.teams.join("Web", "team-x", NOW)
+        s.teams.join("api", "team-x", NOW)
     with seed.store.reading() as s:
         assert s.archive.memory_ids(None) == [t, a, b] and s.archive.memory_ids("chat") == [t, a]
         assert s.archive.relations() == [(a, b, "supports", 1, NOW), (b, a, "contradicts", -1, NOW)]
         assert s.archive.citations() == [(a, t, NOW)]
         assert s.archive.summaries() == [("chat", "s1", '["hi"]', 1, NOW)]
+        assert s.archive.team_links(None) == [("Web", "team-x", NOW), ("api", "team-x", NOW), ("web", "team-x", NOW)]
+        assert s.archive.team_links("web") == [("web", "team-x", NOW)] and s.teams.of_scopes(["web"]) == ["team-x"]
         assert s.archive.retrievals() == [(rid, "q", "default", '["chat"]', "context", 100, 50, NOW)]
         assert s.archive.items_of(rid) == [(a, 1, 0.9, 1, 1.0), (b, 2, 0.4, 0, None)]
         assert s.archive.feedback() == [(fid, rid, "success", 1.0, "[]", "ok", "k", NOW)]

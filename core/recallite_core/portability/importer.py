@@ -9,8 +9,8 @@ Two passes over the file, never holding it whole:
    runs), computed otherwise. Memory held: one batch, plus a few integers per memory.
 2. **Write**, in one transaction: the file is read again and the memories inserted ``batch`` at
    a time with the vectors read back from the temporary file, then the relations, citations,
-   retrieval log, feedback and session summaries. If anything fails the transaction rolls back
-   and the target is as it was (the promise of ``import_jsonl``).
+   team memberships, retrieval log, feedback and session summaries. If anything fails the
+   transaction rolls back and the target is as it was (the promise of ``import_jsonl``).
 
 The write lock is held only for the second pass (no embedding in it), as before batching.
 Called by ``jsonl.Portability.import_jsonl``; may import what that module may.
@@ -34,7 +34,7 @@ from recallite_core.errors import InvalidInputError
 from recallite_core.models import OUTCOMES, RELATION_TYPES
 from recallite_core.policy import rules as policy
 from recallite_core.storage.codec import decode_vector
-from recallite_core.text.validation import parse_id
+from recallite_core.text.validation import check_scope, parse_id
 
 Progress = Callable[[int, int], None]
 
@@ -42,7 +42,7 @@ Progress = Callable[[int, int], None]
 IMPORT_BATCH = 500
 
 #: The nouns whose rows an import counts as already there (memories: "duplicates").
-PRESENT_NOUNS = ("relations", "citations", "session_summaries", "retrievals", "feedback")
+PRESENT_NOUNS = ("relations", "citations", "session_summaries", "retrievals", "feedback", "team_links")
 
 
 def records(path: str, header_check: Callable[[dict], None]) -> Iterator[tuple[int, dict]]:
@@ -110,6 +110,7 @@ class BatchImport:
         # backup twice): left as they were, and counted so that a check (migrate's) can tell
         # "already there" from "missing". Reported only when there are some.
         self.present = dict.fromkeys(PRESENT_NOUNS, 0)
+        self.links_skipped = 0  # team memberships of an untrusted file, not joined
 
     def _header(self, obj: dict) -> None:
         self._check_header(obj)
@@ -241,7 +242,8 @@ class BatchImport:
 
     # -- pass 2 ----------------------------------------------------------------------------------
     def _write(self, now: float, vecs: BinaryIO, chunk_vecs: BinaryIO, chunk_counts: list[int]) -> dict[str, int]:
-        counts = {"memories": 0, "duplicates": 0, "relations": 0, "retrievals": 0, "feedback": 0, "citations": 0}
+        counts = {"memories": 0, "duplicates": 0, "relations": 0, "retrievals": 0, "feedback": 0, "citations": 0,
+                  "team_links": 0}
         idmap: dict[int, int] = {}
         finals: list[tuple[int, Any, Any]] = []  # (old id, status, superseded_by) of restored memories
         sessions: set[tuple[str, str]] = set()
@@ -281,6 +283,8 @@ class BatchImport:
             self._links(conn, idmap, counts, now)
             self._restore_summaries(conn, idmap, sessions)
         counts.update({f"{noun}_already_there": n for noun, n in self.present.items() if n})
+        if self.links_skipped:
+            counts["team_links_skipped"] = self.links_skipped
         if self.header.get("vectors"):  # an export that carried vectors (migrate's): say how many were used
             counts["vectors_copied"] = self.copied
         return counts
@@ -388,12 +392,28 @@ class BatchImport:
                         self._tally(counts, "relations", conn.archive.add_relation(
                             a, b, r["type"], int(bool(r.get("confidence_effect", True)) and self.restore),
                             r.get("created_at") or now))
+                elif kind == "team_link":
+                    self._team_link(conn, r, counts, now)
                 elif kind == "retrieval" and self.restore:
                     self._tally(counts, "retrievals", self._retrieval(conn, r, idmap, retmap, now, logged))
                 elif kind == "feedback" and self.restore:
                     self._tally(counts, "feedback", self._feedback(conn, r, idmap, retmap, now))
             except (KeyError, TypeError, ValueError) as exc:
                 raise InvalidInputError(f"{self.path} line {n}: malformed {kind} record ({exc}). Nothing was imported.") from None
+
+    def _team_link(self, conn, r: dict, counts: dict, now: float) -> None:
+        """One team membership. Joined only from your own backup: a membership widens what the
+        member scope recalls (with --isolate-scopes it is what lets a project read a team), so
+        someone else's file does not get to add one; those are counted as skipped."""
+        if not self.restore:
+            self.links_skipped += 1
+            return
+        lim = self.core.limits
+        scope, team = check_scope(self.scope or r["scope"], lim, ""), check_scope(r["team_scope"], lim, "")
+        if not scope or not team:
+            raise ValueError("scope and team_scope must be non-empty")
+        if scope != team:  # into --scope X, X's own team link would make X its own team
+            self._tally(counts, "team_links", conn.archive.add_team_link(scope, team, r.get("created_at") or now))
 
     def _tally(self, counts: dict, noun: str, written: int) -> None:
         """One record of ``noun`` handled: 1 written, 0 found already in the store."""

@@ -62,7 +62,8 @@ class Portability:
         self.turns = turns
 
     def export_jsonl(self, path: str, *, scope: str | None = None, vectors: bool = False) -> int:
-        """Write memories, relations, retrievals and feedback as JSON lines. Returns lines written.
+        """Write memories, relations, team memberships, retrievals and feedback as JSON lines.
+        Returns lines written.
         ``vectors=True`` also writes each memory's stored vector and its chunks' (base64 float32),
         so an import into a store with the same embedder copies them instead of embedding again
         (migrate); the file is then about 2 KB per memory larger."""
@@ -76,11 +77,12 @@ class Portability:
         come from this store's embedder).
 
         ``trust="untrusted"`` (default): every memory arrives as source ``imported``, status
-        ``candidate``. ``trust="restore"``: your own backup; statuses, sources, scores and the
+        ``candidate``, and no scope joins a team (``team_links_skipped`` counts the file's).
+        ``trust="restore"``: your own backup; statuses, sources, scores, team memberships and the
         feedback history are kept as they were.
 
         ``scope``: put every memory into this scope instead of the one it was exported from
-        (copying a project into another); its relations, retrievals and feedback follow it, and
+        (copying a project into another); its relations, team memberships, retrievals and feedback follow it, and
         duplicates are those already in that scope. Session summaries are rebuilt from the turns.
         """
         self.core.live()
@@ -137,6 +139,10 @@ class Portability:
                 for a, b, created in conn.archive.citations():
                     if a in ids and b in ids:
                         write({"kind": "citation", "memory_id": f"mem_{a}", "episode_id": f"mem_{b}", "created_at": created})
+                # Team memberships (a kind added within version 1: an older importer skips it). Of a
+                # scope's export, that scope's own teams; other members are other projects.
+                for sc, team, created in conn.archive.team_links(scope or None):
+                    write({"kind": "team_link", "scope": sc, "team_scope": team, "created_at": created})
                 for sc, sess, pool, turns, updated in conn.archive.summaries():
                     if scope and sc != scope:
                         continue

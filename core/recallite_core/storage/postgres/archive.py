@@ -56,6 +56,15 @@ class PostgresArchive:
             "SELECT memory_id, weight, target, old_usefulness, new_usefulness, kind FROM memory_outcomes "
             "WHERE feedback_id = %s ORDER BY row_id", (fid,)).fetchall()
 
+    def team_links(self, scope: str | None) -> list[tuple[str, str, float]]:
+        """(member scope, team scope, created_at) of every team membership (of one member scope, if
+        given), in bytewise order as SQLite."""
+        sql = "SELECT scope, team_scope, created_at FROM scope_links"
+        params: tuple = ()
+        if scope:
+            sql, params = sql + " WHERE scope = %s", (scope,)
+        return self._conn.execute(sql + ' ORDER BY scope COLLATE "C", team_scope COLLATE "C"', params).fetchall()
+
     # -- import ------------------------------------------------------------------------------------
     def turn_at(self, scope: str, session: str, seq: int, content_hash: str | None) -> int | None:
         """The turn at a place of a session (with this content hash, if given)."""
@@ -89,6 +98,11 @@ class PostgresArchive:
         return self._conn.execute(
             "INSERT INTO relations (from_id, to_id, type, confidence_effect, created_at) VALUES (%s, %s, %s, %s, %s) "
             "ON CONFLICT DO NOTHING", (from_id, to_id, type, effect, created_at)).rowcount
+
+    def add_team_link(self, scope: str, team_scope: str, created_at: float) -> int:
+        """1 if ``scope`` became a member of ``team_scope``, 0 if it was one."""
+        return self._conn.execute("INSERT INTO scope_links (scope, team_scope, created_at) VALUES (%s, %s, %s) "
+                                  "ON CONFLICT DO NOTHING", (scope, team_scope, created_at)).rowcount
 
     def last_retrieval(self) -> int:
         """The id of the newest logged retrieval (0: none)."""
