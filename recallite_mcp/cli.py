@@ -532,6 +532,9 @@ def import_cmd(ctx, db, scope, embedder, log_level, path, trust):
     with open_engine(s) as mem:
         counts = mem.import_jsonl(path, trust=trust, progress=progress("import"), scope=into)
     click.echo(", ".join(f"{k} {v}" for k, v in counts.items()))
+    if trust == "untrusted" and counts.get("retired"):
+        click.echo(f"{counted(counts['retired'], 'memory', 'memories')} deprecated or superseded in the file stayed so; "
+                   "the others are candidates.")
 
 
 @main.command("migrate")

@@ -89,8 +89,10 @@ def test_untrusted_import_makes_candidates(tmp_path):
     src.export_jsonl(str(out))
     dst = Recallite.open(None, embedder="hash")
     dst.import_jsonl(str(out))
-    for m in dst.list(limit=100):
-        assert m.status == "candidate" and m.source.type == "imported"
+    for m in dst.list(limit=100, statuses=["candidate", "validated", "active", "superseded"]):
+        # what the file retired stays retired (test_untrusted_import_revived_...)
+        assert m.status == ("superseded" if m.content.startswith("Old release") else "candidate")
+        assert m.source.type == "imported"
     assert dst.stats().feedback["success"] == 0
 
 
@@ -279,3 +281,74 @@ def test_a_file_without_team_links_imports_as_before(tmp_path):
     got = m.import_jsonl(str(p), trust="restore")
     assert got["memories"] == 1 and got["team_links"] == 0 and "team_links_skipped" not in got
     assert m.teams("web") == []
+
+
+def test_untrusted_import_revived_deprecated_and_superseded_memories(tmp_path, backend_url):
+    """A default import brought the deprecated `Run npm ci before the build` and the superseded
+    `Deploy from the main branch` back as candidates, and both showed in recall (the deprecated one
+    first for "npm ci build"; a new user's trial). Retired memories now arrive retired: status and
+    superseded_by kept, source imported, out of recall, and the import says how many."""
+    src = Recallite.open(str(tmp_path / "a.db"), embedder="hash")
+    npm = src.remember("Run npm ci before the build.", type="lesson", scope="web")
+    main = src.remember("Deploy from the main branch.", type="procedure", scope="web")
+    src.deprecate(npm.id, reason="we moved to pnpm")
+    src.revise(main.id, "Deploy from a release tag.")
+    out = tmp_path / "shared.jsonl"
+    src.export_jsonl(str(out))
+    dst = Recallite.open(backend_url, embedder="hash")
+    got = dst.import_jsonl(str(out))
+    by_text = {m.content: m for m in dst.list(limit=100, statuses=["candidate", "deprecated", "superseded"])}
+    tag = by_text["Deploy from a release tag."]
+    assert by_text["Run npm ci before the build."].status == "deprecated"
+    assert by_text["Deploy from the main branch."].status == "superseded"
+    assert by_text["Deploy from the main branch."].superseded_by == tag.id and tag.status == "candidate"
+    assert {m.source.type for m in by_text.values()} == {"imported"}
+    assert got["memories"] == 3 and got["retired"] == 2
+    for query in ("npm ci build", "deploy from the main branch"):
+        assert {h.memory.content for h in dst.recall(query, scope="web").memories} <= {tag.content}
+    assert [m.content for m in dst.history(tag.id)] == ["Deploy from the main branch.", "Deploy from a release tag."]
+    again = dst.import_jsonl(str(out))
+    assert again["duplicates"] == 3 and "retired" not in again
+    src.close()
+    dst.close()
+
+
+def test_cli_untrusted_import_says_what_stayed_retired(tmp_path):
+    from click.testing import CliRunner
+
+    from recallite_mcp.cli import main
+
+    src, dst, out = str(tmp_path / "a.db"), str(tmp_path / "b.db"), str(tmp_path / "a.jsonl")
+    with Recallite.open(src, embedder="hash") as m:
+        build(m)
+        m.export_jsonl(out)
+    res = CliRunner().invoke(main, ["import", out, "--db", dst, "--embedder", "hash"])
+    assert res.exit_code == 0 and "retired 1" in res.output, res.output
+    assert "1 memory deprecated or superseded in the file stayed so; the others are candidates." in res.output
+    restored = CliRunner().invoke(main, ["import", out, "--db", str(tmp_path / "c.db"), "--embedder", "hash",
+                                         "--trust", "restore"])
+    assert restored.exit_code == 0 and "stayed so" not in restored.output, restored.output
+
+
+@pytest.mark.parametrize("batch", [1, 500])
+@pytest.mark.parametrize("retired_first", [False, True])
+def test_an_imported_retired_memory_is_not_corrected_again(tmp_path, batch, retired_first):
+    """What the file retired is not compared with anything: written after a live memory it reads
+    as that memory's correction (the live one came in superseded; set retired first, the import
+    failed: "a retired memory cannot replace another"); written before, a live memory of a later
+    batch must not take it for live."""
+    live = ('{"kind": "memory", "id": "mem_1", "content": "The staging server now runs on port 9090.", '
+            '"type": "fact", "scope": "web", "status": "active"}\n')
+    gone = ('{"kind": "memory", "id": "mem_2", "content": "The staging server runs on port 8080.", '
+            '"type": "fact", "scope": "web", "status": "deprecated"}\n')
+    out = tmp_path / "f.jsonl"
+    out.write_text('{"kind": "header", "format": "recallite-jsonl", "version": 1}\n'
+                   + (gone + live if retired_first else live + gone))
+    dst = Recallite.open(None, embedder="hash")
+    got = dst.import_jsonl(str(out), batch=batch)
+    assert (got["memories"], got["retired"], got["relations"]) == (2, 1, 0)
+    states = {m.content: (m.status, m.superseded_by) for m in dst.list(limit=10, statuses=["candidate", "deprecated"])}
+    assert states == {"The staging server runs on port 8080.": ("deprecated", None),
+                      "The staging server now runs on port 9090.": ("candidate", None)}
+    with dst.core.store.reading() as conn:
+        assert conn.archive.relations() == []

@@ -42,6 +42,9 @@ Progress = Callable[[int, int], None]
 IMPORT_BATCH = 500
 
 #: The nouns whose rows an import counts as already there (memories: "duplicates").
+#: Statuses a memory of the file keeps whatever the trust: retired is never made live again.
+RETIRED = ("deprecated", "superseded")
+
 PRESENT_NOUNS = ("relations", "citations", "session_summaries", "retrievals", "feedback", "team_links")
 
 
@@ -111,6 +114,7 @@ class BatchImport:
         # "already there" from "missing". Reported only when there are some.
         self.present = dict.fromkeys(PRESENT_NOUNS, 0)
         self.links_skipped = 0  # team memberships of an untrusted file, not joined
+        self.retired = 0  # memories written deprecated or superseded, as in the file
 
     def _header(self, obj: dict) -> None:
         self._check_header(obj)
@@ -245,7 +249,9 @@ class BatchImport:
         counts = {"memories": 0, "duplicates": 0, "relations": 0, "retrievals": 0, "feedback": 0, "citations": 0,
                   "team_links": 0}
         idmap: dict[int, int] = {}
-        finals: list[tuple[int, Any, Any]] = []  # (old id, status, superseded_by) of restored memories
+        # (old id, status, superseded_by) of restored memories; of an untrusted file's, the retired
+        # ones it inserted (status None: set already), whose superseded_by is set at the end
+        finals: list[tuple[int, Any, Any]] = []
         sessions: set[tuple[str, str]] = set()
         self.placed: dict[tuple[str, str], dict[int, int]] = {}  # (scope, session) -> {seq: new turn id}
         row_size = self.dims * 4
@@ -277,11 +283,12 @@ class BatchImport:
                         batch = []
             if batch:
                 flush()
-            if self.restore:
-                self._restore_finals(conn, finals, idmap)
+            self._restore_finals(conn, finals, idmap)
             self._windows(conn)
             self._links(conn, idmap, counts, now)
             self._restore_summaries(conn, idmap, sessions)
+        if self.retired:
+            counts["retired"] = self.retired
         counts.update({f"{noun}_already_there": n for noun, n in self.present.items() if n})
         if self.links_skipped:
             counts["team_links_skipped"] = self.links_skipped
@@ -314,8 +321,12 @@ class BatchImport:
     def _insert(self, conn, prepared: list, idmap: dict, finals: list, sessions: set, counts: dict, now: float) -> None:
         writer, turns = self.p.writer, self.p.turns
         # A backup restores its own links; anything else is compared with what is stored (earlier
-        # batches included: they are in this transaction) and with its own batch, like any write.
-        found = [[] for _ in prepared] if self.restore else writer.find_corrections(conn, [(x[1], x[5]) for x in prepared])
+        # batches included: they are in this transaction) and with its own batch, like any write,
+        # except what the file retired: it changes nothing (live lists positions in the batch).
+        live = [] if self.restore else [k for k, x in enumerate(prepared) if x[0].get("status") not in RETIRED]
+        found: list[list] = [[] for _ in prepared]
+        for k, f in zip(live, writer.find_corrections(conn, [(prepared[k][1], prepared[k][5]) for k in live])):
+            found[k] = f
         inserted: dict[int, int] = {}
         for k, (r, p, old_id, ep, category, vec, plan) in enumerate(prepared):
             if self.restore:
@@ -347,8 +358,17 @@ class BatchImport:
             turns.write_chunks(conn, mid, plan)
             turns.set_category(conn, mid, category)
             counts["memories"] += 1
+            if r.get("status") in RETIRED:
+                self.retired += 1
+                if not self.restore:
+                    # Someone else's retired memory arrives retired, never as a live candidate (it came
+                    # back in recall); set now, so that a later batch's corrections do not take it for
+                    # a live one. Memories already stored are left as they were.
+                    conn.archive.restore_status(mid, r["status"])
+                    finals.append((old_id, None, r.get("superseded_by")))
+        at = {j: inserted[k] for j, k in enumerate(live) if k in inserted}  # find_corrections named them by j
         for k, mid in inserted.items():
-            writer.apply_corrections(conn, mid, found[k], batch=inserted)
+            writer.apply_corrections(conn, mid, found[k], batch=at)
 
     def _windows(self, conn) -> None:
         """The keyword windows of the imported turns and of their neighbours already stored (an
@@ -360,7 +380,8 @@ class BatchImport:
             write_windows(conn, scope, session, seqs, absent=set(at.values()))
 
     def _restore_finals(self, conn, finals: list, idmap: dict) -> None:
-        """superseded_by pointers and final statuses (superseded / deprecated) of a restore."""
+        """superseded_by pointers and final statuses (superseded / deprecated) of a restore; the
+        pointers of an untrusted file's retired memories (their status is set)."""
         for old_id, status, sup in finals:
             if old_id not in idmap:
                 continue

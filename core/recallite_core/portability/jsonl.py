@@ -77,7 +77,8 @@ class Portability:
         come from this store's embedder).
 
         ``trust="untrusted"`` (default): every memory arrives as source ``imported``, status
-        ``candidate``, and no scope joins a team (``team_links_skipped`` counts the file's).
+        ``candidate``, except what the file retired: deprecated or superseded, it stays so
+        (``retired`` counts them); and no scope joins a team (``team_links_skipped`` counts the file's).
         ``trust="restore"``: your own backup; statuses, sources, scores, team memberships and the
         feedback history are kept as they were.
 
