@@ -563,3 +563,27 @@ def test_a_working_entry_promoted_to_the_episodic_layer_was_reported_as_drift():
         assert report.ok, report.drift
     finally:
         m.close()
+
+
+def test_a_restored_team_copy_stopped_following_its_original_when_ids_were_renumbered(tmp_path):
+    """A review of the team-copy change: a copy is found by its derived_from link to the original
+    and by the original's id in its metadata shared_from; a restore into a store that already held
+    memories renumbers ids (the link is renumbered, metadata is not), so revising the original after
+    the restore left the copy behind. The original's scope in shared_from is enough."""
+    src = Recallite.open(None, embedder="hash")
+    mine = src.remember("The e2e suite needs --retries 2.", type="lesson", scope="alice")
+    src.share(mine.id, "team-web")
+    path = tmp_path / "backup.jsonl"
+    src.export_jsonl(str(path))
+    src.close()
+    dst = Recallite.open(None, embedder="hash")
+    try:
+        dst.remember("Something stored before the restore.", scope="bob")
+        dst.remember("And another thing.", scope="bob")
+        dst.import_jsonl(str(path), trust="restore")
+        orig = next(m for m in dst.list(scope="alice") if "retries 2" in m.content)
+        assert orig.id != mine.id  # renumbered
+        new = dst.revise(orig.id, "The e2e suite needs --retries 3.")
+        assert new.team_copies and dst.get(new.team_copies[0]).content == new.content
+    finally:
+        dst.close()

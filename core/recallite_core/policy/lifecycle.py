@@ -138,10 +138,13 @@ class Lifecycle:
         if not sources:
             return []
         names = {f"mem_{i}" for i in chain}
+        home = {m.scope for m in conn.memories.load(chain[-1:]).values()}
         heads = set()
         for mid, m in conn.memories.load(sources).items():
             shared = m.metadata.get("shared_from")
-            if isinstance(shared, dict) and shared.get("id") in names:
+            # the id in metadata is not renumbered by a restore into a store with other memories; the
+            # derived_from link is, and the original's scope stays
+            if isinstance(shared, dict) and (shared.get("id") in names or shared.get("scope") in home):
                 newer = conn.memories.versions(mid)[1]
                 heads.add(newer[-1] if newer else mid)
         # Locked (PostgreSQL: in id order, as corrections lock what they change) before they are read
