@@ -47,6 +47,11 @@ def context(d: dict) -> str:
     n = len(d.get("memory_ids", []))
     tail = _meta(f"retrieval_id {d['retrieval_id']}", counted(n, "memory", "memories"), counted(d.get("tokens", 0), "token"),
                  f"{d['omitted']} more left out for the budget" if d.get("omitted") else None, f"scope {d.get('scope')}")
+    if not n and d.get("turn_ids"):  # the session's turns are the whole context: the model must read them
+        why = (f"{counted(d['omitted'], 'matching memory', 'matching memories')} left out for the budget; raise max_tokens"
+               if d.get("omitted") else "no stored memory matches beyond the conversation")
+        tail = _meta(f"retrieval_id {d['retrieval_id']}", why, counted(d.get("tokens", 0), "token"), f"scope {d.get('scope')}")
+        return _with_hint(f"{text}\n\n({tail})", d)
     if not n:  # a footer alone ("1 more matching memory left out") told the agent nothing it could act on
         if d.get("omitted"):  # something matched; the budget let none of it in
             return (f"Nothing fit the token budget: {counted(d['omitted'], 'matching memory', 'matching memories')} "

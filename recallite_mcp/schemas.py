@@ -45,6 +45,7 @@ class ContextOut(Out):
     truncated: bool = Field(description="True if a memory was cut to fit the budget.")
     omitted: int = Field(description="Matching memories left out for the budget.")
     scope: str = Field(description="The scope that was searched.")
+    turn_ids: list[str] = Field([], description="With session: the conversation turns shown first (not in memory_ids).")
     hint: str | None = Field(None, description="Set when the scope searched holds no memory at all: the scopes that do.")
 
 

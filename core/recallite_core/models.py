@@ -195,6 +195,8 @@ class ContextResult(BaseModel):
     omitted: int = 0
     conversation_turns: int | None = Field(None, description="With build_context(conversation=...): how many "
                                               "turns that session has (0: none here, served without it).")
+    turn_ids: list[str] = Field(default_factory=list, description="With build_context(conversation=...): the "
+                                "session's turns shown before the memories (not in memory_ids).")
 
 
 class UsefulnessChange(BaseModel):

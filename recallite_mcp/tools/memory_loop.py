@@ -90,7 +90,7 @@ def register(server: MCPServer) -> None:
                                     conversation=session)
         st.served(awaiting_key(ctx), r.retrieval_id, redact_text(query)[0])
         return ContextOut(context=r.context, retrieval_id=r.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
-                          truncated=r.truncated, omitted=r.omitted, scope=scopes[0],
+                          truncated=r.truncated, omitted=r.omitted, scope=scopes[0], turn_ids=r.turn_ids,
                           hint=st.scope_hint(ctx, scopes[0], bool(r.memory_ids or r.omitted))
                           or (session_hint(session) if r.conversation_turns == 0 else None))
 

@@ -113,6 +113,26 @@ async def test_why_and_record_printed_the_scope_on_every_turn():
                                   "  x", "- mem_2 b#4 user, 2025-01-07T09:00:00+00:00, scope q", "  y"]
 
 
+async def test_session_context_text_lost_the_conversation_when_no_memory_matched():
+    # a new user's trial: the text read "No stored memory matches this task. (... 39 tokens ...)" and
+    # the conversation the tokens were counted for was only in the structured content
+    async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False, scope="p1",
+                                            scope_origin="flag", tools="all"))) as c:
+        await call(c, "recallite_record", session="s1", turns=[
+            {"role": "user", "content": "Our CI runner is on Ubuntu 22.04 now."},
+            {"role": "assistant", "content": "Noted, I'll use apt for system packages."}])
+        res = await c.call_tool("recallite_context", {"query": "what OS is the CI runner?", "session": "s1"})
+        text, data = res.content[0].text, res.structured_content
+        assert data["memory_ids"] == [] and "Ubuntu 22.04" in data["context"]
+        assert text.startswith(data["context"].rstrip()) and "apt for system packages" in text
+        assert "No stored memory matches this task" not in text and data["retrieval_id"] in text
+        assert len(data["turn_ids"]) == 2
+        # a budget too small for the conversation: nothing of it is served, and the text says so plainly
+        tiny = await c.call_tool("recallite_context", {"query": "what OS is the CI runner?", "session": "s1",
+                                                       "max_tokens": 5})
+        assert "Ubuntu" not in tiny.content[0].text and "turn_ids" not in tiny.structured_content
+
+
 def test_http_transport_printed_nothing_at_startup(tmp_path):
     """`recallite-mcp --transport http` printed nothing once up (a new user's trial): one stderr line
     says where it listens, the URL a client connects to."""

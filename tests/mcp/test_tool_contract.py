@@ -15,7 +15,8 @@ pytestmark = pytest.mark.anyio
 # The core set (served by default): (required, advertised parameters, output fields).
 CONTRACT = {
     "recallite_context": (["query"], ["format", "limit", "max_tokens", "query", "scope", "types"],
-                          ["context", "hint", "memory_ids", "omitted", "retrieval_id", "scope", "tokens", "truncated"]),
+                          ["context", "hint", "memory_ids", "omitted", "retrieval_id", "scope", "tokens", "truncated",
+                           "turn_ids"]),
     "recallite_remember": (["content"], ["content", "level", "metadata", "source", "tags", "title", "type", "valid_until"],
                            ["conflicts_with", "duplicate_of", "hint", "id", "layer", "note", "scope", "source", "status",
                             "supersedes", "title", "type"]),

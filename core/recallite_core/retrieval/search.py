@@ -239,7 +239,7 @@ class Searcher:
             s.retrievals.mark_context(parse_id(result.retrieval_id, "ret"), tokens, None)
         return ContextResult(context=text, retrieval_id=result.retrieval_id, memory_ids=r.memory_ids, tokens=tokens,
                              max_tokens=max_tokens, format=format, truncated=r.truncated, omitted=r.omitted,
-                             conversation_turns=sc.total_turns)
+                             conversation_turns=sc.total_turns, turn_ids=shown)
 
     # -- recall post-processing ---------------------------------------------------------------------------------------
     def _post_rank(self, query: str, hits: list[RecallHit], limit: int, expand: int | None,
