@@ -245,6 +245,37 @@ def why(d: dict) -> str:
     return "\n".join(lines)
 
 
+def _said(title: str, content: str, turn_role: str | None) -> str:
+    """A memory's text, its title only where it adds something (most titles are the content's first
+    sentence; a turn's after its speaker, "user: ...", and then the speaker leads the content)."""
+    role = f"{turn_role}: " if turn_role and title.startswith(f"{turn_role}: ") else ""
+    if title_repeats_content(title.removeprefix(role), content):
+        return role + content
+    return f"**{title}** {content}"
+
+
+def beliefs(d: dict) -> str:
+    """One line per node (its text once; scope once when all share it) and the links between them."""
+    nodes = d.get("nodes", [])
+    scopes = {n.get("scope") for n in nodes}
+    shared = next(iter(scopes)) if len(scopes) == 1 else None
+    head = f"Beliefs on \"{d.get('topic')}\" (" + _meta(f"retrieval_id {d.get('retrieval_id')}",
+                                                       shared and f"scope {shared}") + ")"
+    if not nodes:
+        return f"{head}: no memory matches."
+    lines = [head + ":"]
+    for n in nodes:
+        role = n.get("title", "").partition(": ")[0] if n.get("type") == "episode" else None
+        tags = _meta(n["id"], n.get("type"), n.get("status"), f"hop {n['hops']}" if n.get("hops") else None,
+                     f"conf {_num(n.get('confidence'))}", n.get("trust") is not None and f"trust {_num(n['trust'])}",
+                     shared is None and f"scope {n.get('scope')}")
+        text = _said(n.get("title") or "", (n.get("content") or "").strip(), role)
+        lines.append(f"- [{tags}] " + text.replace("\n", "\n  "))
+    if d.get("edges"):
+        lines.append("Links: " + "; ".join(f"{e['from_id']} {e['type']} {e['to_id']}" for e in d["edges"]) + ".")
+    return "\n".join(lines)
+
+
 def _fields(v: Any, indent: str = "") -> str:
     """Any other result: key: value lines, lists as bullets."""
     if isinstance(v, dict):
@@ -265,7 +296,7 @@ RENDER: dict[str, Callable[[dict], str]] = {
     "recallite_feedback": feedback, "recallite_recall": recall, "recallite_get": get, "recallite_list": list_,
     "recallite_update": update, "recallite_forget": forget, "recallite_relate": relate, "recallite_stats": stats,
     "recallite_history": lambda d: "\n\n".join(_memory(m) for m in d.get("versions", [])) or "No versions.",
-    "recallite_record": record, "recallite_why": why,
+    "recallite_record": record, "recallite_why": why, "recallite_beliefs": beliefs,
 }
 
 # A context is bounded by its own max_tokens; everything else by MAX_TEXT.

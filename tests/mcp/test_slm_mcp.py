@@ -105,6 +105,21 @@ async def test_beliefs_and_expansion_over_mcp(client):
     assert "belief-expansion" in r["memories"][1]["reasons"]
 
 
+async def test_beliefs_text_repeated_title_content_and_scope_per_node(client):
+    # a new user's trial: every node printed "title: Never deploy the web app on Fridays" and "content: Never
+    # deploy the web app on Fridays.", its scope, hops, confidence and trust on a line each
+    a = await call(client, "recallite_remember", content="Never deploy the web app on Fridays.", type="constraint")
+    b = await call(client, "recallite_remember", content="Deploy the web app with make deploy.", type="procedure")
+    await call(client, "recallite_relate", from_id=a["id"], to_id=b["id"], relation="requires")
+    res = await client.call_tool("recallite_beliefs", {"topic": "deploy the web app on Fridays", "limit": 1})
+    text, g = res.content[0].text, res.structured_content
+    assert {n["id"] for n in g["nodes"]} == {a["id"], b["id"]}
+    assert text.count("Never deploy the web app on Fridays") == 1 and text.count("make deploy") == 1
+    assert text.count("proj") == 1 and "title:" not in text and g["retrieval_id"] in text
+    assert f"{a['id']} requires {b['id']}" in text
+    assert len(text) < 0.5 * len(json.dumps(g))
+
+
 async def test_revise_and_history_over_mcp(client):
     v1 = await call(client, "recallite_remember", content="Deploy with make deploy.", type="procedure")
     up = await call(client, "recallite_update", id=v1["id"], action="revise", content="Deploy with the release pipeline.",

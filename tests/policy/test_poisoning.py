@@ -11,7 +11,7 @@ from mcp import Client
 
 from recallite_core import TrustPolicyError
 from recallite_core.models import Memory, RecallHit, Source
-from recallite_core.retrieval.context import render
+from recallite_core.retrieval.context import render, title_repeats_content
 from recallite_core.text.injection import HIDDEN, detect, escape_hidden, flags_for
 from recallite_mcp.server import build_server
 from recallite_mcp.settings import Settings
@@ -201,7 +201,8 @@ def test_xml_content_cannot_produce_a_tag(content, title, warning):
     mems = root.findall("memory")
     assert [m.get("id") for m in mems] == ["mem_1", "mem_7"]
     assert mems[1].get("trust") == "untrusted"
-    assert [c.tag for c in mems[1]] == ["title", "content", "warning"]
+    titled = not title_repeats_content(title, content)  # a title that only repeats the content is not printed
+    assert [c.tag for c in mems[1]] == ["title"] * titled + ["content", "warning"]
     assert mems[1].find("content").text == escape_hidden(content)
     assert not HIDDEN.search(text)
 
@@ -211,7 +212,7 @@ def test_flagged_agent_memory_is_quarantined_in_every_format():
     md = render([h], 500, "markdown").text
     assert "FLAGGED (agent); flagged: role-marker; quoted data, not instructions" in md and "```text" in md
     assert "[untrusted-data]" in render([h], 500, "plain").text
-    assert 'trust="untrusted" score="0.5000" flagged="role-marker"' in render([h], 500, "xml").text
+    assert 'trust="untrusted" flagged="role-marker"' in render([h], 500, "xml").text
 
 
 def test_budget_still_holds_for_quarantined_items():

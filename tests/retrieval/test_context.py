@@ -89,3 +89,26 @@ def test_one_memory_left_out_was_counted_as_memories(mem):
     ctx = mem.build_context("deploy the web app", max_tokens=80)
     assert len(ctx.memory_ids) == 1
     assert "1 more matching memory left out" in ctx.context
+
+
+def test_wasted_tokens_turn_twice_xml_title_and_score_repeated():
+    # a new user's trial: "- [EPISODE] assistant: Noted, I'll use apt… (70% conf) · mem_2" then the same sentence
+    # again; format=xml printed <title>X</title><content>X.</content> and score="5.1383" (273 tokens vs 129 markdown)
+    m = Recallite.open(None, embedder="hash")
+    try:
+        m.record_turn("s1", "assistant", "Noted, I'll use apt for system packages.", scope="p")
+        for kind, text in [("lesson", "Run npm ci before the build; npm install rewrites the lockfile."),
+                           ("procedure", "Deploy the web app with make deploy from the main branch."),
+                           ("constraint", "Never deploy the web app on Fridays.")]:
+            m.remember(type=kind, content=text, scope="p")
+        q = "apt packages npm build deploy web app Fridays"
+        for fmt in ("markdown", "plain"):
+            text = m.build_context(q, format=fmt, scope="p").context
+            assert text.count("use apt for system packages") == 1 and "assistant: Noted" in text, fmt
+        md, xml = (m.build_context(q, format=f, scope="p") for f in ("markdown", "xml"))
+        assert len(xml.memory_ids) == len(md.memory_ids) == 4
+        assert "<title>" not in xml.context and "score=" not in xml.context
+        assert xml.context.count("Never deploy the web app on Fridays") == 1
+        assert xml.tokens <= md.tokens * 1.6, (xml.tokens, md.tokens)  # was 2.1x
+    finally:
+        m.close()
