@@ -164,7 +164,7 @@ def list_(d: dict) -> str:
             + (f" · {m['source']}" if m.get("source") not in (None, "agent") else "") for m in items]
     if d.get("next_offset") is not None:
         rows.append(f"More: offset={d['next_offset']}.")
-    return "\n".join([head, *rows]) if items else "No memories match these filters."
+    return "\n".join([head, *rows]) if items else _with_hint("No memories match these filters.", d)
 
 
 def update(d: dict) -> str:
@@ -209,9 +209,10 @@ def stats(d: dict) -> str:
             lines.append(f"{key.replace('_', ' ')}: {_kv(d[key])}")
     lines.append(_meta(f"retrievals {d.get('retrievals')}", f"context calls {d.get('context_calls')}",
                        f"tokens served {d.get('tokens_served')}", f"saved {d.get('tokens_saved')}"))
+    wal = f" + {d['wal_bytes']:,} WAL" if d.get("wal_bytes") else ""  # the CLI's figure: much of a busy store is there
     lines.append(_meta(f"embedder {d.get('embedder')}" + ("" if d.get("embedder_loaded", True) else " (loading)"),
-                       f"database {d.get('db_path') or ':memory:'}", f"{d.get('db_bytes', 0):,} bytes"))
-    return "\n".join(lines)
+                       f"database {d.get('db_path') or ':memory:'}", f"{d.get('db_bytes', 0):,} bytes{wal}"))
+    return _with_hint("\n".join(lines), d)
 
 
 def _moment(at: Any) -> str:

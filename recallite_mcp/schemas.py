@@ -222,6 +222,7 @@ class ListOut(Out):
     offset: int
     next_offset: Optional[int] = Field(None, description="Pass as offset for the next page (absent on the last page).")
     scopes: list[str] = Field(description="The scopes listed.")
+    hint: str | None = Field(None, description="Set when the scope named holds no memory at all: the scopes that do.")
 
 
 class RelationOut(Out):
@@ -299,6 +300,7 @@ class StatsOut(Stats):
     working: dict[str, int] = Field(default_factory=dict, description="Working memory held by this server: sessions, entries, bytes.")
     scope_note: Optional[str] = Field(None, description="Set when no client root, flag or git repository chose the scope: what to do.")
     tools: str = Field("core", description="The tool set served: core or all.")
+    hint: str | None = Field(None, description="Set when the scope named holds no memory at all: the scopes that do.")
 
 
 class BeliefNodeOut(Out):

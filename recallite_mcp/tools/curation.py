@@ -123,7 +123,8 @@ def register(server: MCPServer) -> None:
         if scope:
             st.check_scope_access(ctx, scope)
         page, nxt = list_page(st.engine, scopes, types, statuses, sources, tags, limit, offset)
-        return ListOut(memories=[ListItemOut.of(m) for m in page], offset=offset, next_offset=nxt, scopes=scopes)
+        return ListOut(memories=[ListItemOut.of(m) for m in page], offset=offset, next_offset=nxt, scopes=scopes,
+                       hint=st.scope_hint(ctx, scope, bool(page or offset)) if scope else None)
 
     @server.tool(title="Change a memory's status or text", annotations=WRITES)
     @edge
@@ -227,11 +228,14 @@ def register(server: MCPServer) -> None:
     ) -> StatsOut:
         """The active scope and why, counts by type, status and source, feedback, tokens saved."""
         st = state_of(ctx, roots)
+        named = scope
         if scope:
             st.check_scope_access(ctx, scope)
         elif st.settings.isolate_scopes:
             scope = st.active_scope(ctx).scope
-        return stats_out(st, scope, st.active_scope(ctx))
+        out = stats_out(st, scope, st.active_scope(ctx))
+        out.hint = st.scope_hint(ctx, named, bool(out.memories)) if named else None  # a misspelt scope counts 0
+        return out
 
     @server.tool(title="Link two memories", annotations=WRITES)
     @edge

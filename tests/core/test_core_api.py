@@ -269,6 +269,21 @@ def test_recall_is_logged_and_reasons_explain(mem):
     assert mem.get(m.id).access_count == 1
 
 
+def test_stats_of_a_scope_counted_none_of_its_retrievals(mem):
+    # a new user's trial: stats(scope=<the active scope>) said "retrievals 0 · context calls 0 · tokens served 0"
+    # and no feedback, as a project's searches also search the user scope (logged as ["p1", "user"])
+    m = mem.remember("Run npm ci before the build.", type="lesson", scope="p1")
+    ctx = mem.build_context("fix the npm build", scope=["p1", "user"])
+    mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[m.id])
+    mem.recall("npm", scope="p2")
+    for scope in ("p1", ["p1", "user"]):
+        s = mem.stats(scope=scope)
+        assert (s.retrievals, s.context_calls, s.feedback["success"]) == (1, 1, 1), scope
+        assert s.tokens_served == ctx.tokens > 0
+    assert mem.stats(scope="p2").retrievals == 1 and mem.stats(scope="user").retrievals == 0
+    assert mem.stats().retrievals == 2
+
+
 @pytest.mark.parametrize("kwargs", [{"limit": 0}, {"limit": 1000}, {"limit": "five"}, {"profile": "wizard"}, {"types": ["dream"]}])
 def test_recall_rejects_bad_arguments(mem, kwargs):
     with pytest.raises(InvalidInputError):

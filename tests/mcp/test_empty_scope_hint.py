@@ -107,3 +107,22 @@ async def test_a_write_to_a_misspelt_scope_created_it_without_a_word():
         assert "hint" not in again  # a scope in use: nothing to say
         same = await call(c, "recallite_remember", content="Lint with ruff.", scope="web-app")
         assert "hint" not in same
+
+
+async def test_stats_of_an_unknown_scope_said_nothing_and_left_out_the_wal(tmp_path):
+    # a new user's trial: recallite_stats(scope="nosuch") answered "memories 0 in nosuch" with no hint, its
+    # text gave "database ... 4,096 bytes" with 428,512 bytes in the WAL, and scope=<active> counted no retrieval
+    async with Client(build_server(Settings(db=str(tmp_path / "m.db"), embedder="hash", warm_embedder=False,
+                                            scope="default", scope_origin="flag"))) as c:
+        await remember_all(c)
+        ctx = await call(c, "recallite_context", query="deploy the web app with make ship", scope="web-app")
+        await call(c, "recallite_feedback", retrieval_id=ctx["retrieval_id"], outcome="success")
+        res = await c.call_tool("recallite_stats", {"scope": "proj-x"})
+        want = "scope 'proj-x' holds no memories; known scopes: web-app, default."
+        assert res.structured_content["hint"] == want and want in res.content[0].text
+        res = await c.call_tool("recallite_stats", {"scope": "web-app"})
+        s, text = res.structured_content, res.content[0].text
+        assert s.get("hint") is None and (s["retrievals"], s["context_calls"], s["feedback"]["success"]) == (1, 1, 1)
+        assert s["wal_bytes"] > 0 and f"{s['db_bytes']:,} bytes + {s['wal_bytes']:,} WAL" in text
+        res = await c.call_tool("recallite_list", {"scope": "proj-x"})
+        assert res.structured_content["hint"] == want and res.content[0].text.endswith(want)

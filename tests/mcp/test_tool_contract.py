@@ -27,7 +27,7 @@ CONTRACT = {
                          ["hint", "memories", "retrieval_id", "scope"]),
     "recallite_get": (["ids"], ["ids", "offset", "retrieval_id"], ["memories"]),
     "recallite_list": ([], ["limit", "offset", "scope", "sources", "statuses", "tags", "types"],
-                       ["memories", "next_offset", "offset", "scopes"]),
+                       ["hint", "memories", "next_offset", "offset", "scopes"]),
     "recallite_update": (["action", "id"], ["action", "content", "id", "other", "reason", "superseded_by"],
                          ["confidence", "id", "layer", "note", "scope", "status", "superseded_by"]),
     "recallite_forget": (["id"], ["id", "vacuum"], ["deleted", "id", "orphans", "removed"]),

@@ -1008,7 +1008,9 @@ def test_stats_and_teams(seed):
         assert s.stats.relation_counts(MemoryFilter()) == {"supports": 1, "contradicts": 1}
         assert s.stats.vector_count(MemoryFilter()) == 2 and s.stats.vector_count(MemoryFilter(scopes=("ops",))) == 0
         assert s.stats.expired_count(MemoryFilter(), NOW) == 1 and s.stats.expired_count(MemoryFilter(scopes=("ops",)), NOW) == 0
-        assert s.stats.retrieval_counts('["web"]') == (1, [], 0, {"success": 1})
+        assert s.stats.retrieval_counts(("web",)) == (1, [], 0, {"success": 1})  # the first scope searched
+        assert s.stats.retrieval_counts(("ops", "web")) == (2, [], 0, {"success": 1})
+        assert s.stats.retrieval_counts(("nowhere",)) == (0, [], 0, {})
         assert s.stats.retrieval_counts(None) == (2, [], 0, {"success": 1})
         assert s.teams.of_scopes(["alice"]) == ["team-all", "team-web"]
         assert s.teams.of_scopes(["bob", "alice"]) == ["team-all", "team-web", "team-web"]

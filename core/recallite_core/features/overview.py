@@ -10,7 +10,6 @@ another service.
 from __future__ import annotations
 
 import dataclasses
-import json
 import statistics
 import time
 from typing import TYPE_CHECKING, Any, Sequence
@@ -70,8 +69,7 @@ class Overview:
                 vectors = conn.vectors.count()
             else:
                 vectors = conn.stats.vector_count(mf)
-            searched = None if flt.scopes is None else json.dumps(list(flt.scopes))
-            retrievals, served, matched, fb = conn.stats.retrieval_counts(searched)
+            retrievals, served, matched, fb = conn.stats.retrieval_counts(flt.scopes)
             redacted = conn.stats.redactions()
         served_sorted = sorted(served)
         db_bytes, wal_bytes = self.core.store.file_sizes()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from recallite_core.storage.base import MemoryFilter
 from recallite_core.storage.postgres.filters import where_sql
@@ -53,10 +53,11 @@ class PostgresStats:
             f"SELECT count(*) FROM memories m WHERE {where} AND m.valid_until IS NOT NULL AND m.valid_until <= %s",
             [*params, now]).fetchone()[0]
 
-    def retrieval_counts(self, scopes: str | None) -> tuple[int, list[int], int, dict[str, int]]:
+    def retrieval_counts(self, scopes: Sequence[str] | None) -> tuple[int, list[int], int, dict[str, int]]:
         """(retrievals, tokens served by each context call, tokens matched by them, feedback per
-        outcome) of the retrievals whose searched scopes (JSON) are exactly ``scopes``; None: all."""
-        where, params = ("r.scope = %s", [scopes]) if scopes is not None else ("true", [])
+        outcome) of the retrievals made in one of ``scopes``: the first scope each searched (a
+        project's searches also search the user scope, logged as ["p1", "user"]); None: all."""
+        where, params = ("(r.scope::jsonb ->> 0) = ANY(%s)", [list(scopes)]) if scopes is not None else ("true", [])
         conn = self._conn
         retrievals = conn.execute(f"SELECT count(*) FROM retrievals r WHERE {where}", params).fetchone()[0]
         served = [r[0] for r in conn.execute(

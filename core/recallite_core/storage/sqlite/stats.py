@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from recallite_core.storage.base import MemoryFilter
 from recallite_core.storage.sqlite.filters import where_sql
@@ -52,23 +52,24 @@ class SqliteStats:
             f"SELECT count(*) FROM memories m WHERE {where} AND m.valid_until IS NOT NULL AND m.valid_until <= ?",
             [*params, now]).fetchone()[0]
 
-    def retrieval_counts(self, scopes: str | None) -> tuple[int, list[int], int, dict[str, int]]:
+    def retrieval_counts(self, scopes: Sequence[str] | None) -> tuple[int, list[int], int, dict[str, int]]:
         """(retrievals, tokens served by each context call, tokens matched by them, feedback per
-        outcome) of the retrievals whose searched scopes (JSON) are exactly ``scopes``; None: all."""
+        outcome) of the retrievals made in one of ``scopes``: the first scope each searched (a
+        project's searches also search the user scope, logged as ["p1", "user"]); None: all."""
         rscope = ""
         rparams: list = []
         if scopes is not None:
-            rscope = "WHERE scope = ?"
-            rparams = [scopes]
+            rscope = f"WHERE json_extract(r.scope, '$[0]') IN ({', '.join('?' * len(scopes))})"
+            rparams = list(scopes)
         conn = self._conn
-        retrievals = conn.execute(f"SELECT count(*) FROM retrievals {rscope}", rparams).fetchone()[0]
+        retrievals = conn.execute(f"SELECT count(*) FROM retrievals r {rscope}", rparams).fetchone()[0]
         served = [r[0] for r in conn.execute(
-            f"SELECT tokens_served FROM retrievals {rscope} {'AND' if rscope else 'WHERE'} kind = 'context' "
+            f"SELECT tokens_served FROM retrievals r {rscope} {'AND' if rscope else 'WHERE'} kind = 'context' "
             "AND tokens_served IS NOT NULL", rparams)]
         matched = conn.execute(
-            f"SELECT coalesce(sum(tokens_matched), 0) FROM retrievals {rscope} {'AND' if rscope else 'WHERE'} kind = 'context'",
+            f"SELECT coalesce(sum(tokens_matched), 0) FROM retrievals r {rscope} {'AND' if rscope else 'WHERE'} kind = 'context'",
             rparams).fetchone()[0]
         fb = {k: v for k, v in conn.execute(
             "SELECT f.outcome, count(*) FROM feedback f JOIN retrievals r ON r.id = f.retrieval_id "
-            f"{rscope.replace('scope', 'r.scope')} GROUP BY f.outcome", rparams)}
+            f"{rscope} GROUP BY f.outcome", rparams)}
         return retrievals, served, matched, fb
