@@ -51,10 +51,14 @@ def offers_roots(ctx: Context) -> bool:
     return caps is not None and getattr(caps, "roots", None) is not None
 
 
+ISOLATED = "Cross-scope access is disabled on this server (--isolate-scopes)"
+
+
 def scope_denied(scope: str, project: str, user: str) -> ToolError:
+    """For a `scope` argument naming another project (the caller's own word, so it is named back)."""
     return ToolError(
-        f"Cross-scope access is disabled on this server (--isolate-scopes): scope {scope!r} is neither the "
-        f"active project scope {project!r} nor the user scope {user!r}. Omit `scope` to use the active project."
+        f"{ISOLATED}: scope {scope!r} is neither the active project scope {project!r} nor the user scope "
+        f"{user!r}. Omit `scope` to use the active project."
     )
 
 
@@ -181,11 +185,14 @@ class AppState:
         return user if level_for(memory_type, level) == "user" else project
 
     def guard_memories(self, ctx: Context, ids: list[str]) -> None:
-        """With --isolate-scopes, ids of another project's memories are refused."""
+        """With --isolate-scopes, ids of another project's memories are refused, without naming its
+        scope (not this client's to see) and without scope_denied's "omit `scope`": no scope was passed."""
         if not self.settings.isolate_scopes:
             return
+        allowed = self.allowed_scopes(ctx)
         for m in self.engine.get_many(ids):
-            self.check_scope_access(ctx, m.scope)
+            if m.scope not in allowed:
+                raise ToolError(f"{ISOLATED}: {m.id} belongs to another project; use this project's memories only.")
 
     def guard_retrieval(self, ctx: Context, retrieval_id: str | None) -> None:
         """With --isolate-scopes, another project's retrieval is refused: its feedback (or the
@@ -195,10 +202,8 @@ class AppState:
         project, user = self.allowed_scopes(ctx)
         allowed = {project, user, *self.engine.teams(project)}
         entry, _ = self.engine.inspection().retrieval(retrieval_id)
-        for scope in entry.scopes:
-            if scope not in allowed:
-                raise ToolError(f"Cross-scope access is disabled on this server (--isolate-scopes): {entry.id} "
-                                f"searched scope {scope!r}. Give feedback on this project's retrievals only.")
+        if any(scope not in allowed for scope in entry.scopes):  # which one is not this client's to see
+            raise ToolError(f"{ISOLATED}: {entry.id} searched another project; use this project's retrievals only.")
 
     # -- who asks ----------------------------------------------------------------------------------------
     def client_source(self, source: str) -> str:

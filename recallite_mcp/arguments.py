@@ -6,6 +6,7 @@ so tools/list costs fewer tokens. Arguments are still validated by each tool's p
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Iterable, Optional
 
 from pydantic import ValidationError
@@ -45,13 +46,25 @@ def expected(schema: dict, root: dict) -> str:
         item = expected(s.get("items", {}), root)
         lo, hi = s.get("minItems"), s.get("maxItems")
         size = f" ({lo} to {hi} items)" if lo and hi else f" (at least {lo})" if lo else f" (at most {hi})" if hi else ""
-        return f"a list of {item.removeprefix('a ').removeprefix('an ')}s{size}" if item.startswith(("a ", "an ")) else f"a list, each {item}{size}"
+        return f"a list of {_plural(item)}{size}" if item.startswith(("a ", "an ")) else f"a list, each {item}{size}"
     if kind == "object":
         req = s.get("required")
         return "an object with " + " and ".join(req) if req else "a JSON object"
     if "anyOf" in s:
         return " or ".join(expected(a, root) for a in s["anyOf"])
     return "a valid value"
+
+
+_QUALIFIER = re.compile(r" (?:with|from|≥|≤) ")
+
+
+def _plural(item: str) -> str:
+    """"an object with role and content" -> "objects with role and content": the noun takes the s,
+    not the phrase's last word ("a list of object with role and contents")."""
+    bare = item.removeprefix("an ").removeprefix("a ")
+    qualifier = _QUALIFIER.search(bare)
+    cut = qualifier.start() if qualifier else len(bare)
+    return f"{bare[:cut]}s{bare[cut:]}"
 
 
 def _at(schema: dict, root: dict, loc: Iterable[Any]) -> Optional[dict]:

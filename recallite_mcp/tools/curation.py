@@ -17,7 +17,7 @@ from pydantic import Field
 
 from recallite_core import Recallite
 
-from ..app import AppState, RootsArg, embedder_loaded, state_of
+from ..app import ISOLATED, AppState, RootsArg, embedder_loaded, state_of
 from ..schemas import (
     CountsOut,
     ForgetOut,
@@ -177,8 +177,8 @@ def register(server: MCPServer) -> None:
             return out
         if action == "share":
             if st.settings.isolate_scopes and team_scope not in mem.teams(st.active_scope(ctx).scope):
-                raise ToolError(f"Cross-scope access is disabled on this server (--isolate-scopes): {team_scope!r} is not "
-                                "one of this project's team scopes. Ask the operator to link it (join_team).")
+                raise ToolError(f"{ISOLATED}: {team_scope!r} is not one of this project's team scopes. Ask the operator "
+                                "to link it (Python API: join_team).")
             # A user-level memory is in every project's search: its scope joining the team would
             # bring the team to every project. The project that shares it joins instead.
             personal = mem.get(id).scope == st.settings.user_scope

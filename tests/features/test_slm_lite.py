@@ -361,6 +361,22 @@ def test_share_to_team_and_recall_with_teams(mem):
     assert mem.recall("e2e suite", scope="alice", include_teams=True, limit=10).ids == [mine.id]
 
 
+def test_sharing_into_an_empty_team_name_went_to_the_default_scope(mem):
+    # a new user's trial: share(team_scope="") said "A scope cannot be its own team" for a memory of the
+    # default scope, and copied any other scope's memory into the default scope (the empty name's fallback)
+    mine = mem.remember("The flaky e2e suite needs --retries 2.", type="lesson", scope="alice")
+    home = mem.remember("Backups run nightly.", type="fact")
+    for m in (mine, home):
+        for team in ("", "   "):
+            with pytest.raises(InvalidInputError, match="team_scope is empty"):
+                mem.share(m.id, team)
+    with pytest.raises(InvalidInputError, match="team_scope is empty"):
+        mem.join_team("alice", "")
+    assert mem.stats().by_scope == {"alice": 1, "default": 1} and mem.teams("alice") == []
+    with pytest.raises(InvalidInputError, match="cannot be its own team"):
+        mem.share(mine.id, "alice")
+
+
 def test_a_team_copy_went_stale_when_its_original_was_revised(backend_mem):
     """share() copied a memory into a team scope; revising the original left the copy validated with
     the old text and no link to the new version (a new user's trial). A copy the team has not changed

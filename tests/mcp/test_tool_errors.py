@@ -88,3 +88,45 @@ async def test_missing_memory_error_names_mcp_tools_not_python_methods():
         res = await c.call_tool("recallite_get", {"ids": ["mem_404"]})
     text = res.content[0].text
     assert res.is_error and "recallite_list" in text and "list()" not in text and "recall()" not in text
+
+
+async def test_errors_that_did_not_fit_where_they_appear(tmp_path):
+    """A new user's trial: MCP errors named Python calls and arguments ("(history(mem_1) lists them)",
+    "or pass allow_unsafe"), sharing into team_scope "" said "A scope cannot be its own team", and
+    `turns: []` had to be "a list of object with role and contents"."""
+    async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False, tools="all",
+                                            scope="web", scope_origin="flag"))) as c:
+        v1 = await call(c, "recallite_remember", content="Deploy with make deploy.", type="procedure")
+        up = await call(c, "recallite_update", id=v1["id"], action="revise", content="Deploy with the release pipeline.")
+        res = await c.call_tool("recallite_update", {"id": v1["id"], "action": "revise", "content": "Deploy by hand."})
+        text = res.content[0].text
+        assert res.is_error and f"revise {up['superseded_by']} instead" in text and "history(" not in text
+        user = await call(c, "recallite_remember", content="Never deploy on Fridays.", type="constraint")
+        res = await c.call_tool("recallite_update", {"id": user["id"], "action": "deprecate", "source": "llm"})
+        assert res.is_error and "Ask the user" in res.content[0].text and "allow_unsafe" not in res.content[0].text
+        for team in ("", "  "):
+            res = await c.call_tool("recallite_update", {"id": user["id"], "action": "share", "team_scope": team})
+            assert res.is_error and "team_scope is empty" in res.content[0].text and "own team" not in res.content[0].text
+        res = await c.call_tool("recallite_record", {"session": "s", "turns": []})
+        assert res.is_error and "`turns` must be a list of objects with role and content (1 to 200 items)" in res.content[0].text
+        assert (await call(c, "recallite_stats"))["by_scope"] == {"web": 3}  # nothing was shared into the default scope
+
+
+async def test_isolated_get_said_omit_scope_and_named_the_other_project(tmp_path):
+    # a new user's trial: recallite_get(ids=["mem_9"]) under --isolate-scopes said "scope 'web-9ad1f9a4' is neither
+    # the active project scope ... Omit `scope` to use the active project": get has no scope, and that name is another project's
+    db = str(tmp_path / "iso.db")
+    async with Client(build_server(Settings(db=db, embedder="hash", warm_embedder=False, scope="web-9ad1f9a4",
+                                            scope_origin="flag"))) as web:
+        other = await call(web, "recallite_remember", content="Web deploys with make ship.", type="procedure")
+        ctx = await call(web, "recallite_context", query="deploy make ship")
+    async with Client(build_server(Settings(db=db, embedder="hash", warm_embedder=False, scope="api", scope_origin="flag",
+                                            isolate_scopes=True))) as api:
+        for tool, args in [("recallite_get", {"ids": [other["id"]]}), ("recallite_forget", {"id": other["id"]}),
+                           ("recallite_feedback", {"retrieval_id": ctx["retrieval_id"], "outcome": "success"})]:
+            res = await api.call_tool(tool, args)
+            text = res.content[0].text
+            assert res.is_error and "--isolate-scopes" in text and "web-9ad1f9a4" not in text, tool
+            assert "Omit `scope`" not in text, tool
+        res = await api.call_tool("recallite_recall", {"query": "x", "scope": "web-9ad1f9a4"})  # a scope it named itself
+        assert res.is_error and "Omit `scope`" in res.content[0].text

@@ -113,6 +113,9 @@ class SlmFeatures:
 
     def _team_pair(self, scope: str, team_scope: str) -> tuple[str, str]:
         s = check_scope(scope, self.core.limits, self.core.config.default_scope)
+        if not isinstance(team_scope, str) or not team_scope.strip():
+            # check_scope reads an empty name as the default scope: the team would be every unscoped memory
+            raise InvalidInputError("team_scope is empty: name the team scope, e.g. team-web.")
         t = check_scope(team_scope, self.core.limits, self.core.config.default_scope)
         if s == t:
             raise InvalidInputError("A scope cannot be its own team; name a separate team scope.")
