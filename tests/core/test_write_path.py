@@ -25,6 +25,7 @@ from recallite_core.text import injection, redaction
 from recallite_core.text.validation import content_hash, derive_title
 from recallite_mcp.benchmarks.dataset import memories as synthetic
 from tests.policy.test_poisoning import BENIGN, INJECTIONS
+from tests.text.test_prose_secrets import ORDINARY_SENTENCES, SENTENCES_WITH_SECRETS
 from tests.text.test_secrets import NEAR_MISSES, SECRETS
 
 # -- the screens equal the unscreened scans -------------------------------------------------------------
@@ -36,6 +37,8 @@ FRAGMENTS = sorted({
     *(lit for lits, _ in redaction._NEEDS.values() for lit in lits),
     *(lit for lits, _ in injection._NEEDS.values() for lit in lits),
     *redaction._KEY_PARTS,
+    *redaction._PROSE_LITERALS, "password is hunter2x9", "API key 7f3a9c2e1b8d4f6a0e5c3b9d7a1f2e4c", " as the password",
+    "Log in with admin / Xk9#mP2$vL7q", "credentials: root:Tr0ub4dor&3", "set the token to", " is ", "\u017fecret is",
     "AKIAZ7Q3LJ5XKQ2VN4PD", "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cD0eF", "ghp_4fT9kQ2mZ8xR1vB7nL3pW6yH0sD5jC2aE9uI",
     "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "AIzaSyD3kF9xQ2mZ8vR1bL7nP4wY6tH0sJ5cE2a",
     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
@@ -66,6 +69,8 @@ def _unscreened_flags(texts, trust):
 def _corpus():
     yield from (t for t, *_ in SECRETS)
     yield from NEAR_MISSES
+    yield from (t for t, _ in SENTENCES_WITH_SECRETS)
+    yield from ORDINARY_SENTENCES
     yield from (t for t, _ in INJECTIONS)
     yield from BENIGN
     yield from (m["content"] for m in synthetic(300, seed=5))

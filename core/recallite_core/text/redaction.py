@@ -1,7 +1,8 @@
 """Secret redaction: find credentials in text before it is stored. Pure functions, no I/O.
 
 Each finding is replaced by ``[REDACTED:<kind>]``. The rules aim at the secrets people paste
-into chats (provider API keys, tokens, private keys, passwords in URLs and .env lines) and
+into chats (provider API keys, tokens, private keys, passwords in URLs and .env lines, and
+credentials written as sentences: "the DB password is hunter2hunter2") and
 leave alone what only looks random: git SHAs, UUIDs, base64 blobs in prose, documentation
 placeholders (``sk-xxxx…``, ``AKIA…EXAMPLE``, ``<your-token>``, ``${DB_PASSWORD}``) and prose
 about passwords ("the password reset flow").
@@ -240,6 +241,113 @@ def _assignment_findings(text: str) -> list[Finding]:
     return out
 
 
+# -- secrets in sentences ----------------------------------------------------------------------------------
+# "The staging DB password is hunter2hunter2", "Use API key 7f3a…", "log in with admin / Xk9#…": how
+# people write a credential in chat (a new user's trial). A word naming a credential, maybe a place
+# ("for Grafana", "of the staging DB"), a connector (is, was, :, =, as, set to), then the value; or
+# a high-entropy token right after the word; or <user> / <password> after a login word. Only the
+# value is replaced, so the sentence still reads ("the DB password is [REDACTED:prose_secret]").
+_PROSE_WORD = (r"(?:pass(?:word|phrase|wd)|pwd|secret|token"
+               r"|(?:api|access|secret|private|signing|encryption|master|license|licence|auth)[ _-]?key|apikey)")
+_PROSE_PLACE = r"(?:[ \t]+(?:for|of|on|to|in|at)(?:[ \t]+[\w.@'-]+){1,4}?)"
+_PROSE_LINK = (r"(?:[ \t]*(?::=|=|:|->)[ \t]*"
+               r"|[ \t]+(?:is|was)(?:[ \t]+(?:now|still|currently|just|(?:set|changed|reset)[ \t]+to))?[ \t]*:?[ \t]+"
+               r"|[ \t]+(?:as|(?:set|changed|reset)[ \t]+to)[ \t]+)")
+_PROSE_VALUE = r"(?P<val>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|`[^`\n]{1,200}`|[^\s\"'`<>]{1,256})"
+_PROSE_NAMED = re.compile(rf"(?i)(?<![\w-]){_PROSE_WORD}(?![\w-])(?P<place>{_PROSE_PLACE})??{_PROSE_LINK}{_PROSE_VALUE}")
+# "Set the password to Passw0rd!234" (a bare "to" after the word is a place: "the password to the panel is …")
+_PROSE_SET_TO = re.compile(rf"(?i)(?<![\w-])(?:set|change|reset|update)[ \t]+(?:(?:the|my|our|a)[ \t]+)?(?:[\w-]+[ \t]+){{0,2}}?"
+                           rf"{_PROSE_WORD}(?![\w-])[ \t]+to[ \t]+{_PROSE_VALUE}")
+_PROSE_NEXT = re.compile(rf"(?i)(?<![\w-]){_PROSE_WORD}(?![\w-])[ \t]+(?P<val>[^\s\"'`<>]{{8,256}})")
+# "Use Xk9#mP2$vL7q as the admin password"
+_PROSE_AS = re.compile(rf"(?i)(?<![^\s\"'`(])(?P<val>[^\s\"'`<>]{{6,256}})[ \t]+as[ \t]+(?:(?:the|my|our|a|an)[ \t]+)?"
+                       rf"(?:[\w-]+[ \t]+){{0,2}}?{_PROSE_WORD}(?![\w-])(?:[ \t]+(?P<after>[\w-]+))?")
+# "Log in to the router with admin / Xk9#…", "credentials: deploy/D3pl0y!Key", "login root:Tr0ub…"
+_PROSE_PAIR = re.compile(
+    r"(?i)(?<![\w-])(?:log(?:ged)?[ \t]?in|log[ \t]?on|sign(?:ed)?[ \t]?in|credentials?|creds)(?![\w-])[^.!?\n]{0,60}?"
+    r"(?<![\w/.:@~+-])[A-Za-z][\w.@+-]{1,63}(?:[ \t]*/[ \t]*|:)(?P<val>[^\s\"'`<>/]{6,128})")
+_AS_FOLLOWERS = frozenset({"", "for", "of", "on", "in", "to", "at", "and", "with", "from", "here", "there", "now", "please",
+                           "too", "then", "instead", "until", "so", "but"})
+_PROSE_LITERALS = ("pass", "pwd", "secret", "token", "key", "log", "sign", "cred")
+_PUNCT_END = ".,;:?)]}"
+_SYMBOLS = frozenset("!#$%&*+=?@^~|\\/")
+# Words and shapes that follow a credential word in ordinary prose: algorithms, versions, dates,
+# sizes and compounds ("HS256-signed", "2048-bit", "base64-encoded", "3600s", "2024-05-01").
+_NOT_A_VALUE = re.compile(
+    r"(?i)(?:sha-?\d+|md5|[hrep]s\d{3}|aes-?\d*|rsa-?\d*|ed25519|x25519|argon2\w*|pbkdf2\w*|base\d+|utf-?\d+|x\.?509|"
+    r"crc\d+|blake\d\w*|cl\d+k\w*|v?\d+(?:\.\d+)+\w*|v\d+|\d+(?:[a-z]{1,5})?|\d+-[a-z]+|(?-i:[A-Za-z\d]+(?:-[a-z]{2,})+)"
+    r"|\d[\d:.tTzZ+-]*|[\w-]*(?:\.[A-Za-z_]\w*)+\(?\)?)")
+_LETTER_WORD = re.compile(r"[A-Z]?[a-z]{4,}|[A-Z]{4,}(?![a-z])")
+
+
+def _word_share(v: str) -> float:
+    """How much of ``v`` is made of letter runs of four or more (words, not random characters)."""
+    return sum(len(m.group(0)) for m in _LETTER_WORD.finditer(v)) / len(v)
+
+
+def _credential_like(v: str, quoted: bool) -> bool:
+    """A value after "password is": quoted, or with a digit or a symbol, and not an ordinary word or shape."""
+    if looks_placeholder(v) or "[REDACTED" in v.upper() or _ENV_NAME.match(v) or _CODE_REFERENCE.match(v):
+        return False
+    if quoted:
+        return len(v) >= 4
+    if len(v) < 6 or not v[0].isalnum() or "://" in v or _NOT_A_VALUE.fullmatch(v):
+        return False
+    return any(c.isdigit() for c in v) or any(c in _SYMBOLS for c in v)
+
+
+def _high_entropy(v: str, password_word: bool) -> bool:
+    """A value right after the word, with no "is": it must look random (digits among letters, few words)."""
+    if not _credential_like(v, quoted=False) or not (any(c.isdigit() for c in v) and any(c.isalpha() for c in v)):
+        return False
+    if password_word:
+        return _word_share(v) <= 0.5 or any(c in _SYMBOLS for c in v)
+    return len(v) >= 16 and _word_share(v) <= 0.4
+
+
+def _trim(text: str, start: int, raw: str) -> tuple[int, int, bool] | None:
+    """The value's span without its quotes or the sentence's closing punctuation; whether it was quoted."""
+    if raw[:1] in "\"'`" and len(raw) >= 2 and raw[-1] == raw[0]:
+        return start + 1, start + len(raw) - 1, True
+    end = start + len(raw)
+    while end > start and text[end - 1] in _PUNCT_END:
+        end -= 1
+    return (start, end, False) if end > start else None
+
+
+def _prose_findings(text: str) -> list[Finding]:
+    out: list[Finding] = []
+
+    def keep(m: re.Match[str], strict: bool | None) -> None:
+        span = _trim(text, m.start("val"), m.group("val"))
+        if span is None:
+            return
+        start, end, quoted = span
+        val = text[start:end]
+        word = text[m.start() : m.start("val")].lower()
+        ok = (_credential_like(val, quoted) if strict is None
+              else not quoted and _high_entropy(val, any(w in word for w in ("pass", "pwd"))))
+        if ok:
+            out.append(Finding("prose_secret", start, end))
+
+    for m in _PROSE_NAMED.finditer(text):
+        keep(m, None)
+    for m in _PROSE_SET_TO.finditer(text):
+        keep(m, None)
+    for m in _PROSE_NEXT.finditer(text):
+        keep(m, True)
+    for m in _PROSE_AS.finditer(text):
+        if (m.group("after") or "").lower() in _AS_FOLLOWERS:  # not "as the password hash", "… key algorithm"
+            keep(m, None)
+    for m in _PROSE_PAIR.finditer(text):
+        keep(m, None)
+    return out
+
+
+def _may_be_prose(screen: Screen) -> bool:
+    return screen.has(_PROSE_LITERALS, True)
+
+
 # -- prescreens ------------------------------------------------------------------------------------------
 # Every write runs every rule over its text, so each rule first asks for a literal that any
 # match of its pattern must contain (a plain substring test, far cheaper than a regex scan).
@@ -376,7 +484,10 @@ def may_hold_secrets(text: str) -> bool:
     if not _ALL_SCREENED:
         return True
     screen = Screen(text)
-    return _ANY_CS.search(text) is not None or screen.has_any(_ANY_CI) or _may_assign(screen)
+    return _ANY_CS.search(text) is not None or screen.has_any(_ANY_CI) or _may_assign(screen) or _may_be_prose(screen)
+
+
+_LATE_KINDS = {"env_secret": 1, "prose_secret": 2}
 
 
 def find_secrets(text: str) -> list[Finding]:
@@ -389,7 +500,7 @@ def _find(text: str, screened: bool) -> list[Finding]:
         return []
     screen = Screen(text) if screened else None
     if (screen is not None and _ALL_SCREENED and _ANY_CS.search(text) is None and not screen.has_any(_ANY_CI)
-            and not _may_assign(screen)):
+            and not _may_assign(screen) and not _may_be_prose(screen)):
         return []  # the common case: no rule can match
     found: list[Finding] = []
     for kind, pattern, group, check in RULES:
@@ -404,10 +515,12 @@ def _find(text: str, screened: bool) -> list[Finding]:
             found.append(Finding(kind, m.start(group), m.end(group)))
     if screen is None or _may_assign(screen):
         found.extend(_assignment_findings(text))
-    # Earliest first; at one start a named format before a KEY=value finding, then the longest.
+    if screen is None or _may_be_prose(screen):
+        found.extend(_prose_findings(text))
+    # Earliest first; at one start a named format before a KEY=value finding before a sentence's, then the longest.
     # Overlapping spans are merged, so no part of a secret that two rules saw differently stays
     # behind (FLY_API_TOKEN=FlyV1 fm2_…: the assignment sees "FlyV1", the Fly rule the body).
-    found.sort(key=lambda f: (f.start, f.kind == "env_secret", -(f.end - f.start)))
+    found.sort(key=lambda f: (f.start, _LATE_KINDS.get(f.kind, 0), -(f.end - f.start)))
     kept: list[Finding] = []
     for f in found:
         if kept and f.start < kept[-1].end:
