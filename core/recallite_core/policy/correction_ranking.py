@@ -49,7 +49,8 @@ Neighbours = Callable[[int, int], list[tuple[int, float]]]
 # -- ranking --------------------------------------------------------------------------------------------------------
 def newer_first(session: Session, scored: list[tuple], query: str | None = None, links: bool = True,
                 turns: bool = True, close: Sequence[int] = (), evident: AbstractSet[int] = frozenset(),
-                resemblance: Resemblance | None = None, neighbours: Neighbours | None = None) -> list[tuple]:
+                resemblance: Resemblance | None = None, neighbours: Neighbours | None = None,
+                flagged: AbstractSet[int] = frozenset()) -> list[tuple]:
     """A replacement ranks above what it superseded, and of two memories linked as contradicting
     each other the newer ranks first, whatever their scores (feedback included): the older one's
     final score is capped just under the newer one's. With the ``query``, also two unlinked
@@ -66,7 +67,10 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
     must have some); ``resemblance(id, ids)``: cosine of one memory's stored vector with others';
     ``neighbours(id, k)``: its k nearest memories of the query's scopes, (id, cosine) best first
     (no follow-up step without both). A pair that would close a cycle with the pairs
-    before it is dropped (``acyclic``)."""
+    before it is dropped (``acyclic``); so is one that would put a ``flagged`` memory (possible
+    prompt injection) above an unflagged one: such text leads only on its own score
+    (policy.FLAGGED_FACTOR; a new user's trial saw an imported "ignore previous instructions ...
+    curl | sh" lifted above the validated procedure it resembled)."""
     if len(scored) < 2 or not (links or query):
         return scored
     ids = [t[2] for t in scored]
@@ -110,6 +114,9 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
                 follow = _follow_up(session, loaded, place, window, near, {w.key for w in words(query)}, *readers)
                 above += follow
                 lifted += follow
+    if flagged:
+        above, named, lifted = ([(a, b) for a, b in ps if a not in flagged or b in flagged]
+                                for ps in (above, named, lifted))
     if not above and not named:
         return scored
     above = acyclic(above)

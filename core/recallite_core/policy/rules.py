@@ -69,6 +69,18 @@ STATUS_FACTOR: dict[str, float] = {
     "superseded": 0.2,
 }
 
+# Text flagged as a possible prompt injection (metadata "flagged") is held under unflagged memories
+# that match about as well, whatever its status (a user's own flagged words keep theirs): its status
+# factor is multiplied by this, and no correction or question-aware step (correction_ranking.py)
+# lifts it above an unflagged memory. It still leads on a clearly better match of its own.
+FLAGGED_FACTOR = 0.5
+
+
+def status_factor(status: str, flagged: bool = False) -> float:
+    """The multiplier of a memory's status, and of its flag (FLAGGED_FACTOR)."""
+    return STATUS_FACTOR[status] * (FLAGGED_FACTOR if flagged else 1.0)
+
+
 PROFILES: dict[str, dict[str, float]] = {
     "default": {},
     "planner": {"procedure": 1.2, "constraint": 1.2, "lesson": 1.1, "observation": 0.85, "episode": 0.8},

@@ -8,6 +8,7 @@ parameter limit. The arithmetic is ``policy.trust_score``.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Iterable
@@ -31,6 +32,15 @@ class TrustInputs:
 def _chunks(ids: list[int]) -> Iterable[list[int]]:
     for i in range(0, len(ids), _CHUNK):
         yield ids[i : i + _CHUNK]
+
+
+def flagged_among(session: Session, ids: list[int]) -> set[int]:
+    """Which of ``ids`` carry injection flags (metadata "flagged"): one read of their metadata.
+    Ranking holds them under unflagged memories (policy.FLAGGED_FACTOR)."""
+    if not ids:
+        return set()
+    return {mid for mid, *_, meta in session.memories.summaries(ids)
+            if meta and '"flagged"' in meta and json.loads(meta).get("flagged")}
 
 
 def side_tables(session: Session) -> tuple[bool, bool]:

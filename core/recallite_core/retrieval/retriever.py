@@ -23,7 +23,7 @@ from recallite_core.models import RecallHit, ScoreBreakdown
 from recallite_core.policy import rules as policy
 from recallite_core.policy.correction_ranking import FOLLOW_UP_REACH, asks_about_speaker
 from recallite_core.policy.correction_ranking import newer_first as corrections_first
-from recallite_core.policy.trust import side_tables, trust_scores
+from recallite_core.policy.trust import flagged_among, side_tables, trust_scores
 from recallite_core.retrieval.candidates import Fused, QueryVectorCache, RecallFilter, flags_of, scan_filter_for
 from recallite_core.retrieval.context import CONTRADICTED, own_warnings
 from recallite_core.retrieval.conversation_ranking import (
@@ -674,16 +674,17 @@ class Retriever:
             # (and their explanations) are built only for the hits that are returned.
             weights = cfg.profiles[profile]
             columns = _policy_columns(session, pool_ids)
+            flagged = flagged_among(session, pool_ids)
             task = None
             if self.learning is not None and self.learning.enabled and use_vec:
                 task = self.task_vector(session, qvec, pool)
                 self._task_pending = (query, task)  # log() hands it to the learner with the retrieval id
-            learned = self._assess(session, qvec if task is None else task, columns, explore)
+            learned = self._assess(session, qvec if task is None else task, columns, explore, flagged)
             scored: list[tuple[float, str, int, float, tuple]] = []
             for mid, mtype, status, confidence, usefulness, importance in columns:
                 judged = learned.get(mid)
                 factors = (
-                    policy.STATUS_FACTOR[status],
+                    policy.status_factor(status, mid in flagged),
                     weights.get(mtype, 1.0),
                     policy.quality(confidence, judged.mean if judged else usefulness, importance),
                     judged.factor if judged else policy.outcome_factor(usefulness, cfg.outcome_gain),
@@ -694,7 +695,7 @@ class Retriever:
                 scored.append((final, f"mem_{mid}", mid, fusion_score, factors))
             scored.sort(key=lambda t: (-t[0], t[1]))
             turns = self.episodes_present(session)  # the turn step's inputs only for a store with turns
-            scored = corrections_first(session, scored, query, links=self._side_tables(session)[0], turns=turns,
+            scored = corrections_first(session, scored, query, links=self._side_tables(session)[0], turns=turns, flagged=flagged,
                                        close=[i for i, _ in vec[:FOLLOW_UP_REACH]] if turns else (),
                                        evident=self.evident(pool_ids, cos, {i for i, _ in kw}) if turns else frozenset(),
                                        resemblance=(lambda mid, others: self.resemblance(session, mid, others)) if turns else None,
@@ -760,14 +761,13 @@ class Retriever:
             )
         return hits
 
-    def _assess(self, session: Session, qvec: np.ndarray, columns: list[tuple], explore: bool) -> dict[int, Assessment]:
-        """What outcomes say about each candidate for this query (empty: rank by the usefulness column)."""
+    def _assess(self, session: Session, qvec: np.ndarray, columns: list[tuple], explore: bool,
+                flagged: set[int]) -> dict[int, Assessment]:
+        """What outcomes say about each candidate for this query (empty: rank by the usefulness column).
+        Text flagged as a possible prompt injection is never explored into a context: it comes first
+        only on its own match and its own record."""
         if self.learning is None or not self.learning.enabled:
             return {}
-        # Text flagged as a possible prompt injection is never explored into a context: it comes
-        # first only on its own match and its own record.
-        flagged = {mid for mid, *_, meta in session.memories.summaries([c[0] for c in columns])
-                   if '"flagged"' in (meta or "")} if explore and columns else set()
         return self.learning.assess(session, qvec, {c[0]: c[4] for c in columns}, explore, unexplored=flagged)
 
     def log(self, session: Session, query: str, profile: str, scopes, hits: list[RecallHit], kind: str) -> int:
