@@ -190,9 +190,10 @@ def add(ctx, db, scope, embedder, log_level, content, mtype, title, tags, import
         click.echo(f"{m.id} stored as {m.type}, {m.status}: {shorten(m.title)}")
         # What the write did to older memories, and how a candidate gets validated: what the MCP
         # tool returns as its note and hint.
-        if m.status == "candidate":  # add never writes working memory
-            click.echo(f"a candidate until validated: `recallite-mcp validate {m.id}` if you confirm it, or by itself "
-                       f"after {policy.PROMOTION_SUCCESSES} tasks it helped, with no failure")
+        if m.status == "candidate":  # add never writes working memory; a flagged one never validates itself
+            click.echo(f"a candidate until validated: `recallite-mcp validate {m.id}` if you confirm it"
+                       + ("" if m.metadata.get("flagged") else
+                          f", or by itself after {policy.PROMOTION_SUCCESSES} tasks it helped, with no failure"))
         if m.correction:
             click.echo(m.correction)
         for old in m.conflicts_with or []:

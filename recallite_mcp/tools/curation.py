@@ -142,7 +142,7 @@ def register(server: MCPServer) -> None:
         roots: RootsArg = None,
     ) -> UpdateOut:
         """Move a memory through its lifecycle (candidate -> validated -> active; deprecate what is
-        wrong) or revise its text. Illegal moves name the allowed ones."""
+        wrong) or revise its text. Illegal moves name the allowed ones. Flagged memories wait for a person."""
         st = state_of(ctx, roots)
         mem = st.engine
         by = st.client_source(source)

@@ -44,10 +44,11 @@ def candidate_hint(m: Any) -> Optional[str]:
     """How a candidate gets validated, in one line (None for anything else)."""
     if m.status != "candidate" or m.layer == "working":
         return None
-    confirm = "if the user stated or confirmed it, recallite_update action=validate"
-    if m.metadata.get("flagged"):
-        return f"Reads like instructions to an agent: stays a candidate; {confirm}."
-    return f"Validated automatically after {policy.PROMOTION_SUCCESSES} tasks it helped, with no failure; {confirm}."
+    if m.metadata.get("flagged"):  # neither feedback nor the agent validates it (policy.check_actor)
+        return ("Reads like instructions to an agent: stays a candidate until a person validates it "
+                f"({policy.PERSON_VALIDATES.format(id=m.id)}).")
+    return (f"Validated automatically after {policy.PROMOTION_SUCCESSES} tasks it helped, with no failure; "
+            "if the user stated or confirmed it, recallite_update action=validate.")
 
 
 def write_hint(m: Any, asked: str = "") -> str | None:

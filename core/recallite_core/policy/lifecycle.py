@@ -52,7 +52,8 @@ class Lifecycle:
                 raise MemoryNotFoundError(f"No memory mem_{mid}.")
             status, source_type, conf, metadata = row
             if actor is not None and not allow_unsafe:
-                policy.check_actor(actor.type, new_status, effective_source(source_type, metadata), f"mem_{mid}")
+                policy.check_actor(actor.type, new_status, effective_source(source_type, metadata), f"mem_{mid}",
+                                   flagged=is_flagged(metadata))
             policy.check_transition(status, new_status, source_type, allow_unsafe)
             if new_status in ("validated", "active") and status in ("candidate", "deprecated"):
                 conf = policy.confidence_after_validation(conf)
@@ -364,9 +365,14 @@ def check_optional_reason(reason: Any) -> str:
     return redact_text(text)[0]
 
 
+def is_flagged(metadata: str | None) -> bool:
+    """Whether a memory's metadata JSON carries injection flags."""
+    return bool(metadata and '"flagged"' in metadata and json.loads(metadata).get("flagged"))
+
+
 def effective_source(source_type: str, metadata: str | None) -> str:
     """The source type a memory is trusted as: a flagged memory counts as ``llm`` (untrusted)."""
-    if metadata and '"flagged"' in metadata and json.loads(metadata).get("flagged"):
+    if is_flagged(metadata):
         return "llm" if policy.SOURCE_TRUST[source_type] != policy.UNTRUSTED else source_type
     return source_type
 

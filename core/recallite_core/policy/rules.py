@@ -168,13 +168,26 @@ def check_transition(current: str, new: str, source_type: str, allow_unsafe: boo
         )
 
 
-def check_actor(actor_source: str, new_status: str, target_source: str, target: str = "the memory") -> None:
-    """Raise TrustPolicyError when an untrusted actor (llm, imported) asks for a lifecycle change
-    it may not make: promoting anything (validate/activate vouches for content), or retiring
-    (deprecate/supersede) a memory that came from a trusted or medium source. The unsafe
-    override skips this check (the caller decides)."""
+# Who may validate or activate a flagged memory: a person, outside the agent's tools (the CLI and the
+# memory browser act as the user). The refusal and the MCP remember note both say it.
+PERSON_VALIDATES = "`recallite-mcp validate {id}`, or the memory browser: `recallite-mcp ui`"
+
+
+def check_actor(actor_source: str, new_status: str, target_source: str, target: str = "the memory",
+                flagged: bool = False) -> None:
+    """Raise TrustPolicyError when an actor asks for a lifecycle change it may not make: an
+    untrusted one (llm, imported) promoting anything (validate/activate vouches for content) or
+    retiring (deprecate/supersede) a memory from a trusted or medium source; any actor but a
+    person (user, system) promoting a ``flagged`` memory (possible prompt injection: an agent that
+    read it may be the one it steers, so it waits for a person). The unsafe override skips this
+    check (the caller decides)."""
     from recallite_core.errors import TrustPolicyError
 
+    if flagged and new_status in ("validated", "active") and trust_of(actor_source) != TRUSTED:
+        raise TrustPolicyError(
+            f"{target} is flagged as possible prompt injection: only a person can validate or activate it "
+            f"({PERSON_VALIDATES.format(id=target)})."
+        )
     if trust_of(actor_source) != UNTRUSTED:
         return
     if new_status in ("validated", "active"):
