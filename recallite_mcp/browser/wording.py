@@ -16,6 +16,7 @@ _PHRASES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"revise the newest version \(history\((mem_\d+)\) lists them\)"),
      r"edit the newest version (listed under Versions on \1's page)"),
     (re.compile(r"revise the newer memory"), "edit the newest version instead"),
+    (re.compile(r"undo the supersede: restore\b"), "undo the supersede: `recallite-mcp restore`"),
     (re.compile(r"Validate it by a trusted source first, or pass allow_unsafe"), f"Validate it first, or {OVERRIDE}"),
     (re.compile(r"pass allow_unsafe"), OVERRIDE),
     (re.compile(r"(mem_\d+) contradicts (mem_\d+)(.*?)\(keep both: recallite_update action=keep_both, or "

@@ -495,6 +495,7 @@ def test_browser_messages_named_python_calls_a_browser_user_cannot_make(client, 
     newer = store.revise(lesson.id, "Run pytest -x -q.")
     shown(client.post(f"/memory/{lesson.id}/edit", data={"content": "Run pytest -x."}, headers=SAME), "Versions")
     shown(client.post(f"/memory/{lesson.id}/status", data={"action": "validate"}, headers=SAME), "edit the newest version")
+    assert "`recallite-mcp restore`" in said[-1]  # superseded is not final (a new user's trial, #19)
     shown(client.post(f"/memory/{newer.id}/edit", data={"content": "  "}, headers=SAME), "text box is empty")
     shown(client.post(f"/memory/{rule.id}/supersede", data={"by": guess.id}, headers=SAME), "override the trust policy")
     store.relate(rule.id, newer.id, "contradicts")

@@ -150,3 +150,23 @@ async def test_trust_path_over_mcp_user_rule_and_earned_validation():
         assert promoted == [None, None, [lesson["id"]]]  # omitted until something is promoted
         got = await call(c, "recallite_get", ids=[lesson["id"]])
         assert got["memories"][0]["status"] == "validated"
+
+
+def test_security_md_said_superseded_is_final_though_restore_undoes_a_supersede(mem):
+    """A new user's trial (#19): docs/security.md listed the legal moves ending "superseded is final",
+    and the refusal of a move from superseded said the same, while `restore` (undo_supersede,
+    recallite_update action=restore, `recallite-mcp restore`) puts a superseded memory back."""
+    from pathlib import Path
+
+    from recallite_core import InvalidTransitionError
+
+    old = mem.remember("Deploy from the main branch.", type="procedure", source="user")
+    new = mem.remember("Deploy from the release branch.", type="procedure", source="user")
+    mem.supersede(old.id, new.id)
+    with pytest.raises(InvalidTransitionError) as refused:
+        mem.validate(old.id)
+    assert "final" not in str(refused.value) and "restore" in str(refused.value)
+    assert mem.undo_supersede(old.id).status == "active"
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text()
+    moves = doc[doc.index("Legal moves:"):].split("\n\n")[0]
+    assert "final" not in moves and "restore" in moves

@@ -155,7 +155,7 @@ def check_transition(current: str, new: str, source_type: str, allow_unsafe: boo
     if new == current:
         raise InvalidTransitionError(f"The memory is already {current}; nothing to change.")
     if new not in TRANSITIONS[current]:
-        allowed = ", ".join(sorted(TRANSITIONS[current])) or "none (superseded is final; revise the newer memory)"
+        allowed = ", ".join(sorted(TRANSITIONS[current])) or "none (revise the newer memory, or undo the supersede: restore)"
         raise InvalidTransitionError(f"Cannot move a memory from {current} to {new}. Allowed from {current}: {allowed}.")
     if (
         current == "candidate"
