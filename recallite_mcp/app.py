@@ -18,7 +18,7 @@ from mcp_types.version import is_version_at_least
 from recallite_core import Recallite, RecalliteConfig
 from recallite_core.text.validation import Limits
 
-from .render import empty_scope_hint
+from .render import empty_scope_hint, new_scope_hint
 from .scoping import ScopeDecision, level_for
 from .sessions import PROCESS_SESSION, AwaitingFeedback, connection_key
 from .settings import Settings
@@ -146,28 +146,27 @@ class AppState:
             return list(dict.fromkeys([scope, user]))
         return [project, user]
 
+    def known_scopes(self, ctx: Context, scope: str) -> dict[str, int] | None:
+        """None when ``scope`` holds a memory; else the scopes that do, with their counts, most first:
+        with --isolate-scopes only this client's (other projects' names are not its to see)."""
+        known = self.engine.empty_scope(scope)
+        if known is not None and self.settings.isolate_scopes:
+            allowed = self.allowed_scopes(ctx)
+            known = {name: n for name, n in known.items() if name in allowed}
+        return known
+
     def scope_hint(self, ctx: Context, scope: str, found: bool) -> str | None:
         """For a search that found nothing in a scope that holds no memory at all (a misspelt or
         never-used name): one line naming the scopes that do. None otherwise; the store is asked
         only when nothing was found."""
-        known = None if found else self.engine.empty_scope(scope)
-        if known is None:
-            return None
-        if self.settings.isolate_scopes:  # other projects' scope names are not this client's to see
-            allowed = self.allowed_scopes(ctx)
-            known = {name: n for name, n in known.items() if name in allowed}
-        return empty_scope_hint(scope, known)
+        known = None if found else self.known_scopes(ctx, scope)
+        return None if known is None else empty_scope_hint(scope, known)
 
     def new_scope_hint(self, ctx: Context, scope: str) -> str | None:
         """For a write into a scope that holds no memory yet: one line naming the scopes that do, so a
         misspelt scope is noticed (the write still goes ahead). None for a scope in use."""
-        known = self.engine.empty_scope(scope)
-        if known is None:
-            return None
-        if self.settings.isolate_scopes:
-            allowed = self.allowed_scopes(ctx)
-            known = {name: n for name, n in known.items() if name in allowed}
-        return f"New scope '{scope}'" + (f"; known scopes: {', '.join(list(known)[:3])}." if known else ".")
+        known = self.known_scopes(ctx, scope)
+        return None if known is None else new_scope_hint(scope, known)
 
     def search_scopes(self, ctx: Context, scope: str | None, include_teams: bool) -> list[str]:
         """read_scopes, plus with ``include_teams`` the team scopes of the searched project: never

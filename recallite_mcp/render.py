@@ -24,14 +24,24 @@ def counted(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
-def empty_scope_hint(scope: str, known: dict[str, int], shown: int = 3) -> str:
+def _scope_names(known: dict[str, int], shown: int = 3) -> str:
+    """The first ``shown`` of the scopes that hold memories (most first), and how many more."""
+    more = f" and {len(known) - shown} more" if len(known) > shown else ""
+    return ", ".join(list(known)[:shown]) + more
+
+
+def empty_scope_hint(scope: str, known: dict[str, int]) -> str:
     """One line for a search in a scope that holds no memory at all (``known``: memories per scope,
     most first): a misspelt or never-used scope, told apart from "nothing matched"."""
     if not known:
         return f"scope '{scope}' holds no memories; no scope holds any yet."
-    names = ", ".join(list(known)[:shown])
-    more = f" and {len(known) - shown} more" if len(known) > shown else ""
-    return f"scope '{scope}' holds no memories; known scopes: {names}{more}."
+    return f"scope '{scope}' holds no memories; known scopes: {_scope_names(known)}."
+
+
+def new_scope_hint(scope: str, known: dict[str, int]) -> str:
+    """One line for a write into a scope that held no memory before it: a misspelt name moves
+    memories out of the project unnoticed."""
+    return f"New scope '{scope}'" + (f"; known scopes: {_scope_names(known)}." if known else ".")
 
 
 def _meta(*parts: Any) -> str:

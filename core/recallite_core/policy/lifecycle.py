@@ -27,6 +27,7 @@ from recallite_core.errors import (
 from recallite_core.models import RELATION_TYPES, ForgetResult, Memory, Relation, RelationCounts
 from recallite_core.plumbing import Plumbing
 from recallite_core.policy import rules as policy
+from recallite_core.policy.trust import is_flagged
 from recallite_core.storage.codec import ts
 from recallite_core.text.redaction import redact_text
 from recallite_core.text.validation import check_source, clean_text, fmt_id, parse_id
@@ -363,11 +364,6 @@ def check_optional_reason(reason: Any) -> str:
     if len(text) > 2000:
         raise InvalidInputError("reason is longer than 2000 characters; keep it to a sentence or two.")
     return redact_text(text)[0]
-
-
-def is_flagged(metadata: str | None) -> bool:
-    """Whether a memory's metadata JSON carries injection flags."""
-    return bool(metadata and '"flagged"' in metadata and json.loads(metadata).get("flagged"))
 
 
 def effective_source(source_type: str, metadata: str | None) -> str:

@@ -34,13 +34,17 @@ def _chunks(ids: list[int]) -> Iterable[list[int]]:
         yield ids[i : i + _CHUNK]
 
 
+def is_flagged(metadata: str | None) -> bool:
+    """Whether a memory's metadata JSON carries injection flags (the cheap test first)."""
+    return bool(metadata and '"flagged"' in metadata and json.loads(metadata).get("flagged"))
+
+
 def flagged_among(session: Session, ids: list[int]) -> set[int]:
     """Which of ``ids`` carry injection flags (metadata "flagged"): one read of their metadata.
     Ranking holds them under unflagged memories (policy.FLAGGED_FACTOR)."""
     if not ids:
         return set()
-    return {mid for mid, *_, meta in session.memories.summaries(ids)
-            if meta and '"flagged"' in meta and json.loads(meta).get("flagged")}
+    return {mid for mid, *_, meta in session.memories.summaries(ids) if is_flagged(meta)}
 
 
 def side_tables(session: Session) -> tuple[bool, bool]:
