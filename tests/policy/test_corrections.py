@@ -69,6 +69,36 @@ def test_a_correction_of_a_correction_was_stored_with_no_link():
     mem.close()
 
 
+@pytest.mark.parametrize("old, new", [
+    ("The user prefers tabs over spaces for indentation.", "The user now prefers spaces over tabs for indentation."),
+    ("Zara prefers tabs rather than spaces.", "Zara now prefers spaces rather than tabs."),
+    ("Zara prefers dark mode instead of light mode.", "Zara prefers light mode instead of dark mode."),
+    ("Omar likes PDF reports more than slide decks.", "Omar likes slide decks more than PDF reports now."),
+    ("The team prefers two-space indents, not tabs.", "The team now prefers tabs, not two-space indents."),
+])
+def test_a_reversed_preference_was_neither_linked_nor_ranked_newer_first(old, new):
+    """A new user's trial: "prefers tabs over spaces" then "now prefers spaces over tabs" came back
+    with no note and the context listed the old one first: both texts hold the same words. The
+    same two options the other way round about another subject stay apart."""
+    mem = Recallite.open(None)
+    a = mem.remember(old, type="preference", scope="s", source=AGENT)
+    b = mem.remember(new, type="preference", scope="s", source=AGENT)
+    assert b.supersedes == [a.id] and " -> " in b.correction
+    mem.close()
+
+
+@pytest.mark.parametrize("old, new", [
+    ("The user prefers tabs over spaces in Python.", "The user prefers spaces over tabs in YAML."),
+    ("Zara prefers dark mode over light mode in the editor.", "Zara prefers light mode over dark mode in the terminal."),
+])
+def test_the_same_two_options_about_two_subjects_were_linked(old, new):
+    mem = Recallite.open(None)
+    a = mem.remember(old, type="preference", scope="s", source=AGENT)
+    b = mem.remember(new, type="preference", scope="s", source=AGENT)
+    assert not b.supersedes and not b.conflicts_with and mem.get(a.id).status != "superseded"
+    mem.close()
+
+
 def test_a_backup_that_now_starts_at_another_time_was_stored_with_no_link():
     """A new user's trial: "The nightly backup job runs at 01:30." then "Nightly backups now start at
     03:00 instead." came back with no link and 01:30 ranked first: "start" was not read as a verb,

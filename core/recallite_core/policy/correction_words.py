@@ -311,3 +311,38 @@ def negated(text: str) -> bool:
 NUMBER_WORDS = frozenset("""
 one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty fifty hundred
 """.split())
+
+
+# A choice between two options, the first one kept: "prefers tabs over spaces", "likes X more than
+# Y", "uses X rather than / instead of Y", "wants X, not Y". Both texts hold the same words when a
+# preference is reversed, so only the order says which one is kept.
+_CHOOSES = re.compile(r"(?<![\w-])(?:prefer|prefers|preferred|like|likes|liked|love|loves|want|wants|favou?rs?|"
+                      r"picks?|chooses?|chose|uses?|using)(?![\w-])", re.IGNORECASE)
+_OVER = re.compile(r"(?<![\w-])(?:over|rather\s+than|instead\s+of|more\s+than|to)(?![\w-])|,\s*not(?![\w-])",
+                   re.IGNORECASE)
+_OPTION_END = re.compile(r"[.;,:!?]|(?<![\w-])(?:in|for|on|at|with|when|while|during|as|because|now|these)(?![\w-])",
+                         re.IGNORECASE)
+_OPTION_WORDS = 3  # a longer run is no option but a clause
+
+
+def _option(fragment: str) -> frozenset[str]:
+    keys = [key_of(m.group()) for m in _TOKEN.finditer(fragment)
+            if m.group().lower() not in STOP and m.group().lower() not in CUES]
+    return frozenset(keys) if 0 < len(keys) <= _OPTION_WORDS else frozenset()
+
+
+@functools.lru_cache(maxsize=8192)
+def choice(text: str) -> tuple[frozenset[str], frozenset[str], str] | None:
+    """The option a text keeps and the one it puts after it (their keys), and the kept one as
+    written; None when it states no such choice."""
+    for verb in _CHOOSES.finditer(text):
+        end = re.search(r"[.;!?](?:\s|$)", text[verb.end():])
+        sentence = text[verb.end(): verb.end() + end.start()] if end else text[verb.end():]
+        for over in _OVER.finditer(sentence):
+            kept, put = sentence[:over.start()], sentence[over.end():]
+            stop = _OPTION_END.search(put)
+            a, b = _option(kept), _option(put[:stop.start()] if stop else put)
+            if a and b and a != b:
+                return a, b, " ".join(kept.replace("now", " ").split()).strip(", ")
+    return None
+

@@ -23,9 +23,19 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from recallite_core.policy import rules as policy
-from recallite_core.policy.correction_words import ON_CALL, RELATION_VERBS, Word, has_cue, key_of, negated, words
+from recallite_core.policy.correction_words import (
+    ON_CALL,
+    RELATION_VERBS,
+    Word,
+    choice,
+    has_cue,
+    key_of,
+    negated,
+    words,
+)
 from recallite_core.storage.base import Session
 
 
@@ -57,6 +67,9 @@ def compare(old: str, new: str) -> Verdict | None:
     ow, nw = words(old), words(new)
     if not ow or not nw:
         return None
+    swapped = _swapped(old, new, ow, nw)
+    if swapped is not False:
+        return swapped
     nw = _same_stems(ow, nw)
     v = _decide(old, new, ow, nw)
     if v is None and has_cue(new) and has_cue(old) and _subject_within(ow, nw):
@@ -66,6 +79,22 @@ def compare(old: str, new: str) -> Verdict | None:
         v = _decide(old, new, ow, nw, cue=True)
     # What changed is worded only for a finding (most comparisons find nothing).
     return v if v is None or v.why else Verdict(v.sure, _why(ow, nw))
+
+
+def _swapped(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word]) -> Verdict | Literal[False] | None:
+    """Two choices between the same two options the other way round ("prefers tabs over spaces" ->
+    "now prefers spaces over tabs"): the same words, so only their order tells. With the rest said
+    again it is a change; with any word of its own ("in Python" / "in YAML", "for Go code" / "for
+    Python code") it may be another subject: None. False: not two such choices."""
+    co = choice(old) if ow else None
+    cn = choice(new) if co else None
+    if not co or not cn or co[0] != cn[1] or co[1] != cn[0]:
+        return False
+    options = co[0] | co[1]
+    rest_o, rest_n = {w.key for w in ow} - options, {w.key for w in nw} - options
+    if rest_o == rest_n:
+        return Verdict(True, f"{co[2]} -> {cn[2]}")
+    return None
 
 
 def _subject_within(ow: Sequence[Word], nw: Sequence[Word]) -> bool:
