@@ -133,6 +133,30 @@ def test_the_change_note_named_the_office_as_the_old_value(mem):
     assert b.supersedes == [a.id] and "(4th -> 6th)" in b.correction
 
 
+def test_a_correction_note_named_a_word_of_neither_text_as_the_old_value():
+    """A new user's trial: "Alice owns the billing service." -> "Bob took over the billing service
+    from Alice." was noted "(lead -> Bob)" and LaunchDarkly -> Unleash "(service -> Unleash)": the
+    old value the new text quotes is what it replaced."""
+    mem = Recallite.open(None)
+    _, b = store(mem, "Alice owns the billing service.", "Bob took over the billing service from Alice.")
+    assert "(Alice -> Bob)" in b.correction
+    _, d = store(mem, "The feature flag service is LaunchDarkly.",
+                 "We replaced LaunchDarkly with Unleash for feature flags.", scope="t")
+    assert "(LaunchDarkly -> Unleash)" in d.correction
+    mem.close()
+
+
+def test_a_correction_of_a_from_to_correction_was_only_a_conflict():
+    """A new user's trial: "The staging server moved from port 8080 to port 9090." then "The staging
+    server now listens on port 9443." was only a conflict "(8080 9090 -> 9443)": the old memory
+    states 9090 now, the "to" side of its from/to."""
+    mem = Recallite.open(None)
+    a, b = store(mem, "The staging server moved from port 8080 to port 9090.",
+                 "The staging server now listens on port 9443.")
+    assert b.supersedes == [a.id] and "(9090 -> 9443)" in b.correction
+    mem.close()
+
+
 def test_a_negation_is_stored_without_a_link(mem):
     a, b = store(mem, "The staging server runs on port 8080.", "The staging server does not run on port 8080.")
     assert b.supersedes == [a.id] and mem.get(a.id).status == "superseded"

@@ -346,3 +346,11 @@ def choice(text: str) -> tuple[frozenset[str], frozenset[str], str] | None:
                 return a, b, " ".join(kept.replace("now", " ").split()).strip(", ")
     return None
 
+
+def current(old: str, new: str) -> str:
+    """``old`` as what it states now: "moved from port 8080 to port 9090" states 9090; the "from"
+    side is left out unless ``new`` names it again (then the two may be about that move)."""
+    for m in _FROM_TO.finditer(old):
+        if _moves(m) and m.group(1).lower() not in new.lower():
+            return old[:m.start()] + old[m.end(1):].lstrip()
+    return old

@@ -31,6 +31,7 @@ from recallite_core.policy.correction_words import (
     RELATION_VERBS,
     Word,
     choice,
+    current,
     has_cue,
     key_of,
     negated,
@@ -64,6 +65,8 @@ def _tail(positions: list[int], n: int) -> bool:
 
 def compare(old: str, new: str) -> Verdict | None:
     """Whether ``new`` states another value for what ``old`` states (None: it does not, or cannot tell)."""
+    if has_cue(old):
+        old = current(old, new)  # "moved from 8080 to 9090" states 9090 now
     ow, nw = words(old), words(new)
     if not ow or not nw:
         return None
@@ -498,6 +501,10 @@ def _why(ow: Sequence[Word], nw: Sequence[Word]) -> str:
     came = [w for w in came if w.value] or came
     # "the 4th floor of the Lisbon office" -> "the 6th floor": the number changed, not the place
     kinds = {w.shape for w in came}
+    if not any(w.value for w in gone) and any(w.value for w in came):
+        # Only plain words gone ("owns" is read as "lead of"): the new text quotes the old value
+        # ("Bob took over ... from Alice", "replaced LaunchDarkly with Unleash").
+        gone = [w for w in ow if w.value and w.shape in kinds and w.key in nkeys] or gone
     gone = [w for w in gone if w.shape in kinds] or gone
     return f"{_brief(gone)} -> {_brief(came)}"
 
