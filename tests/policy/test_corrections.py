@@ -75,6 +75,8 @@ def test_a_correction_of_a_correction_was_stored_with_no_link():
     ("Zara prefers dark mode instead of light mode.", "Zara prefers light mode instead of dark mode."),
     ("Omar likes PDF reports more than slide decks.", "Omar likes slide decks more than PDF reports now."),
     ("The team prefers two-space indents, not tabs.", "The team now prefers tabs, not two-space indents."),
+    ("Lucas likes light mode more than dark mode.", "Lucas prefers dark mode over light mode now."),
+    ("Priya prefers merge commits rather than squash merges.", "Priya prefers squash merges to merge commits these days."),
 ])
 def test_a_reversed_preference_was_neither_linked_nor_ranked_newer_first(old, new):
     """A new user's trial: "prefers tabs over spaces" then "now prefers spaces over tabs" came back
@@ -90,6 +92,8 @@ def test_a_reversed_preference_was_neither_linked_nor_ranked_newer_first(old, ne
 @pytest.mark.parametrize("old, new", [
     ("The user prefers tabs over spaces in Python.", "The user prefers spaces over tabs in YAML."),
     ("Zara prefers dark mode over light mode in the editor.", "Zara prefers light mode over dark mode in the terminal."),
+    ("The team wants Emacs instead of Vim in the terminal.", "The team prefers Emacs over Vim for release notes."),
+    ("Priya prefers email rather than chat for bug reports.", "Priya prefers dark mode rather than light mode for code reviews."),
 ])
 def test_the_same_two_options_about_two_subjects_were_linked(old, new):
     mem = Recallite.open(None)

@@ -85,19 +85,29 @@ def compare(old: str, new: str) -> Verdict | None:
 
 
 def _swapped(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word]) -> Verdict | Literal[False] | None:
-    """Two choices between the same two options the other way round ("prefers tabs over spaces" ->
-    "now prefers spaces over tabs"): the same words, so only their order tells. With the rest said
-    again it is a change; with any word of its own ("in Python" / "in YAML", "for Go code" / "for
-    Python code") it may be another subject: None. False: not two such choices."""
+    """Two choices ("prefers tabs over spaces", "likes X more than Y"): the same two options the
+    other way round ("now prefers spaces over tabs") hold the same words, so only their order
+    tells. With the rest said again that is a change. Two choices with any word of its own on
+    either side ("in Python" / "in YAML", "for code reviews" / "for planning") are about two
+    things: None, whichever their options. False: not two choices, or the rest said again with the
+    same order or other options (the comparison decides)."""
     co = choice(old) if ow else None
     cn = choice(new) if co else None
-    if not co or not cn or co[0] != cn[1] or co[1] != cn[0]:
+    if not co or not cn:
         return False
-    options = co[0] | co[1]
-    rest_o, rest_n = {w.key for w in ow} - options, {w.key for w in nw} - options
-    if rest_o == rest_n:
+    options = co[0] | co[1] | cn[0] | cn[1]
+
+    def rest(text: str, ws: Sequence[Word]) -> set[str]:
+        said = {"day"} if "these days" in text.lower() else set()  # when, not what
+        return {w.key for w in ws} - options - _CHOICE_WORDING - said
+    if rest(old, ow) != rest(new, nw):
+        return None
+    if co[0] == cn[1] and co[1] == cn[0]:
         return Verdict(True, f"{co[2]} -> {cn[2]}")
-    return None
+    return False
+
+
+_CHOICE_WORDING = frozenset({"more"})  # "likes X more than Y" says a choice as "prefers X over Y" does
 
 
 def _subject_within(ow: Sequence[Word], nw: Sequence[Word]) -> bool:
