@@ -353,6 +353,28 @@ DEV_PREFERENCE_LOOKALIKES = [
 ]
 
 
+# Added in session 23 (a new user's trial): a preference reversed, the same two options the other
+# way round ("prefers tabs over spaces" -> "now prefers spaces over tabs"), in several forms; and
+# look-alikes: one subject's two preferences about two things with the same two options, both
+# true at once ("... over spaces in Python" / "... over tabs in YAML"). Drawn with their own
+# random generator after the rest, so the pairs above stay as drawn; split by pair id as above.
+REVERSAL_SUBJECTS = ["the user", "Zara", "Omar", "the team", "Priya", "Lucas", "Kenji", "the CFO"]
+REVERSAL_OPTIONS = [("tabs", "spaces"), ("dark mode", "light mode"), ("PDF reports", "slide decks"),
+                    ("email", "chat"), ("short answers", "long explanations"), ("Vim", "Emacs"),
+                    ("morning meetings", "afternoon meetings"), ("squash merges", "merge commits")]
+# {S} subject, {A} the option kept, {B} the other; the change keeps {B} over {A}.
+REVERSAL_STATE = ["{S} prefers {A} over {B}.", "{S} prefers {A} rather than {B}.", "{S} likes {A} more than {B}.",
+                  "{S} prefers {A}, not {B}.", "{S} prefers {A} to {B}.", "{S} wants {A} instead of {B}."]
+REVERSAL_CHANGE = ["{S} now prefers {B} over {A}.", "{S} prefers {B} over {A} now.", "{S} prefers {B} rather than {A}.",
+                   "{S} now likes {B} more than {A}.", "{S} prefers {B}, not {A}.", "{S} now wants {B} instead of {A}.",
+                   "{S} prefers {B} to {A} these days."]
+REVERSAL_Q = ["Does {S} prefer {A} or {B}?", "Which does {S} prefer, {A} or {B}?"]
+# Two things one subject has the same two options for: (thing, thing), each said as a tail.
+REVERSAL_THINGS = [("in Python", "in YAML"), ("in the editor", "in the terminal"), ("for code reviews", "for planning"),
+                   ("for bug reports", "for release notes"), ("on weekdays", "on weekends"),
+                   ("in the backend repo", "in the docs repo")]
+
+
 def _pick(rng: random.Random, seq, not_in=()):
     choices = [x for x in seq if x not in not_in]
     return rng.choice(choices)
@@ -415,10 +437,44 @@ def lookalikes(rng: random.Random, per_pair: int = 3) -> list[dict]:
     return out
 
 
+def reversals(rng: random.Random, n: int = 40) -> list[dict]:
+    """Update pairs: a preference reversed, with its subject, options and rest said again."""
+    out = []
+    for k in range(n):
+        S, (A, B) = rng.choice(REVERSAL_SUBJECTS), rng.choice(REVERSAL_OPTIONS)
+        if rng.random() < 0.5:
+            A, B = B, A
+        pid = f"u-reversal-{k}"
+        out.append({"id": pid, "split": _split(pid), "category": "preference", "topic": "reversal", "subjects": [S],
+                    "form": "cue" if "now" in (t := rng.choice(REVERSAL_CHANGE)) else "plain",
+                    "old": _fill(rng.choice(REVERSAL_STATE), S, A, B), "new": _fill(t, S, A, B),
+                    "questions": [_fill(q, S, A, B) for q in REVERSAL_Q]})
+    return out
+
+
+def same_options(rng: random.Random, n: int = 30) -> list[dict]:
+    """Look-alike pairs: one subject, two things, the same two options each way round."""
+    out = []
+    for k in range(n):
+        S, (A, B), (t1, t2) = rng.choice(REVERSAL_SUBJECTS), rng.choice(REVERSAL_OPTIONS), rng.choice(REVERSAL_THINGS)
+        first = _fill(rng.choice(REVERSAL_STATE), S, A, B).rstrip(".") + f" {t1}."
+        second = _fill(rng.choice(REVERSAL_STATE), S, B, A).rstrip(".") + f" {t2}."
+        pid = f"l-same-options-{k}"
+        out.append({"id": pid, "split": _split(pid), "category": "preference", "topic": "same_options",
+                    "subjects": [f"{S} {t1}", f"{S} {t2}"], "first": first, "second": second,
+                    "first_questions": [f"Does {S} prefer {A} or {B} {t1}?"],
+                    "second_questions": [f"Does {S} prefer {A} or {B} {t2}?"]})
+    return out
+
+
 def main() -> None:
     rng = random.Random(20261202)
     here = Path(__file__).resolve().parents[2] / "recallite_mcp" / "benchmarks" / "data"
-    for name, rows in (("corrections_updates.jsonl", updates(rng)), ("corrections_lookalikes.jsonl", lookalikes(rng))):
+    ups, looks = updates(rng), lookalikes(rng)
+    extra = random.Random(20261205)  # session 23's pairs: their own draws, the earlier ones unchanged
+    ups += reversals(extra)
+    looks += same_options(extra)
+    for name, rows in (("corrections_updates.jsonl", ups), ("corrections_lookalikes.jsonl", looks)):
         with open(here / name, "w", encoding="utf-8") as fh:
             for r in rows:
                 fh.write(json.dumps(r, ensure_ascii=False) + "\n")
