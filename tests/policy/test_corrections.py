@@ -89,6 +89,21 @@ def test_a_reversed_preference_was_neither_linked_nor_ranked_newer_first(old, ne
     mem.close()
 
 
+@pytest.mark.parametrize("old, new, note", [
+    ("Ana prefers Snowflake over BigQuery.", "Ana now prefers BigQuery over Snowflake.", "Snowflake -> BigQuery"),
+    ("The team now wants Known Issues pages instead of wikis.", "The team wants wikis instead of Known Issues pages.",
+     "Known Issues pages -> wikis"),
+])
+def test_a_reversal_note_cut_now_out_of_an_option_name(old, new, note):
+    """The note of a reversed choice dropped the letters "now" wherever they stood: "Snowflake"
+    read "S flake", "Known" read "K"."""
+    mem = Recallite.open(None)
+    a = mem.remember(old, type="preference", scope="s", source=AGENT)
+    b = mem.remember(new, type="preference", scope="s", source=AGENT)
+    assert b.supersedes == [a.id] and b.correction.endswith(f"({note})")
+    mem.close()
+
+
 @pytest.mark.parametrize("old, new", [
     ("The user prefers tabs over spaces in Python.", "The user prefers spaces over tabs in YAML."),
     ("Zara prefers dark mode over light mode in the editor.", "Zara prefers light mode over dark mode in the terminal."),

@@ -323,6 +323,7 @@ _OVER = re.compile(r"(?<![\w-])(?:over|rather\s+than|instead\s+of|more\s+than|to
 _OPTION_END = re.compile(r"[.;,:!?]|(?<![\w-])(?:in|for|on|at|with|when|while|during|as|because|now|these)(?![\w-])",
                          re.IGNORECASE)
 _OPTION_WORDS = 3  # a longer run is no option but a clause
+_NOW = re.compile(r"(?<![\w-])now(?![\w-])", re.IGNORECASE)  # when, not part of the option
 
 
 def _option(fragment: str) -> frozenset[str]:
@@ -343,7 +344,7 @@ def choice(text: str) -> tuple[frozenset[str], frozenset[str], str] | None:
             stop = _OPTION_END.search(put)
             a, b = _option(kept), _option(put[:stop.start()] if stop else put)
             if a and b and a != b:
-                return a, b, " ".join(kept.replace("now", " ").split()).strip(", ")
+                return a, b, " ".join(_NOW.sub(" ", kept).split()).strip(", ")
     return None
 
 

@@ -91,7 +91,7 @@ def _swapped(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word]) -> Verd
     either side ("in Python" / "in YAML", "for code reviews" / "for planning") are about two
     things: None, whichever their options. False: not two choices, or the rest said again with the
     same order or other options (the comparison decides)."""
-    co = choice(old) if ow else None
+    co = choice(old)
     cn = choice(new) if co else None
     if not co or not cn:
         return False
