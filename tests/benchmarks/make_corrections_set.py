@@ -467,6 +467,85 @@ def same_options(rng: random.Random, n: int = 30) -> list[dict]:
     return out
 
 
+# Added in session 24 (a new user's trial): a subject holds a relation such as "prefers" or "uses"
+# with many values at once. Look-alikes: two of one subject's values from two domains, the second
+# said plainly, with "now", or as the change of a third value of its own domain ("The user prefers
+# tabs." / "The user no longer prefers dark mode; they prefer light mode."), all true at once.
+# Updates: a value replaced, the new text naming the old one. Own random generator, split by id.
+MANY_SUBJECTS = ["the user", "Zara", "Omar", "Priya", "the data team", "Lucas"]
+MANY_THING_SUBJECTS = ["the API", "the billing service", "the mobile app", "the backend"]
+# domain: (values, question about {S}'s value in it, verbs that state it)
+P, U = ["prefers", "likes"], ["uses", "prefers"]
+MANY_DOMAINS = {
+    "indent": (["tabs", "spaces"], "How does {S} indent code?", U),
+    "theme": (["dark mode", "light mode"], "Which colour theme does {S} want?", P + ["wants"]),
+    "tests": (["pytest", "unittest"], "Which test runner does {S} use?", U),
+    "os": (["Linux", "macOS"], "Which operating system does {S} work on?", U),
+    "browser": (["Firefox", "Chrome"], "Which browser does {S} use?", U + ["likes"]),
+    "answers": (["concise answers", "detailed explanations"], "How long should answers to {S} be?", P + ["wants"]),
+    "packages": (["uv", "Poetry"], "Which Python package manager does {S} use?", U),
+    "chat": (["Slack", "Microsoft Teams"], "Which chat tool does {S} use?", U),
+    "editor": (["Vim", "VS Code"], "Which editor does {S} use?", U + ["likes"]),
+    "drink": (["green tea", "espresso"], "What does {S} drink?", P + ["drinks"]),
+}
+D = ["uses", "depends on"]
+MANY_THING_DOMAINS = {
+    "web": (["FastAPI", "Flask"], "Which web framework does {S} use?", D),
+    "validation": (["Pydantic", "Marshmallow"], "Which validation library does {S} use?", D),
+    "cache": (["Redis", "Memcached"], "Which cache does {S} use?", D),
+    "queue": (["RabbitMQ", "Kafka"], "Which message queue does {S} use?", D),
+    "logging": (["structlog", "loguru"], "Which logging library does {S} use?", D),
+    "http": (["httpx", "requests"], "Which HTTP client does {S} use?", D),
+}
+
+
+def _many_pick(rng: random.Random, thing: bool):
+    subjects, domains = (MANY_THING_SUBJECTS, MANY_THING_DOMAINS) if thing else (MANY_SUBJECTS, MANY_DOMAINS)
+    return rng.choice(subjects), domains
+
+
+def many_values(rng: random.Random, n: int = 48) -> list[dict]:
+    """Look-alike pairs: one subject's two values of a many-valued relation, two domains."""
+    out = []
+    for k in range(n):
+        thing = k % 3 == 2
+        S, domains = _many_pick(rng, thing)
+        d1, d2 = rng.sample(sorted(domains), 2)
+        (v1, q1, verbs1), (v2, q2, verbs2) = domains[d1], domains[d2]
+        A, B = rng.choice(v1), rng.choice(v2)
+        C = next(x for x in v2 if x != B)
+        verb = rng.choice(verbs2)
+        first = _cap(f"{S} {rng.choice(verbs1)} {A}.")
+        form = rng.choice(["plain", "now", "named"])
+        second = {"plain": f"{S} {verb} {B}.", "now": f"{S} now {verb} {B}.",
+                  "named": f"{S} no longer {verb} {C}; it is {B} now."}[form]
+        pid = f"l-many-{k}"
+        out.append({"id": pid, "split": _split(pid), "category": "preference" if not thing else "tool",
+                    "topic": "many_values", "subjects": [f"{S} {d1}", f"{S} {d2}"], "first": first,
+                    "second": _cap(second), "first_questions": [_fill(q1, S, "")],
+                    "second_questions": [_fill(q2, S, "")]})
+    return out
+
+
+def many_changes(rng: random.Random, n: int = 30) -> list[dict]:
+    """Update pairs: one of a many-valued relation's values replaced, the new text naming the old."""
+    out = []
+    for k in range(n):
+        thing = k % 3 == 2
+        S, domains = _many_pick(rng, thing)
+        d = rng.choice(sorted(domains))
+        values, q, verbs = domains[d]
+        A, B = rng.sample(values, 2)
+        verb = rng.choice(verbs)
+        new = rng.choice([f"{S} switched from {A} to {B}.", f"{S} no longer {verb} {A}; it is {B} now.",
+                          f"{S} now {verb} {B} instead of {A}.", f"{S} replaced {A} with {B}."])
+        pid = f"u-many-{k}"
+        out.append({"id": pid, "split": _split(pid), "category": "preference" if not thing else "tool",
+                    "topic": "many_changes", "subjects": [f"{S} {d}"], "form": "cue",
+                    "old": _cap(f"{S} {verb} {A}."), "new": _cap(new), "questions": [_fill(q, S, "")]})
+    return out
+
+
 def main() -> None:
     rng = random.Random(20261202)
     here = Path(__file__).resolve().parents[2] / "recallite_mcp" / "benchmarks" / "data"
@@ -474,6 +553,9 @@ def main() -> None:
     extra = random.Random(20261205)  # session 23's pairs: their own draws, the earlier ones unchanged
     ups += reversals(extra)
     looks += same_options(extra)
+    later = random.Random(20261206)  # session 24's pairs, drawn after all the rest
+    ups += many_changes(later)
+    looks += many_values(later)
     for name, rows in (("corrections_updates.jsonl", ups), ("corrections_lookalikes.jsonl", looks)):
         with open(here / name, "w", encoding="utf-8") as fh:
             for r in rows:
