@@ -9,7 +9,7 @@ from recallite_core import Recallite
 from recallite_mcp.cli import main
 
 PORT_OLD, PORT_NEW = "The staging server runs on port 8080.", "The staging server moved to port 9090 last week."
-TABS, SPACES = "The team prefers tabs.", "The team prefers spaces."
+TABS, SPACES = "The team prefers tabs for indentation.", "The team prefers spaces for indentation."
 
 
 @pytest.mark.anyio

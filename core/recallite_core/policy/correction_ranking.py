@@ -33,11 +33,11 @@ Question-aware steps look at the best hits only and write nothing:
 from __future__ import annotations
 
 import re
-from typing import AbstractSet, Any, Callable, Sequence
+from typing import AbstractSet, Any, Callable, Mapping, Sequence
 
 from recallite_core.policy import rules as policy
 from recallite_core.policy.correction_words import Word, has_cue
-from recallite_core.policy.corrections import COMPARED_TYPES, LIVE, qualified, qualifies, words
+from recallite_core.policy.corrections import COMPARED_TYPES, LIVE, another_of_many, qualified, qualifies, words
 from recallite_core.storage.base import Session
 
 # What the follow-up step is given to read stored vectors with: the cosine of one memory with
@@ -50,7 +50,7 @@ Neighbours = Callable[[int, int], list[tuple[int, float]]]
 def newer_first(session: Session, scored: list[tuple], query: str | None = None, links: bool = True,
                 turns: bool = True, close: Sequence[int] = (), evident: AbstractSet[int] = frozenset(),
                 resemblance: Resemblance | None = None, neighbours: Neighbours | None = None,
-                flagged: AbstractSet[int] = frozenset()) -> list[tuple]:
+                flagged: AbstractSet[int] = frozenset(), cosine: Mapping[int, float] | None = None) -> list[tuple]:
     """A replacement ranks above what it superseded, and of two memories linked as contradicting
     each other the newer ranks first, whatever their scores (feedback included): the older one's
     final score is capped just under the newer one's. With the ``query``, also two unlinked
@@ -91,7 +91,7 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
         linked = {frozenset((p.from_id, p.to_id)) for p in pairs}
         window = ids[:QUERY_WINDOW]
         loaded = session.memories.load(window) if len(window) >= 2 else {}  # one read for both steps
-        unsure, named = _question_pairs(loaded, window, query, linked)
+        unsure, named = _question_pairs(loaded, window, query, linked, cosine or {})
         above += unsure
         if turns:
             # Turns the vector channel puts closest to the question join the window below its
@@ -177,13 +177,20 @@ QUERY_WINDOW = 8
 CLOSE_TURNS = 3
 
 
-def _question_pairs(loaded: dict[int, Any], ids: list[int], query: str,
-                    linked: set[frozenset]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+MANY_MARGIN = 0.05  # how much nearer the question the older of two values must be to stay first
+
+
+def _question_pairs(loaded: dict[int, Any], ids: list[int], query: str, linked: set[frozenset],
+                    cosine: Mapping[int, float]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """Among ``ids``, unlinked memories of one scope: (newer, older) pairs of two that may state one
     thing two ways, for a question that asks nothing only the older one says; and (named, twin)
     pairs of look-alikes whose own subject the question names for one only (``named_first``).
     Memories written in one batch (one ``remember_many``: the same created_at) state one state of
-    things, not a change of it."""
+    things, not a change of it. Two values of a relation a subject holds with many ("Zara uses
+    pytest" / "Zara uses tabs": ``another_of_many``) may be one changed or two held at once: the
+    newer goes first only when the question's vector is not clearly nearer the older's (``cosine``,
+    by ``MANY_MARGIN``): "Which test runner does Zara use?" keeps pytest first. Only the vectors:
+    the keyword score counts the verb a question happens to share ("prefer")."""
     if len(ids) < 2:
         return [], []
     rows = [(mid, m.content, m.created_at, m.scope, m.failure_count > m.success_count)
@@ -200,7 +207,9 @@ def _question_pairs(loaded: dict[int, Any], ids: list[int], query: str,
         for new_id, new_text, new_at, new_scope, new_failed in rows[n + 1:]:
             if new_scope != scope or frozenset((old_id, new_id)) in linked:
                 continue
-            if not new_failed and new_at != old_at and maybe_changed(old_text, new_text, asked):
+            if not new_failed and new_at != old_at and maybe_changed(old_text, new_text, asked) \
+                    and not (cosine.get(old_id, 0.0) - cosine.get(new_id, 0.0) > MANY_MARGIN
+                             and another_of_many(old_text, new_text)):
                 out.append((new_id, old_id))
                 continue
             side = 0 if old_id in judged or new_id in judged else named_first(old_text, new_text, asked)

@@ -74,6 +74,8 @@ def compare(old: str, new: str) -> Verdict | None:
     if swapped is not False:
         return swapped
     nw = _same_stems(ow, nw)
+    if _another_of_many(old, new, ow, nw):
+        return None  # the subject's other value, not a change of this one
     v = _decide(old, new, ow, nw)
     if v is None and has_cue(new) and has_cue(old) and _subject_within(ow, nw):
         # A correction of a correction ("moved to port 9090" -> "Staging now listens on 9443"): the
@@ -108,6 +110,30 @@ def _swapped(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word]) -> Verd
 
 
 _CHOICE_WORDING = frozenset({"more"})  # "likes X more than Y" says a choice as "prefers X over Y" does
+
+
+# Relations a subject holds with many values at once: a person prefers, likes and uses many things,
+# a service uses many libraries. Another value of one of them adds to the old one unless the new
+# text says which it replaces.
+MANY_VALUED = frozenset({"prefer", "use", "depend", "enjoy", "speak", "read"})
+
+
+def _another_of_many(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word]) -> bool:
+    """Both texts state a many-valued relation of one subject and share nothing but subject words
+    ("The user prefers tabs." / "The user now prefers light mode.", "The API uses FastAPI." / "The API
+    uses Pydantic."): no word says it is the same one of the subject's values, so it is another one.
+    A text that names the old value ("switched from vim to emacs", "no longer prefers dark mode")
+    shares it, and is compared."""
+    if _first_relation(old) not in MANY_VALUED or _first_relation(new) not in MANY_VALUED:
+        return False
+    shared = {w.key for w in ow} & {w.key for w in nw}
+    return all(w.lead for w in ow if w.key in shared) and all(w.lead for w in nw if w.key in shared)
+
+
+def another_of_many(old: str, new: str) -> bool:
+    """``_another_of_many`` on two texts: ranking asks it of two unlinked memories."""
+    ow, nw = words(old), words(new)
+    return bool(ow and nw) and _another_of_many(old, new, ow, _same_stems(ow, nw))
 
 
 def _subject_within(ow: Sequence[Word], nw: Sequence[Word]) -> bool:
@@ -250,8 +276,17 @@ def _plain_change(old: str, new: str, ow, nw, diff_o: list[int], diff_n: list[in
             return Verdict(True, why)
         return None
     verb = _relation_before(old, ow[diff_o[0]])
-    if tails and verb and verb == _relation_before(new, nw[diff_n[0]]) \
-            and not (verb == "prefer" and (_occasion(old, ow[diff_o[0]]) or _occasion(new, nw[diff_n[0]]))):
+    # The same plain words after the value in both ("prefers tabs for indentation" -> "prefers
+    # spaces for indentation"): one occasion, said again, so the value is what changed. Not when
+    # the rest holds the value ("keep application logs for 1 year" / "audit logs for 1 year") or
+    # the words of their own qualify it ("the billing dashboard" / "the sales dashboard").
+    rest = ow[diff_o[-1] + 1:]
+    same_rest = [w.key for w in rest] == [w.key for w in nw[diff_n[-1] + 1:]] != [] \
+        and not any(w.value or w.digits for w in rest) \
+        and not any(w.head in {r.key for r in rest} for w in vo + vn + po + pn)
+    if (tails or same_rest) and verb and verb == _relation_before(new, nw[diff_n[0]]) \
+            and not (verb == "prefer" and not same_rest
+                     and (_occasion(old, ow[diff_o[0]]) or _occasion(new, nw[diff_n[0]]))):
         # Words at the end, right after the same relation in both ("prefers tabs" -> "prefers
         # spaces", "loves curry" -> "picks ramen"): likely a new value, but words in that place
         # also tell things apart. A preference said with its occasion ("likes standing meetings
