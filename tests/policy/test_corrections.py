@@ -1031,3 +1031,55 @@ def test_a_subjects_other_value_was_ranked_above_the_one_the_question_asks_for()
         assert top(m, "How does Zara indent code?", "s")[0] == b.id
     finally:
         m.close()
+
+
+@pytest.mark.parametrize("old, new, why", [
+    ("Alice owns the staging database.", "Bob owns the staging database now.", "Alice -> Bob"),
+    ("Alice owns the staging database.", "Bob now owns the staging database.", "Alice -> Bob"),
+    ("Alice owns the staging database.", "The staging database is owned by Carol, not Alice.", "Alice -> Carol"),
+    ("Alice owns the staging database.", "The staging database is now owned by Carol.", "Alice -> Carol"),
+])
+def test_an_announced_owner_change_was_left_unlinked(old, new, why):
+    """A new user's trial: "Bob owns the staging database now." after "Alice owns ..." gave no link,
+    nor did the passive "... is owned by Carol, not Alice."."""
+    from recallite_core.policy.corrections import compare
+
+    v = compare(old, new)
+    assert v is not None and v.sure and v.why == why
+
+
+def test_one_persons_two_holdings_stay_apart():
+    """A person owns, leads and maintains many things: said in two voices they are not a change."""
+    from recallite_core.policy.corrections import compare
+
+    assert compare("Tom leads the SRE group.", "The release checklist is maintained by Tom.") is None
+    assert compare("Tom owns the sales dashboard.", "The incident runbook is maintained by Tom.") is None
+
+
+@pytest.mark.parametrize("old, new, why", [
+    ("Deploys use the release/2.5 branch.", "Deploys use the release/2.4 branch again.", "release/2.5 -> release/2.4"),
+    ("Deploys use the release/2.5 branch.", "We rolled back: deploys use the release/2.4 branch.",
+     "release/2.5 -> release/2.4"),
+    ("The staging server runs on port 9090.", "The staging server runs on port 8080 again.", "9090 -> 8080"),
+])
+def test_a_correction_back_to_an_old_value_was_left_unlinked(old, new, why):
+    from recallite_core.policy.corrections import compare
+
+    v = compare(old, new)
+    assert v is not None and v.sure and v.why == why
+
+
+def test_another_option_over_the_same_one_was_left_unlinked():
+    """"prefers Slack over email" -> "now prefers Teams over email": a new kept option, announced."""
+    from recallite_core.policy.corrections import compare
+
+    v = compare("The user prefers Slack over email.", "The user now prefers Teams over email.")
+    assert v is not None and v.sure and v.why == "Slack -> Teams"
+
+
+def test_a_not_clause_note_named_a_word_the_new_text_denies():
+    """", not JSON" names the replaced value: the note says JSON, not the old text's XML."""
+    from recallite_core.policy.corrections import compare
+
+    v = compare("The API uses JSON, not XML.", "The API uses protobuf, not JSON.")
+    assert v is not None and v.why == "JSON -> protobuf"

@@ -36,7 +36,7 @@ changed changing migrated migrate migrating renamed rename retired retire droppe
 stopped stop left leave leaving quit took taken take takes became become becomes transferred
 relocated updated correction corrected actually newer newest latest revised replacement
 successor superseded supersedes rather raised lowered increased decreased bumped reduced swapped swap
-handed went
+handed went reverted revert rolled
 """.split())
 
 # Whole phrases that announce a change (checked on the lower-cased words of the text).
@@ -45,13 +45,13 @@ CUE_PHRASES = ("no longer", "not anymore", "any more", "anymore", "instead of", 
                "is now", "are now", "now", "upgraded", "downgraded", "deprecated", "migrated", "renamed",
                "no more", "stopped", "instead", "updated", "correction", "actually", "went from", "went up",
                "went down", "bumped", "swapped", "scaled", "relocated", "handed", "not any", "raised", "lowered",
-               "increased", "decreased", "reduced")
+               "increased", "decreased", "reduced", "reverted", "rolled back", "back to")
 _FROM_TO = re.compile(r"\bfrom\s+(.{1,40}?)\s+to\s+(.{1,40}?)(?:[.;,!]|\s+(?:and|but|because|since|for|on|in)\b|$)", re.I)
 
 # Moments that say when, not what (weekdays and months are values: "no deploys on Fridays").
 TIME = frozenset("""
 today yesterday tomorrow week weeks last next ago recently lately earlier later soon since morning evening
-tonight
+tonight again
 """.split())
 
 NEGATIONS = frozenset("not no never n't cannot can't don't doesn't isn't aren't won't shouldn't mustn't "
@@ -206,6 +206,8 @@ def _parse(text: str) -> tuple[Word, ...]:
     for k, m in enumerate(tokens):
         tok = m.group()
         following = tokens[k + 1].group() if k + 1 < len(tokens) else ""
+        if following.lower() in _ADVERBS and k + 2 < len(tokens):
+            following = tokens[k + 2].group()  # "Bob now owns": the verb after the adverb
         low = tok.lower().replace("’", "'")
         acronym = len(tok) > 1 and tok.isupper()  # "US" is a place, not "us"
         skip = not acronym and (low in STOP or low in CUES or low in TIME or low in NEGATIONS or low in _SAID)
@@ -355,3 +357,50 @@ def current(old: str, new: str) -> str:
         if _moves(m) and m.group(1).lower() not in new.lower():
             return old[:m.start()] + old[m.end(1):].lstrip()
     return old
+
+
+# Who holds a thing, said in the passive ("The staging database is owned by Carol"): compared in the
+# active voice when the other text names its holder first ("Alice owns the staging database"). One
+# verb for all of them: which word says "holds" is wording, who holds it is the value.
+_PASSIVE = re.compile(r"^(?P<thing>.+?)\s+(?:is|are)\s+(?P<when>(?:now|currently)\s+)?(?:owned|maintained|"
+                      r"managed|led|run)\s+by\s+(?P<holder>[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?)(?P<rest>.*)$")
+_HOLDS = re.compile(r"^(?P<holder>[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?)\s+(?P<when>(?:now|currently)\s+)?"
+                    r"(?:owns|maintains|manages|leads|runs)\b(?P<rest>.*)$")
+
+
+def holder_voice(old: str, new: str) -> tuple[str, str]:
+    """Both texts in the active voice with one verb when one of them says who holds a thing in the
+    passive and the other names the holder first; otherwise as they are."""
+    po, pn = _PASSIVE.match(old.strip()), _PASSIVE.match(new.strip())
+    ao, an = _HOLDS.match(old.strip()), _HOLDS.match(new.strip())
+    if not ((po and an) or (pn and ao)):
+        return old, new
+
+    def said(m: re.Match | None, passive: bool) -> str:
+        assert m is not None  # one of each pair matched
+        if not passive:
+            return f"{m.group('holder')} {m.group('when') or ''}owns{m.group('rest')}"
+        thing = m.group("thing")
+        thing = thing[:1].lower() + thing[1:] if thing[:4] in ("The ", "Our ") else thing
+        return f"{m.group('holder')} {m.group('when') or ''}owns {thing}{m.group('rest')}"
+    return said(po or ao, bool(po)), said(pn or an, bool(pn))
+
+
+_NOT_NAMED = re.compile(r",\s*not\s+(?P<named>[^,.;!?]+)")
+
+
+def named_instead(old: str, new: str) -> tuple[str, str]:
+    """``new`` with ", not X" said as "instead of X" when X is what ``old`` says ("... owned by
+    Carol, not Alice" after "Alice owns ..."): it names the replaced value, it denies nothing.
+    Also X ("" when ``new`` is returned as it is)."""
+    m = _NOT_NAMED.search(new)
+    if not m:
+        return new, ""
+    named = {key_of(t.group()) for t in _TOKEN.finditer(m.group("named")) if t.group().lower() not in STOP}
+    said = {key_of(t.group()) for t in _TOKEN.finditer(old)}
+    if not named or not named <= said:
+        return new, ""
+    shown = m.group("named").split()
+    while len(shown) > 1 and shown[0].lower() in STOP:  # "not on Mondays" replaced "Mondays"
+        shown.pop(0)
+    return new[:m.start()] + " instead of " + m.group("named") + new[m.end():], " ".join(shown)

@@ -33,7 +33,9 @@ from recallite_core.policy.correction_words import (
     choice,
     current,
     has_cue,
+    holder_voice,
     key_of,
+    named_instead,
     negated,
     words,
 )
@@ -65,6 +67,8 @@ def _tail(positions: list[int], n: int) -> bool:
 
 def compare(old: str, new: str) -> Verdict | None:
     """Whether ``new`` states another value for what ``old`` states (None: it does not, or cannot tell)."""
+    old, new = holder_voice(old, new)  # "is owned by Carol" against "Alice owns"
+    new, replaced = named_instead(old, new)  # "Carol, not Alice" names the value it replaces
     if has_cue(old):
         old = current(old, new)  # "moved from 8080 to 9090" states 9090 now
     ow, nw = words(old), words(new)
@@ -83,7 +87,10 @@ def compare(old: str, new: str) -> Verdict | None:
         # the old one lacks ("The team switched ..." / "The design team switched ..." stay apart).
         v = _decide(old, new, ow, nw, cue=True)
     # What changed is worded only for a finding (most comparisons find nothing).
-    return v if v is None or v.why else Verdict(v.sure, _why(ow, nw))
+    if v is None or v.why:
+        return v
+    why = _why(ow, nw)
+    return Verdict(v.sure, f"{replaced} -> {why.split(' -> ', 1)[1]}" if replaced else why)
 
 
 def _swapped(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word]) -> Verdict | Literal[False] | None:
@@ -106,6 +113,10 @@ def _swapped(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word]) -> Verd
         return None
     if co[0] == cn[1] and co[1] == cn[0]:
         return Verdict(True, f"{co[2]} -> {cn[2]}")
+    if co[1] == cn[1] and not co[0] & cn[0] and has_cue(new) and not has_cue(old):
+        # Another option kept over the same one, announced ("prefers Slack over email" -> "now
+        # prefers Teams over email"); unannounced, both may hold.
+        return Verdict(True, f"{co[2]} -> {cn[2]}")
     return False
 
 
@@ -115,7 +126,7 @@ _CHOICE_WORDING = frozenset({"more"})  # "likes X more than Y" says a choice as 
 # Relations a subject holds with many values at once: a person prefers, likes and uses many things,
 # a service uses many libraries. Another value of one of them adds to the old one unless the new
 # text says which it replaces.
-MANY_VALUED = frozenset({"prefer", "use", "depend", "enjoy", "speak", "read"})
+MANY_VALUED = frozenset({"prefer", "use", "depend", "enjoy", "speak", "read", "own", "maintain", "manage", "lead"})
 
 
 def _another_of_many(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word]) -> bool:
@@ -127,6 +138,11 @@ def _another_of_many(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word])
     if _first_relation(old) not in MANY_VALUED or _first_relation(new) not in MANY_VALUED:
         return False
     shared = {w.key for w in ow} & {w.key for w in nw}
+    vo = [w for w in ow if w.key not in shared and w.value]
+    vn = [w for w in nw if w.key not in shared and w.value]
+    if vo and vn and all(w.digits for w in vo + vn) and {w.shape for w in vo} & {w.shape for w in vn}:
+        return False  # numbers or versions of one kind: one value changed ("release/2.5" -> "release/2.4")
+    shared -= HOLDERS  # "owns" is read as "is lead of": the relation, not a word of the value
     return all(w.lead for w in ow if w.key in shared) and all(w.lead for w in nw if w.key in shared)
 
 
@@ -168,8 +184,10 @@ def _decide(old: str, new: str, ow: tuple[Word, ...], nw: tuple[Word, ...], cue:
     # Short statements share little besides their subject: the same opening word (before the
     # verb) in both counts as the same subject whatever the share.
     same_subject = ow[0].key == nw[0].key and ow[0].lead and nw[0].lead
-    if head_o and head_n and not cue and not flip:
-        return _holder_swap(ow, nw, diff_o, diff_n, why)
+    if head_o and head_n and not flip:
+        swap = _holder_swap(ow, nw, diff_o, diff_n, why)
+        if swap is not None or not cue:  # announced ("Bob owns the staging database now"): sure
+            return Verdict(True, why) if swap is not None and cue else swap
     # With a cue, two plain openers that qualify nothing both share are wording ("requests to the
     # ledger API are cut off" -> "the timeout for the ledger API was raised").
     worded = cue and not ow[0].value and not nw[0].value and ow[0].head not in oset & nset \
