@@ -245,7 +245,8 @@ def recall(ctx, db, scope, embedder, log_level, query, limit, types, profile, al
 @common_options
 @click.argument("query")
 @click.option("--max-tokens", default=2000, show_default=True)
-@click.option("--limit", default=10, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 100), default=None,
+              help="Max memories (default: tuned from feedback, as recallite_context does).")
 @click.option("--format", "fmt", default="markdown", type=click.Choice(["markdown", "xml", "plain", "compact"]), show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context

@@ -290,3 +290,28 @@ def test_cli_rough_edges_a_new_user_met(run):
     assert out == "import: 1/2 (50%)\nimport: 2/2 (100%)\n"
     helps = run("recall", "--help").output
     assert "Ranking profile." in helps and "Also deprecated and superseded memories." in helps
+
+
+@pytest.mark.anyio
+async def test_the_cli_context_served_more_memories_than_the_mcp_context(run):
+    """A new user's trial: on one store, `recallite-mcp context` served 5 memories and
+    recallite_context 4: the CLI's --limit defaulted to 10, which skipped the tuned setting (and its
+    relative floor) that the tool uses when no limit is given. Both now serve the same."""
+    from mcp import Client
+
+    from recallite_mcp.server import build_server
+    from recallite_mcp.settings import Settings
+    from tests.mcp_helpers import call
+
+    for text in ("Run the database migrations with make migrate before deploying.",
+                 "Deploys to staging go through the deploy-staging workflow.",
+                 "Lesson: a migration failed because DATABASE_URL pointed at production.",
+                 "The staging database is PostgreSQL 15.", "Run pytest -q before every commit.",
+                 "The office coffee machine is on the third floor.", "Staging has its own coffee budget.",
+                 "Every commit message starts with a ticket number."):
+        run("add", text)
+    query = "run the database migrations on staging"
+    cli = json.loads(run("context", query, "--json").output)["memory_ids"]
+    async with Client(build_server(Settings(db=run.db, embedder="hash", warm_embedder=False))) as client:
+        tool = (await call(client, "recallite_context", query=query))["memory_ids"]
+    assert cli == tool and 0 < len(cli) < 6  # the relative floor left the weakest matches out
