@@ -1083,3 +1083,18 @@ def test_a_not_clause_note_named_a_word_the_new_text_denies():
 
     v = compare("The API uses JSON, not XML.", "The API uses protobuf, not JSON.")
     assert v is not None and v.why == "JSON -> protobuf"
+
+
+def test_a_restatement_of_a_no_longer_correction_superseded_it_as_dark_to_nothing(mem):
+    """A new user's trial: "The user now prefers light mode." after "The user no longer prefers dark
+    mode; they prefer light mode." superseded it, noted "(dark -> -)": the older one states light
+    mode now, and so does the newer. A "no longer X; Y" memory is compared as stating Y."""
+    from recallite_core.policy.corrections import compare
+
+    assert compare("The user no longer prefers dark mode; they prefer light mode.",
+                   "The user now prefers light mode.") is None
+    v = compare("Kenji no longer uses Zed; Kenji is on IntelliJ now.", "Kenji uses Neovim as editor.")
+    assert v is not None and v.why == "IntelliJ -> Neovim"
+    v = compare("The staging server no longer runs on port 8080; it listens on 9090.",
+                "The staging server now listens on port 9443.")
+    assert v is not None and v.why == "9090 -> 9443"

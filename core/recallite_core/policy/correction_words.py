@@ -350,12 +350,22 @@ def choice(text: str) -> tuple[frozenset[str], frozenset[str], str] | None:
     return None
 
 
+_NO_LONGER = re.compile(r"\bno longer\s+(?P<gone>[^;,.]+)[;,]\s*", re.I)
+
+
 def current(old: str, new: str) -> str:
-    """``old`` as what it states now: "moved from port 8080 to port 9090" states 9090; the "from"
-    side is left out unless ``new`` names it again (then the two may be about that move)."""
+    """``old`` as what it states now: "moved from port 8080 to port 9090" states 9090, "no longer
+    prefers dark mode; they prefer light mode" states light mode; the side it left is left out
+    unless ``new`` names it again (then the two may be about that change)."""
     for m in _FROM_TO.finditer(old):
         if _moves(m) and m.group(1).lower() not in new.lower():
             return old[:m.start()] + old[m.end(1):].lstrip()
+    m = _NO_LONGER.search(old)
+    if m:  # unless the new text names the left value again: a name or a number of it
+        named = {key_of(t.group()) for t in _TOKEN.finditer(m.group("gone"))
+                 if t.group()[:1].isupper() or any(c.isdigit() for c in t.group())}
+        if not named & {key_of(t.group()) for t in _TOKEN.finditer(new)}:
+            return old[:m.start()] + old[m.end():]
     return old
 
 
