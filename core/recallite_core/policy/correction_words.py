@@ -350,7 +350,7 @@ def choice(text: str) -> tuple[frozenset[str], frozenset[str], str] | None:
     return None
 
 
-_NO_LONGER = re.compile(r"\bno longer\s+(?P<gone>[^;,.]+)[;,]\s*", re.I)
+_NO_LONGER = re.compile(r"\bno longer\s+(?P<gone>[^;,.]+)[;,]\s*", re.IGNORECASE)
 
 
 def current(old: str, new: str) -> str:
@@ -360,12 +360,12 @@ def current(old: str, new: str) -> str:
     for m in _FROM_TO.finditer(old):
         if _moves(m) and m.group(1).lower() not in new.lower():
             return old[:m.start()] + old[m.end(1):].lstrip()
-    m = _NO_LONGER.search(old)
-    if m:  # unless the new text names the left value again: a name or a number of it
-        named = {key_of(t.group()) for t in _TOKEN.finditer(m.group("gone"))
+    left = _NO_LONGER.search(old)
+    if left:  # unless the new text names the left value again: a name or a number of it
+        named = {key_of(t.group()) for t in _TOKEN.finditer(left.group("gone"))
                  if t.group()[:1].isupper() or any(c.isdigit() for c in t.group())}
         if not named & {key_of(t.group()) for t in _TOKEN.finditer(new)}:
-            return old[:m.start()] + old[m.end():]
+            return old[:left.start()] + old[left.end():]
     return old
 
 
