@@ -16,6 +16,7 @@ from mcp_types import ListRootsResult
 from mcp_types.version import is_version_at_least
 
 from recallite_core import Recallite, RecalliteConfig
+from recallite_core.errors import MemoryNotFoundError
 from recallite_core.text.validation import Limits
 
 from .render import empty_scope_hint, new_scope_hint
@@ -184,14 +185,14 @@ class AppState:
         return user if level_for(memory_type, level) == "user" else project
 
     def guard_memories(self, ctx: Context, ids: list[str]) -> None:
-        """With --isolate-scopes, ids of another project's memories are refused, without naming its
-        scope (not this client's to see) and without scope_denied's "omit `scope`": no scope was passed."""
+        """With --isolate-scopes, ids of another project's memories are refused as if they did not
+        exist: saying they belong to another project would tell this client they do."""
         if not self.settings.isolate_scopes:
             return
         allowed = self.allowed_scopes(ctx)
         for m in self.engine.get_many(ids):
             if m.scope not in allowed:
-                raise ToolError(f"{ISOLATED}: {m.id} belongs to another project; use this project's memories only.")
+                raise MemoryNotFoundError(f"No memory {m.id}.")
 
     def guard_retrieval(self, ctx: Context, retrieval_id: str | None) -> None:
         """With --isolate-scopes, another project's retrieval is refused: its feedback (or the

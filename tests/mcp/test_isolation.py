@@ -32,17 +32,33 @@ async def test_an_isolated_server_moved_another_projects_memory_through_feedback
             await call(b, "recallite_remember", content="Project B deploys with Helm charts.", type="procedure")
             rb = await call(b, "recallite_context", query="how to deploy")
             ra = await call(a, "recallite_context", query="how to deploy")
-            assert "--isolate-scopes" in await error_text(b, "recallite_feedback", retrieval_id=rb["retrieval_id"],
-                                                          outcome="failure", used_memory_ids=[ma["id"]])
+            assert "No memory" in await error_text(b, "recallite_feedback", retrieval_id=rb["retrieval_id"],
+                                                   outcome="failure", used_memory_ids=[ma["id"]])
             assert "--isolate-scopes" in await error_text(b, "recallite_feedback", retrieval_id=ra["retrieval_id"],
                                                           outcome="failure")
-            assert "--isolate-scopes" in await error_text(b, "recallite_get", ids=[ma["id"]],
-                                                          retrieval_id=ra["retrieval_id"])
+            assert "No memory" in await error_text(b, "recallite_get", ids=[ma["id"]], retrieval_id=ra["retrieval_id"])
             assert mem.get(ma["id"]).usefulness == pytest.approx(0.5)
             # its own project's feedback still works
             ok = await call(a, "recallite_feedback", retrieval_id=ra["retrieval_id"], outcome="success",
                             used_memory_ids=[ma["id"]])
             assert ok["changes"] and mem.get(ma["id"]).usefulness > 0.5
+    finally:
+        mem.close()
+
+
+async def test_an_isolated_server_confirmed_that_another_projects_memory_exists():
+    """A new user's trial: on an --isolate-scopes server, recallite_get of another project's id said
+    "mem_1 belongs to another project" and of a missing id "No memory mem_999": the difference told
+    the client which ids exist elsewhere. Both now read as missing."""
+    mem = Recallite.open(None, embedder="hash")
+    try:
+        async with Client(server(mem, "projA")) as a, Client(server(mem, "projB")) as b:
+            ma = await call(a, "recallite_remember", content="Project A launches on May 3.", type="fact")
+            foreign = await error_text(b, "recallite_get", ids=[ma["id"]])
+            missing = await error_text(b, "recallite_get", ids=["mem_999"])
+            assert foreign == missing.replace("mem_999", ma["id"])
+            assert foreign == (await error_text(b, "recallite_update", id=ma["id"], action="validate")
+                               ).replace("recallite_update", "recallite_get")
     finally:
         mem.close()
 
