@@ -192,3 +192,30 @@ async def test_mcp_remember_and_record_redact_prose_secrets(anyio_backend):
         listed = await c.call_tool("recallite_list", {"types": ["episode"]})
         assert "hunter2hunter2" not in str(listed.structured_content)
         assert "[REDACTED:prose_secret]" in str(listed.structured_content)
+
+
+PASSPHRASES = [
+    ("my password: correct horse battery staple", "correct horse battery staple"),
+    ("My passphrase is purple monkey dishwasher lamp.", "purple monkey dishwasher lamp"),
+    ("Our wifi password is orange tiger river cloud, ask Sam for the guest one.", "orange tiger river cloud"),
+    ("My password is correct horse battery staple and I use it everywhere.", "correct horse battery staple"),
+]
+PASSPHRASE_PROSE = [
+    "The password is stored in the vault.", "Our password is never logged anywhere.",
+    "The password is required for login.", "My password is too short.", "the password: must be 12 characters long",
+    "The admin password is rotated every quarter.", "The password is stored in the vault and rotated monthly.",
+    "Our password policy is simple and strict.",
+]
+
+
+@pytest.mark.parametrize("text, secret", PASSPHRASES)
+def test_a_passphrase_of_plain_words_was_kept(text, secret):
+    """A new user's trial: "my password: correct horse battery staple" was stored as written; no
+    shape rule sees a passphrase of ordinary words."""
+    out = redact_text(text)[0]
+    assert secret not in out and "[REDACTED:prose_secret]" in out
+
+
+@pytest.mark.parametrize("text", PASSPHRASE_PROSE)
+def test_prose_after_the_word_password_is_not_a_passphrase(text):
+    assert redact_text(text)[0] == text

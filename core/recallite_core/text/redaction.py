@@ -266,6 +266,19 @@ _PROSE_AS = re.compile(rf"(?i)(?<![^\s\"'`(])(?P<val>[^\s\"'`<>]{{6,256}})[ \t]+
 _PROSE_PAIR = re.compile(
     r"(?i)(?<![\w-])(?:log(?:ged)?[ \t]?in|log[ \t]?on|sign(?:ed)?[ \t]?in|credentials?|creds)(?![\w-])[^.!?\n]{0,60}?"
     r"(?<![\w/.:@~+-])[A-Za-z][\w.@+-]{1,63}(?:[ \t]*/[ \t]*|:)(?P<val>[^\s\"'`<>/]{6,128})")
+# "my password: correct horse battery staple": a passphrase of plain words, which no shape rule
+# sees (a new user's trial). Three to six lower-case words ending the sentence, after "password" or
+# "passphrase" with its owner and a colon or "is"; none of them a word prose puts there ("the
+# password is stored in the vault", "our password is never logged", "the password is required").
+_PROSE_PASSPHRASE = re.compile(
+    r"(?i)(?<![\w-])(?:my|our|the|his|her|their|your)[ \t]+(?:[\w-]+[ \t]+){0,2}?pass(?:word|phrase)(?![\w-])"
+    r"[ \t]*(?::|[ \t]is:?)[ \t]+(?P<val>(?-i:[a-z]{2,12}(?:[ \t]+[a-z]{2,12}){2,5}))(?=[ \t]*(?:[.;,!?\n]|$)|[ \t]+(?:and|but)(?![\w-]))")
+_PROSE_WORDING = frozenset("""
+a an the of to in on at for with by as from and or but not no never always only also just still now then so too very
+is are be been being was were must should can could will would may might shall has have had do does did
+required needed stored kept saved used set changed reset rotated logged shown sent shared hashed encrypted expired
+every each all any some this that these those there here when where which who whom how why what
+""".split())
 _AS_FOLLOWERS = frozenset({"", "for", "of", "on", "in", "to", "at", "and", "with", "from", "here", "there", "now", "please",
                            "too", "then", "instead", "until", "so", "but"})
 _PROSE_LITERALS = ("pass", "pwd", "secret", "token", "key", "log", "sign", "cred")
@@ -341,6 +354,10 @@ def _prose_findings(text: str) -> list[Finding]:
             keep(m, None)
     for m in _PROSE_PAIR.finditer(text):
         keep(m, None)
+    for m in _PROSE_PASSPHRASE.finditer(text):
+        said = m.group("val").lower().split()
+        if not any(w in _PROSE_WORDING or w.endswith(("ed", "ly", "ing")) for w in said):
+            out.append(Finding("prose_secret", m.start("val"), m.end("val")))
     return out
 
 
