@@ -52,20 +52,27 @@ class RecalliteServer(MCPServer):
     def lean_schemas(self, all_tools: bool) -> None:
         """Advertise compact input schemas: no titles or null branches; without --tools all, the
         ADVANCED parameters are left out of the list (still accepted when sent)."""
+        self.hidden_choices = {} if all_tools else ADVANCED_CHOICES
         for tool in self._tool_manager.list_tools():  # no public hook in mcp 2.3
             schema = compact_schema(tool.parameters)
             if not all_tools:
                 for name in ADVANCED.get(tool.name, ()):
                     schema["properties"].pop(name, None)
-                for name, hidden in ADVANCED_CHOICES.get(tool.name, {}).items():
-                    prop = schema["properties"].get(name, {})
-                    if "enum" in prop:
-                        prop["enum"] = [v for v in prop["enum"] if v not in hidden]
+                self.hide_choices(tool.name, schema)
             tool.parameters = schema
             tool.description = " ".join((tool.description or "").split())
             if tool.fn_metadata.output_schema is not None:
                 tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema, nulls=True)
                 tool.__dict__.pop("output_schema", None)  # a cached_property of Tool
+
+    hidden_choices: dict[str, dict[str, set[str]]] = {}
+
+    def hide_choices(self, tool: str, schema: dict) -> None:
+        """Leave the values advertised only with --tools all out of a schema (the list, errors)."""
+        for name, hidden in self.hidden_choices.get(tool, {}).items():
+            prop = schema.get("properties", {}).get(name, {})
+            if "enum" in prop:
+                prop["enum"] = [v for v in prop["enum"] if v not in hidden]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Optional[Context] = None
                         ) -> CallToolResult | InputRequiredResult:
@@ -86,6 +93,7 @@ class RecalliteServer(MCPServer):
         except ToolError as exc:
             if tool is not None and isinstance(exc.__cause__, ValidationError):
                 schema = tool.fn_metadata.arg_model.model_json_schema()
+                self.hide_choices(name, schema)  # name only what this server offers
                 raise ToolError(one_line(name, exc.__cause__, schema)) from exc.__cause__
             prefix = f"Error executing tool {name}: "  # the SDK's; the tool's name is enough
             if str(exc).startswith(prefix):

@@ -131,3 +131,14 @@ async def test_isolated_get_said_omit_scope_and_named_the_other_project(tmp_path
             assert "Omit `scope`" not in text, tool
         res = await api.call_tool("recallite_recall", {"query": "x", "scope": "web-9ad1f9a4"})  # a scope it named itself
         assert res.is_error and "Omit `scope`" in res.content[0].text
+
+
+async def test_a_core_server_error_listed_actions_it_does_not_advertise():
+    """A new user's trial: under --tools core, recallite_update's schema offers seven actions but its
+    error for a wrong one listed promote and share too. Errors name what the list advertises."""
+    for tools, shown in (("core", False), ("all", True)):
+        async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False, tools=tools))) as c:
+            a = await call(c, "recallite_remember", content="Run make test before pushing.")
+            for args in ({"id": a["id"], "action": "explode"}, {"id": a["id"]}):
+                text = (await c.call_tool("recallite_update", args)).content[0].text
+                assert '"revise"' in text and ('"promote"' in text) is shown and ('"share"' in text) is shown, text
