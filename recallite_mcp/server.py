@@ -5,6 +5,7 @@ beside the structured result, lean advertised schemas. It only translates; the e
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import threading
@@ -113,6 +114,12 @@ class RecalliteServer(MCPServer):
         return result
 
 
+def compact_json(data: dict[str, Any]) -> str:
+    """A resource's JSON as a model reads it: one line, no empty fields (tokens are the user's money)."""
+    return json.dumps({k: v for k, v in data.items() if v not in ([], {}, "")}, separators=(",", ":"),
+                      ensure_ascii=False)
+
+
 def build_server(settings: Settings | None = None, *, memory: Recallite | None = None) -> MCPServer:
     """The MCP server. ``memory`` lets a caller share an already open engine (tests, embedding)."""
     settings = settings or Settings()
@@ -168,7 +175,7 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
         st = holder.get("state")
         if st is None or st.memory is None:
             raise ResourceNotFoundError(st.open_error if st is not None and st.open_error else "The memory store is not open.")
-        return stats_out(st, None, next(iter(st.scopes.values()), None)).model_dump_json(indent=2)
+        return compact_json(stats_out(st, None, next(iter(st.scopes.values()), None)).model_dump(mode="json", exclude_none=True))
 
     @server.resource("recallite://memory/{memory_id}", name="memory", title="A memory by id", mime_type="application/json")
     def memory_resource(memory_id: str, ctx: Context) -> str:
@@ -176,8 +183,8 @@ def build_server(settings: Settings | None = None, *, memory: Recallite | None =
             st = state_of(ctx)
             m = st.engine.get(memory_id)
             if st.settings.isolate_scopes and m.scope not in st.allowed_scopes(ctx):
-                raise ResourceNotFoundError(f"{memory_id} belongs to another scope (--isolate-scopes).")
-            return MemoryOut.of(m, 0, len(m.content) or 1).model_dump_json(indent=2)
+                raise MemoryNotFoundError(f"No memory {memory_id}.")  # as if missing: no hint it exists elsewhere
+            return compact_json(MemoryOut.of(m, 0, len(m.content) or 1).model_dump(mode="json", exclude_none=True))
         except MemoryNotFoundError as exc:
             raise ResourceNotFoundError(not_found(exc)) from exc
         except (RecalliteError, ToolError) as exc:

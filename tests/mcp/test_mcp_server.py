@@ -158,6 +158,15 @@ async def test_resources_and_prompt(client):
     assert msg == agent_rules() and "recallite_context" in msg
 
 
+async def test_the_memory_resource_came_as_indented_json_with_null_fields(client):
+    """A new user's trial: recallite://memory/{id} was indented JSON full of nulls; one line, no empties."""
+    m = await call(client, "recallite_remember", content="Resource me.", type="fact")
+    for uri in (f"recallite://memory/{m['id']}", "recallite://stats"):
+        raw = (await client.read_resource(uri)).contents[0].text
+        body = json.loads(raw)
+        assert "\n" not in raw and ": " not in raw and None not in body.values() and [] not in body.values(), uri
+
+
 async def test_shared_engine_is_not_closed_by_server():
     mem = Recallite.open(None, embedder="hash")
     async with Client(build_server(settings(), memory=mem)) as c:
