@@ -164,7 +164,8 @@ async def test_the_memory_resource_came_as_indented_json_with_null_fields(client
     for uri in (f"recallite://memory/{m['id']}", "recallite://stats"):
         raw = (await client.read_resource(uri)).contents[0].text
         body = json.loads(raw)
-        assert "\n" not in raw and ": " not in raw and None not in body.values() and [] not in body.values(), uri
+        assert raw == json.dumps(body, separators=(",", ":"), ensure_ascii=False), uri  # one line, no padding
+        assert None not in body.values() and [] not in body.values(), uri
 
 
 async def test_shared_engine_is_not_closed_by_server():
