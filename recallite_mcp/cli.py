@@ -319,6 +319,9 @@ def list_cmd(ctx, db, scope, embedder, log_level, all_scopes, types, statuses, s
     with open_engine(s) as mem:
         page, nxt = list_page(mem, _scopes(s, all_scopes), list(types) or None, list(statuses) or None,
                               list(sources) or None, list(tags) or None, limit, offset)
+        hint = None if page or all_scopes or offset else scope_hint(mem, s.default_scope)
+    if hint:
+        click.echo(hint, err=True)  # stderr, as context does: stdout stays the listing
     if as_json:
         emit_json({"memories": [m.model_dump(mode="json") for m in page], "next_offset": nxt})
         return

@@ -93,6 +93,18 @@ def test_cli_recall_and_context_in_an_unknown_scope_said_nothing(tmp_path):
         assert res.exit_code == 0 and "holds no" not in res.output, cmd
 
 
+def test_cli_list_in_an_unknown_scope_said_nothing(tmp_path):
+    """A new user's trial: `recallite-mcp list --scope proj-x` printed an empty table and no word."""
+    db = str(tmp_path / "cli.db")
+    run = CliRunner()
+    for scope, text in STORED:
+        assert run.invoke(main, ["add", text, "--db", db, "--embedder", "hash", "--scope", scope]).exit_code == 0
+    res = run.invoke(main, ["list", "--db", db, "--embedder", "hash", "--scope", "proj-x"])
+    assert res.exit_code == 0 and "scope 'proj-x' holds no memories; known scopes: web-app, default." in res.stderr
+    res = run.invoke(main, ["list", "--db", db, "--embedder", "hash", "--scope", "web-app"])
+    assert res.exit_code == 0 and "holds no" not in res.output
+
+
 async def test_a_write_to_a_misspelt_scope_created_it_without_a_word():
     """A new user's trial: recallite_remember(scope="no such scope!!") stored the memory in a new scope
     and said only "Stored mem_4 ... scope no such scope!!": a typo moves memories out of the project
