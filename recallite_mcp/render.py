@@ -182,8 +182,9 @@ def update(d: dict) -> str:
                  d.get("layer") not in (None, "semantic") and f"layer {d.get('layer')}")
     if d.get("note"):
         return f"{d['note']} ({d.get('status')}, {tail})."
-    by = f"; the newer version is {d['superseded_by']}" if d.get("superseded_by") else ""
-    return f"{d['id']} is now {d.get('status')}{by} ({tail})."
+    if d.get("superseded_by"):  # the facts (tail) are the kept one's: say so, and which one is current
+        return f"{d['superseded_by']} is now current; {d['id']} is kept as history, {d.get('status')} ({tail})."
+    return f"{d['id']} is now {d.get('status')} ({tail})."
 
 
 def forget(d: dict) -> str:

@@ -206,3 +206,13 @@ async def test_relate_keeps_one_side_of_support_and_contradiction_per_pair(clien
     assert f"mem_2 contradicts mem_1 ({rel['id']})" in msg and "keep_both" in msg and "Nothing was linked" in msg
     plain = await client.call_tool("recallite_relate", {"from_id": "mem_3", "to_id": "mem_4", "relation": "supports"})
     assert "replaced" not in plain.structured_content["relation"] and "It replaced" not in plain.content[0].text
+
+
+async def test_a_revise_result_left_open_which_memory_is_current(client):
+    """A new user's trial: "mem_1 is now superseded; the newer version is mem_2 (confidence 0.7 ...)"
+    left open which memory the figures were about and which one to use now."""
+    a = await call(client, "recallite_remember", content="Run make test before pushing.", type="procedure")
+    r = await client.call_tool("recallite_update", {"id": a["id"], "action": "revise",
+                                                    "content": "Run make check before pushing."})
+    new = r.structured_content["superseded_by"]
+    assert r.content[0].text.startswith(f"{new} is now current; {a['id']} is kept as history, superseded (")
