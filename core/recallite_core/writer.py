@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from typing import Any, Callable, Iterable, Sequence
+from typing import AbstractSet, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -355,10 +355,13 @@ class Writer:
         return _sent_again(self.catalog.get(dup))
 
     # -- corrections (corrections.py) ---------------------------------------------------------------
-    def find_corrections(self, conn, items: Sequence[tuple[Prepared, np.ndarray]]) -> list[list[corrections.Finding]]:
+    def find_corrections(self, conn, items: Sequence[tuple[Prepared, np.ndarray]], *, with_batch: bool = True,
+                         skip: AbstractSet[int] = frozenset()) -> list[list[corrections.Finding]]:
         """For each new memory (in write order), the stored memories of its scope, and the earlier
         ones of the same batch, whose value it changes. Read in the write transaction, before the
-        batch is inserted; an earlier item of the batch is named by its position as -(k + 1)."""
+        batch is inserted; an earlier item of the batch is named by its position as -(k + 1).
+        ``with_batch`` False and ``skip``: an import compares nothing of its own file with the rest
+        of it (a file is one state of things: what it did not link, its owner left apart)."""
         cfg = self.core.config
         out: list[list[corrections.Finding]] = [[] for _ in items]
         if not cfg.corrections or not items:
@@ -378,9 +381,10 @@ class Writer:
             # A new version (revise) or a merge (consolidate) already says what it relates to.
             named = {parse_id(x) for x in [p.metadata.get("previous_id"), *p.metadata.get("consolidated_from", [])]
                      if isinstance(x, str) and x.startswith("mem_")}
-            pool = [stored[i] for i in cands if i in stored and i not in named]
+            pool = [stored[i] for i in cands if i in stored and i not in named and i not in skip]
             # Earlier memories of the same batch and scope, nearest first.
-            earlier = [j for j in range(n) if items[j][0].scope == p.scope and items[j][0].type in corrections.COMPARED_TYPES]
+            earlier = [j for j in range(n) if with_batch and items[j][0].scope == p.scope
+                       and items[j][0].type in corrections.COMPARED_TYPES]
             if earlier:
                 sims = vecs[earlier] @ vecs[n]
                 near = [earlier[j] for j in np.argsort(-sims)[:k].tolist() if sims[j] >= cfg.correction_min_similarity]

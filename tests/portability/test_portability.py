@@ -352,3 +352,27 @@ def test_an_imported_retired_memory_is_not_corrected_again(tmp_path, batch, reti
                       "The staging server now runs on port 9090.": ("candidate", None)}
     with dst.core.store.reading() as conn:
         assert conn.archive.relations() == []
+
+
+@pytest.mark.parametrize("batch", [1, 100])
+def test_an_untrusted_import_superseded_a_memory_a_person_restored(tmp_path, batch):
+    """A new user's trial: "runs on port 8080" was superseded by "moved to port 9090", restored by
+    hand (both hold), exported, then imported with the default trust: the import's copy of the newer
+    one superseded the older again. A file is one state of things: its memories are compared with
+    what was stored before the import, never with each other (one batch or several)."""
+    src = Recallite.open(None, embedder="hash")
+    old = src.remember("The staging server runs on port 8080.", type="fact", scope="s")
+    new = src.remember("The staging server moved to port 9090.", type="fact", scope="s")
+    assert new.supersedes == [old.id]
+    src.undo_supersede(old.id)
+    out = tmp_path / "x.jsonl"
+    src.export_jsonl(str(out))
+    src.close()
+    dst = Recallite.open(None, embedder="hash")
+    try:
+        dst.import_jsonl(str(out), batch=batch)
+        stored = dst.list(scope="s")
+        assert len(stored) == 2 and all(m.status == "candidate" for m in stored)
+        assert not any(dst.relations(m.id) for m in stored)
+    finally:
+        dst.close()

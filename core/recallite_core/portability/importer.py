@@ -104,6 +104,7 @@ class BatchImport:
         self.restore = trust == "restore"
         self.progress = progress
         self.batch = max(1, int(batch))
+        self.own: set[int] = set()  # the memories this import inserted
         self.header: dict = {}
         self._check_header = header_check
         self.dims = self.core.embedder.dimensions
@@ -320,12 +321,15 @@ class BatchImport:
 
     def _insert(self, conn, prepared: list, idmap: dict, finals: list, sessions: set, counts: dict, now: float) -> None:
         writer, turns = self.p.writer, self.p.turns
-        # A backup restores its own links; anything else is compared with what is stored (earlier
-        # batches included: they are in this transaction) and with its own batch, like any write,
-        # except what the file retired: it changes nothing (live lists positions in the batch).
+        # A backup restores its own links; anything else is compared with what was stored before
+        # the import, never with the file's own memories (earlier batches nor its own): a file is
+        # one state of things, and what it left unlinked its owner left apart (a superseded memory
+        # a person restored was superseded again by the untrusted import of its successor). What
+        # the file retired changes nothing (live lists positions in the batch).
         live = [] if self.restore else [k for k, x in enumerate(prepared) if x[0].get("status") not in RETIRED]
         found: list[list] = [[] for _ in prepared]
-        for k, f in zip(live, writer.find_corrections(conn, [(prepared[k][1], prepared[k][5]) for k in live])):
+        items = [(prepared[k][1], prepared[k][5]) for k in live]
+        for k, f in zip(live, writer.find_corrections(conn, items, with_batch=False, skip=self.own)):
             found[k] = f
         inserted: dict[int, int] = {}
         for k, (r, p, old_id, ep, category, vec, plan) in enumerate(prepared):
@@ -346,6 +350,7 @@ class BatchImport:
                 if "usefulness" in extra:
                     extra["usefulness"] = policy.clamp01(float(extra["usefulness"]))
             idmap[old_id] = inserted[k] = mid = writer.insert(conn, p, vec, now, extra)
+            self.own.add(mid)
             if ep is not None:
                 session = p.session or ""
                 taken = conn.archive.turn_at(p.scope, session, ep["seq"], None) is not None
