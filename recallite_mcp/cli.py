@@ -388,11 +388,16 @@ def forget(ctx, db, scope, embedder, log_level, all_scopes, types, statuses, sou
     s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
     with open_engine(s) as mem:
         targets = _targets(mem, ids, all_scopes, s, types, statuses, sources, tags, "forget", yes)
-        n = sum(1 for m in targets if mem.forget(m.id).deleted)
+        results = [mem.forget(m.id) for m in targets]
+        n = sum(1 for r in results if r.deleted)
+        gone = {m.id for m in targets}
+        orphans = list(dict.fromkeys(o for r in results for o in r.orphans if o not in gone))
         if vacuum and n:
             mem.vacuum()
     what = "tables" if s.is_postgres else "file"
     click.echo(f"forgot {n} memor{'y' if n == 1 else 'ies'}" + (f" ({what} vacuumed)" if vacuum and n else ""))
+    if orphans:  # facts whose every cited source is gone: kept, but nothing backs them now
+        click.echo(f"now without a source (kept): {', '.join(orphans)}", err=True)
 
 
 @main.command()

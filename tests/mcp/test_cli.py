@@ -315,3 +315,18 @@ async def test_the_cli_context_served_more_memories_than_the_mcp_context(run):
     async with Client(build_server(Settings(db=run.db, embedder="hash", warm_embedder=False))) as client:
         tool = (await call(client, "recallite_context", query=query))["memory_ids"]
     assert cli == tool and 0 < len(cli) < 6  # the relative floor left the weakest matches out
+
+
+def test_cli_forget_of_a_cited_turn_did_not_name_the_facts_it_orphaned(run):
+    """A new user's trial: `recallite-mcp forget` of the one turn a fact cites printed "forgot 1
+    memory" and nothing about the fact now backed by nothing (the MCP tool names it)."""
+    from recallite_core import Recallite
+
+    mem = Recallite.open(run.db, embedder="hash")
+    try:
+        turn = mem.record_turn("s1", "user", "My passport expires on 3 March 2026.", scope="default")
+        fact = mem.remember("The user's passport expires on 3 March 2026.", type="fact", scope="default", cites=[turn.id])
+    finally:
+        mem.close()
+    res = run("forget", turn.id, "--yes")
+    assert "forgot 1 memory" in res.stdout and f"now without a source (kept): {fact.id}" in res.stderr
