@@ -88,22 +88,27 @@ class FeedbackOut(Out):
 
 
 class TurnOut(Out):
-    """A conversation turn (episode) with where it sits."""
+    """A conversation turn (episode) with where it sits. Under a hit, what the hit already says is
+    left out: its own turn's id, text and scope, and the scope its window shares."""
 
-    id: str
+    id: Optional[str] = None
     role: str
     session: Optional[str]
     seq: int
     timestamp: str = Field(description="When it was said (ISO 8601, UTC).")
-    content: str
-    scope: str
+    content: Optional[str] = None
+    scope: Optional[str] = None
 
     @classmethod
-    def of(cls, m: Memory) -> "TurnOut":
+    def of(cls, m: Memory, hit: Memory | None = None, place_only: bool = False) -> "TurnOut":
+        """``hit``: the hit it is shown under (its text and scope are not repeated); ``place_only``:
+        the hit's own turn, where it sits and nothing else."""
         ep = m.episode
-        return cls(id=m.id, role=ep.role if ep else m.type, session=ep.session if ep else m.session,
+        own = hit is not None and m.id == hit.id
+        return cls(id=None if place_only else m.id,
+                   role=ep.role if ep else m.type, session=ep.session if ep else m.session,
                    seq=ep.seq if ep else 0, timestamp=(ep.timestamp if ep else m.created_at).isoformat(),
-                   content=m.content, scope=m.scope)
+                   content=None if own else m.content, scope=None if hit is not None and m.scope == hit.scope else m.scope)
 
 
 class HitOut(Out):
@@ -140,7 +145,7 @@ class HitOut(Out):
             level="user" if m.scope == user_scope else "project",
             confidence=round(m.confidence, 4), usefulness=round(m.usefulness, 4), score=hit.score, rank=hit.rank,
             reasons=hit.reasons, warnings=hit.warnings, source=m.source.type, trust=hit.trust, layer=m.layer or "semantic",
-            turn=TurnOut.of(m) if m.episode else None, window=[TurnOut.of(w) for w in hit.window],
+            turn=TurnOut.of(m, m, place_only=True) if m.episode else None, window=[TurnOut.of(w, m) for w in hit.window],
             outcome_factor=round(hit.breakdown.outcome_factor, 4),
         )
 

@@ -157,3 +157,17 @@ async def test_streamable_http_transport(tmp_path):
         async with Client(url) as c2:
             stats = await call(c2, "recallite_stats")
             assert stats["by_type"] == {"episode": 5}
+
+
+async def test_a_recalled_turn_repeated_its_text_id_and_scope_three_times():
+    """A new user's trial: each turn hit carried its text, id and scope again in `turn` and again in
+    its own `window` entry, and every window entry repeated the scope: tokens spent on nothing."""
+    async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False, tools="all"))) as c:
+        await conversation(c)
+        hit = (await call(c, "recallite_recall", query="passport expires renew", window=1, limit=1))["memories"][0]
+        assert set(hit["turn"]) == {"role", "session", "seq", "timestamp"}
+        own = [w for w in hit["window"] if w["id"] == hit["id"]]
+        assert own and "content" not in own[0] and not any("scope" in w for w in hit["window"])
+        assert any(w.get("content") == "Noted. Renewal takes about six weeks." for w in hit["window"])
+        text = (await c.call_tool("recallite_recall", {"query": "passport expires renew", "window": 1, "limit": 1})).content[0].text
+        assert "[this turn]" in text and text.count("My passport expires") == 1
