@@ -603,3 +603,21 @@ def test_a_restored_team_copy_stopped_following_its_original_when_ids_were_renum
         assert new.team_copies and dst.get(new.team_copies[0]).content == new.content
     finally:
         dst.close()
+
+
+def test_restore_left_the_team_copy_on_the_replacement(backend_mem):
+    """A new user's trial: a detected correction made alice's team copy follow the new text; undoing
+    the supersede brought alice's memory back but left the team on the replacement. Now the team's
+    copy is back too and the version that followed is retired, with why."""
+    mem = backend_mem
+    old = mem.remember("The staging server runs on port 8080.", type="fact", scope="alice", source={"type": "agent"})
+    copy = mem.share(old.id, "team-web")
+    new = mem.remember("The staging server moved to port 9090.", type="fact", scope="alice", source={"type": "agent"})
+    assert new.supersedes == [old.id] and new.team_copies
+    followed = new.team_copies[0]
+    mem.undo_supersede(old.id)
+    back = mem.get(copy.id)
+    assert back.status == copy.status and back.superseded_by is None
+    gone = mem.get(followed)
+    assert gone.status == "deprecated" and new.id in gone.metadata["deprecated_reason"]
+    assert mem.recall("staging server port", scope="team-web").ids == [copy.id]

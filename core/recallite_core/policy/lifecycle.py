@@ -328,10 +328,36 @@ class Lifecycle:
             if actor is not None:
                 policy.check_actor(actor.type, back, effective_source(source_type, meta), f"mem_{mid}")
             m.pop("superseded_reason", None)
-            conn.memories.restore_status(mid, back, json.dumps(m, ensure_ascii=False), time.time())
+            now = time.time()
+            conn.memories.restore_status(mid, back, json.dumps(m, ensure_ascii=False), now)
             if by_id is not None:
                 conn.relations.remove(by_id, mid, "supersedes")
+                self.unfollow(conn, by_id, now)
+                for copy in self.team_copies(conn, mid):  # a copy its team had changed: no longer stale
+                    self._clear_stale(conn, parse_id(copy.id), by_id)
         return self.catalog.get(mid)
+
+    def unfollow(self, conn, new: int, now: float) -> None:
+        """Undo what a supersede by ``new`` did to team copies (the write that superseded made each
+        copy its team had not changed follow as a new version derived from ``new``): each such
+        version is retired and the copy it replaced is back, and so on down copies shared on."""
+        versions = [a for a, b, _ in conn.relations.edges([new], ("derived_from",)) if b == new]
+        for cid in versions:
+            replaced = [b for a, b, _ in conn.relations.edges([cid], ("supersedes",)) if a == cid]
+            for head in replaced:
+                row = conn.memories.state(head)
+                meta = json.loads(row[3]) if row is not None else {}
+                if row is None or meta.get("superseded_reason") != f"its original was replaced by mem_{new}":
+                    continue  # a version its team wrote, not one that followed
+                self.unfollow(conn, cid, now)
+                back = meta.pop("superseded_from", "active")
+                meta.pop("superseded_reason", None)
+                conn.memories.restore_status(head, back, json.dumps(meta, ensure_ascii=False), now)
+                conn.relations.remove(cid, head, "supersedes")
+                row = conn.memories.state(cid)
+                cmeta = json.loads(row[3]) if row is not None else {}
+                cmeta["deprecated_reason"] = f"its original's replacement mem_{new} was undone; mem_{head} holds again"
+                conn.memories.restore_status(cid, "deprecated", json.dumps(cmeta, ensure_ascii=False), now)
 
     def resolve_conflict(self, memory_id: str | int, other_id: str | int, keep: str | int = "both", *,
                          by: Any = None) -> list[Memory]:
