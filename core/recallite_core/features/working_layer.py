@@ -23,6 +23,8 @@ from recallite_core.features.working import WorkingEntry, WorkingMemory, rank_en
 from recallite_core.models import Memory, RecallHit, ScoreBreakdown, Source
 from recallite_core.plumbing import Plumbing
 from recallite_core.policy import rules as policy
+from recallite_core.retrieval.context import flag_warning
+from recallite_core.text.injection import flags_for
 from recallite_core.text.validation import (
     check_content,
     check_metadata,
@@ -111,6 +113,11 @@ class WorkingLayer:
             text, ttl, tag_list, meta, _ = redact_fields(text, ttl, tags, tag_list, meta, lim)
         ttl = ttl or derive_title(text)
         src = check_source(source)
+        # Instruction-like text is flagged as a stored memory's is: served as quoted data, ranked down.
+        meta.pop("flagged", None)
+        flags = flags_for([text, ttl, *tag_list], policy.trust_of(src.type))
+        if flags:
+            meta["flagged"] = flags
         vec = self.core.embed([embedding_text(ttl, text)])[0]
         entry = WorkingEntry(
             id=self.memory().new_id(), session=sess, scope=check_scope(scope, lim, self.core.config.default_scope), type=mtype,
@@ -259,15 +266,18 @@ class WorkingLayer:
                 continue
             bd = ScoreBreakdown(
                 keyword_rank=kr, vector_rank=vr, vector_similarity=round(sim, 6), fusion=fusion,
-                status_factor=policy.STATUS_FACTOR["active"], profile_factor=weights.get(e.type, 1.0),
+                status_factor=policy.status_factor("active", bool(e.metadata.get("flagged"))),
+                profile_factor=weights.get(e.type, 1.0),
                 quality=policy.quality(e.confidence, e.usefulness, e.importance),
             )
             bd.final = bd.fusion * bd.status_factor * bd.profile_factor * bd.quality * bd.contradiction_factor
             if min_score is not None and bd.final < min_score:
                 continue
             reasons = (["keyword-match"] if kr else []) + (["semantic-match"] if sim >= cfg.semantic_match_threshold else [])
+            flagged = e.metadata.get("flagged")
             extra.append(RecallHit(memory=self._working_memory_model(e), score=bd.final, rank=0,
-                                   reasons=reasons + ["working-memory"], breakdown=bd, trust=trust))
+                                   reasons=reasons + ["working-memory"], breakdown=bd, trust=trust,
+                                   warnings=[flag_warning([str(f) for f in flagged])] if flagged else []))
         if not extra:
             return hits
         merged = sorted(hits + extra, key=lambda h: (-h.score, h.memory.id))[:limit]
