@@ -72,6 +72,17 @@ class Prepared:
         self.importance, self.hash, self.tokens, self.embed_text = importance, hash, tokens, embed_text
         self.valid_until, self.redactions = valid_until, redactions
 
+    @property
+    def alt_hash(self) -> str:
+        """The hash of the same text with its final period toggled: "X." and "X" are one memory."""
+        text = self.content.rstrip()
+        return content_hash(text[:-1] if text.endswith(".") else text + ".")
+
+    @property
+    def key(self) -> str:
+        """One key for both spellings (a batch's repeats)."""
+        return min(self.hash, self.alt_hash)
+
 
 @dataclasses.dataclass
 class Copies:
@@ -223,16 +234,21 @@ class Writer:
         """An identical memory in the scope, one that is not superseded first. A superseded one counts
         too: the stale text sent again (an agent re-reading an old note) must not come back as a new
         memory that would supersede its own correction; restore() brings the old one back."""
-        return conn.memories.duplicate_of(p.hash, p.scope)
+        found = conn.memories.duplicate_of(p.hash, p.scope)
+        return found if found is not None else conn.memories.duplicate_of(p.alt_hash, p.scope)
 
     def find_duplicates(self, conn, prepared: Sequence[Prepared]) -> list[int | None]:
         """find_duplicate for many at once: one indexed query per 500 hashes."""
         best: dict[tuple[str, str], tuple[bool, int]] = {}
-        for mid, h, sc, stale in conn.memories.with_hashes(list({p.hash for p in prepared})):
+        for mid, h, sc, stale in conn.memories.with_hashes(list({h for p in prepared for h in (p.hash, p.alt_hash)})):
             key = (stale, mid)
             if (h, sc) not in best or key < best[(h, sc)]:
                 best[(h, sc)] = key
-        return [best[(p.hash, p.scope)][1] if (p.hash, p.scope) in best else None for p in prepared]
+        out: list[int | None] = []
+        for p in prepared:
+            hit = best.get((p.hash, p.scope)) or best.get((p.alt_hash, p.scope))
+            out.append(hit[1] if hit else None)
+        return out
 
     def remember(
         self,
@@ -491,7 +507,7 @@ class Writer:
         first_of: dict[tuple[str, str], int] = {}
         to_embed: list[int] = []
         for i, p in enumerate(prepared):
-            key = (p.hash, p.scope)
+            key = (p.key, p.scope)
             if existing[i] is None and key not in first_of:
                 first_of[key] = i
                 to_embed.append(i)
@@ -524,7 +540,7 @@ class Writer:
                     assert late_id is not None, "embedded but not inserted: not fresh, so found late"
                     ids.append((late_id, True))
                 else:
-                    dup = existing[i] if existing[i] is not None else new_ids.get(first_of[(p.hash, p.scope)])
+                    dup = existing[i] if existing[i] is not None else new_ids.get(first_of[(p.key, p.scope)])
                     if dup is None:
                         dup = self.find_duplicate(conn, p)
                     # Its first occurrence in the batch was found late, in this same transaction.

@@ -544,3 +544,24 @@ def test_batches_appending_to_sessions_keep_one_window_row_per_turn(file_mem):
     file_mem.reindex()
     _assert_windows_as_migration_0007_defines_them(file_mem)
     conn.execute("INSERT INTO episode_windows(episode_windows) VALUES ('integrity-check')")
+
+
+def test_a_memory_and_the_same_text_without_its_final_period_were_stored_twice():
+    """A trial's leftover: "Run make test before pushing." and "Run make test before pushing" were two
+    memories (the hash folds case and spaces, not the final period). One memory now, in every path:
+    remember, a batch's repeats, and a batch against the store; "!" still makes another text."""
+    from recallite_core import Recallite
+
+    mem = Recallite.open(None, embedder="hash")
+    try:
+        a = mem.remember("Run make test before pushing.", scope="s")
+        assert mem.remember("Run make test before pushing", scope="s").duplicate_of == a.id
+        x, y = mem.remember_many([{"content": "Use uv for installs", "scope": "s"},
+                                  {"content": "Use uv for installs.", "scope": "s"}])
+        assert y.duplicate_of == x.id
+        (z,) = mem.remember_many([{"content": "Run make test before pushing", "scope": "s"}])
+        assert z.duplicate_of == a.id
+        assert mem.remember("Run make test before pushing!", scope="s").duplicate_of is None
+        assert mem.remember("Run make test before pushing", scope="t").duplicate_of is None  # another scope
+    finally:
+        mem.close()
