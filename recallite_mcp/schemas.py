@@ -91,13 +91,13 @@ class TurnOut(Out):
     """A conversation turn (episode) with where it sits. Under a hit, what the hit already says is
     left out: its own turn's id, text and scope, and the scope its window shares."""
 
-    id: Optional[str] = None
+    id: str | None = None
     role: str
     session: Optional[str]
     seq: int
     timestamp: str = Field(description="When it was said (ISO 8601, UTC).")
-    content: Optional[str] = None
-    scope: Optional[str] = None
+    content: str | None = None
+    scope: str | None = None
 
     @classmethod
     def of(cls, m: Memory, hit: Memory | None = None, place_only: bool = False) -> "TurnOut":

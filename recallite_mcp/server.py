@@ -9,8 +9,9 @@ import json
 import logging
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from types import MappingProxyType
 from typing import Any, Optional
 
 import anyio
@@ -66,7 +67,7 @@ class RecalliteServer(MCPServer):
                 tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema, nulls=True)
                 tool.__dict__.pop("output_schema", None)  # a cached_property of Tool
 
-    hidden_choices: dict[str, dict[str, set[str]]] = {}
+    hidden_choices: Mapping[str, dict[str, set[str]]] = MappingProxyType({})  # until lean_schemas sets it
 
     def hide_choices(self, tool: str, schema: dict) -> None:
         """Leave the values advertised only with --tools all out of a schema (the list, errors)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Set
+from collections.abc import Set as AbstractSet
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -373,7 +373,7 @@ class Writer:
 
     # -- corrections (corrections.py) ---------------------------------------------------------------
     def find_corrections(self, conn, items: Sequence[tuple[Prepared, np.ndarray]], *, with_batch: bool = True,
-                         skip: Set[int] = frozenset()) -> list[list[corrections.Finding]]:
+                         skip: AbstractSet[int] = frozenset()) -> list[list[corrections.Finding]]:
         """For each new memory (in write order), the stored memories of its scope, and the earlier
         ones of the same batch, whose value it changes. Read in the write transaction, before the
         batch is inserted; an earlier item of the batch is named by its position as -(k + 1).
