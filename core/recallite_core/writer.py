@@ -234,8 +234,7 @@ class Writer:
         """An identical memory in the scope, one that is not superseded first. A superseded one counts
         too: the stale text sent again (an agent re-reading an old note) must not come back as a new
         memory that would supersede its own correction; restore() brings the old one back."""
-        found = conn.memories.duplicate_of(p.hash, p.scope)
-        return found if found is not None else conn.memories.duplicate_of(p.alt_hash, p.scope)
+        return conn.memories.duplicate_of(p.hash, p.scope, p.alt_hash)
 
     def find_duplicates(self, conn, prepared: Sequence[Prepared]) -> list[int | None]:
         """find_duplicate for many at once: one indexed query per 500 hashes."""

@@ -208,15 +208,16 @@ class PostgresMemories:
         return older, newer
 
     # -- duplicates ---------------------------------------------------------------------------------
-    def duplicate_of(self, content_hash: str, scope: str) -> int | None:
-        # A concurrent write locks the text first: whoever stores it first wins. The lock and the
-        # check go out together (one round trip); the check is a later statement, so it sees
-        # every commit made before the lock was granted.
+    def duplicate_of(self, content_hash: str, scope: str, other: str | None = None) -> int | None:
+        # A concurrent write locks the text first (both spellings: "X" and "X." queue on the same
+        # locks): whoever stores it first wins. The lock and the check go out together (one round
+        # trip); the check is a later statement, so it sees every commit made before the lock was granted.
         with self._conn.pipeline():
-            self._locks.texts([content_hash])
+            self._locks.texts([content_hash, other] if other else [content_hash])
             cur = self._conn.execute(
-                "SELECT id FROM memories WHERE content_hash = %s AND scope = %s ORDER BY status = 'superseded', id "
-                "LIMIT 1", (content_hash, scope))
+                "SELECT id FROM memories WHERE content_hash IN (%s, %s) AND scope = %s "
+                "ORDER BY content_hash != %s, status = 'superseded', id LIMIT 1",
+                (content_hash, other or content_hash, scope, content_hash))
         row = cur.fetchone()
         return row[0] if row else None
 

@@ -262,11 +262,13 @@ class SqliteMemories:
                          [(mid, blob, seq) for mid, blob in zip(ids, vectors)])
         return ids
 
-    def duplicate_of(self, content_hash: str, scope: str) -> int | None:
-        """A memory of the scope with this content hash, one that is not superseded first."""
+    def duplicate_of(self, content_hash: str, scope: str, other: str | None = None) -> int | None:
+        """A memory of the scope with this content hash (or ``other``, another spelling of the same
+        text, second), one that is not superseded first."""
         row = self._conn.execute(
-            "SELECT id FROM memories WHERE content_hash = ? AND scope = ? ORDER BY status = 'superseded', id LIMIT 1",
-            (content_hash, scope)).fetchone()
+            "SELECT id FROM memories WHERE content_hash IN (?, ?) AND scope = ? "
+            "ORDER BY content_hash != ?, status = 'superseded', id LIMIT 1",
+            (content_hash, other or content_hash, scope, content_hash)).fetchone()
         return row[0] if row else None
 
     def with_hashes(self, hashes: Sequence[str]) -> list[tuple[int, str, str, bool]]:
