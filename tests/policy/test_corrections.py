@@ -1098,3 +1098,101 @@ def test_a_restatement_of_a_no_longer_correction_superseded_it_as_dark_to_nothin
     v = compare("The staging server no longer runs on port 8080; it listens on 9090.",
                 "The staging server now listens on port 9443.")
     assert v is not None and v.why == "9090 -> 9443"
+
+
+@pytest.mark.parametrize("old, new, why", [
+    ("The user drinks espresso.", "The user replaced espresso with green tea.", "espresso -> green tea"),
+    ("The user drinks espresso.", "The user switched from espresso to green tea.", "espresso -> green tea"),
+    ("The team uses Jenkins.", "We replaced Jenkins with GitHub Actions.", "Jenkins -> GitHub Actions"),
+    ("Our CI runs on CircleCI.", "CircleCI was replaced by Buildkite.", "CircleCI -> Buildkite"),
+    ("The checkout service is bundled with esbuild.", "The checkout service traded esbuild for Parcel.",
+     "esbuild -> Parcel"),
+    ("Lucas starts the day with oat latte.", "Lucas ditched oat latte for filter coffee.", "oat latte -> filter coffee"),
+    ("Omar works on a ThinkPad.", "Omar dropped a ThinkPad in favour of a Dell XPS.", "ThinkPad -> Dell XPS"),
+    ("The docs site builds its assets with Parcel.", "Parcel is gone from the docs site; it is Vite now.", "Parcel -> Vite"),
+    ("Our app is hosted on Heroku.", "We moved off Heroku to Fly.io last month.", "Heroku -> Fly.io"),
+])
+def test_a_replacement_naming_the_old_value_was_left_unlinked(old, new, why):
+    """"The user replaced espresso with green tea." after "The user drinks espresso." (and "switched
+    from espresso to green tea", "We replaced Jenkins with ...", "CircleCI was replaced by ...") was
+    stored with no link: the old value is named outright, so the old memory is superseded."""
+    from recallite_core.policy.corrections import compare
+
+    v = compare(old, new)
+    assert v is not None and v.sure and v.why == why
+
+
+@pytest.mark.parametrize("old, new, why", [
+    ("The API uses requests.", "The API replaced requests with httpx.", "requests -> httpx"),
+    ("Secrets are stored in AWS Secrets Manager.", "Vault replaced AWS Secrets Manager for secrets.",
+     "AWS Secrets Manager -> Vault"),
+])
+def test_a_replacement_note_named_the_subject_as_the_old_value(old, new, why):
+    """"The API replaced requests with httpx." was noted "(API -> httpx)" and the Vault change
+    "(Manager -> Vault)": the value the text says it replaced is the old value."""
+    from recallite_core.policy.corrections import compare
+
+    v = compare(old, new)
+    assert v is not None and v.why == why
+
+
+@pytest.mark.parametrize("old, new, sure", [
+    ("The mobile team tracks bugs in Jira.", "The web team moved from Jira to Linear.", None),
+    ("We use Travis CI for release tagging.", "Nightly tests switched from Travis CI to CircleCI.", None),
+    ("Zed is Zara's editor of choice.", "Priya switched from Zed to Neovim.", None),
+    ("The backend uses Redis for caching.", "We replaced Memcached with Redis in the search service.", None),
+    ("Jenkins runs the nightly data exports.", "We replaced the Jenkins admin password with a longer one.", None),
+    ("Jenkins runs the nightly data exports.", "We replaced Jenkins with GitHub Actions for deploys.", None),
+    # the change may hold for deploys only: a conflict to resolve, not a supersede
+    ("The team uses Jenkins.", "We replaced Jenkins with GitHub Actions for deploys.", False),
+])
+def test_a_replacement_of_the_same_value_elsewhere_stays_apart_or_unsure(old, new, sure):
+    """A text that replaces a value the old one names, but for another subject or use, supersedes
+    nothing: both texts say something of their own (another team, another job, another person)."""
+    from recallite_core.policy.corrections import compare
+
+    v = compare(old, new)
+    assert (v.sure if v is not None else None) is sure
+
+
+@pytest.mark.parametrize("old, new", [
+    ("The checkout service migrated off CircleCI onto GitHub Actions.", "The checkout service moved from PostgreSQL to MongoDB."),
+    ("Zara moved from Vim to Emacs.", "Zara replaced Chrome with Firefox."),
+    ("The mobile app switched from Grafana to Datadog.", "Vite was replaced by esbuild for the mobile app."),
+])
+def test_a_change_of_another_value_superseded_a_memory(old, new):
+    """"The checkout service moved from PostgreSQL to MongoDB." superseded "The checkout service
+    migrated off CircleCI onto GitHub Actions." (two announced changes of one subject read as one
+    correcting the other): a text that names the value it replaces changes nothing that does not
+    state that value."""
+    from recallite_core.policy.corrections import compare
+
+    assert compare(old, new) is None
+
+
+@pytest.mark.parametrize("old, new, why", [
+    ("The team plan is rate limited to 500 requests per minute.",
+     "The rate limit on the team plan changed from 500 requests per minute to 1000 requests per minute.",
+     "500 requests per minute -> 1000 requests per minute"),
+    ("The mobile backend is built with Python 3.9.",
+     "We upgraded the mobile backend from Python 3.9 to Python 3.13 last sprint.", "Python 3.9 -> Python 3.13"),
+])
+def test_a_replacement_said_in_other_words_or_with_its_date_stays_sure(old, new, why):
+    """The replacement's own words besides the values are not another use when the old text says
+    them in another form ("rate limited" / "rate limit") or they say when ("last sprint")."""
+    from recallite_core.policy.corrections import compare
+
+    v = compare(old, new)
+    assert v is not None and v.sure and v.why == why
+
+
+def test_a_replacement_naming_the_old_value_supersedes_it_in_the_store():
+    """End to end: the replaced memory is superseded with a note naming both values, and a
+    question about the old value finds the replacement."""
+    m = Recallite.open(None)
+    try:
+        a, b = store(m, "The team uses Jenkins.", "We replaced Jenkins with GitHub Actions.")
+        assert b.supersedes == [a.id] and "(Jenkins -> GitHub Actions)" in b.correction
+        assert top(m, "Do we still use Jenkins?", "s") == [b.id]
+    finally:
+        m.close()

@@ -414,3 +414,60 @@ def named_instead(old: str, new: str) -> tuple[str, str]:
     while len(shown) > 1 and shown[0].lower() in STOP:  # "not on Mondays" replaced "Mondays"
         shown.pop(0)
     return new[:m.start()] + " instead of " + m.group("named") + new[m.end():], " ".join(shown)
+
+
+# Where the replacing value ends: punctuation, or a word that opens what it is for or where.
+_UNTIL = r"(?=\s+(?:for|in|on|at|as|across|because|since|after|when|last|this|and|but|now)\b|\s*[.;,!?](?!\w)|\s*$)"
+_FRAGMENT = r"(?:[^.;,!?]|\.(?=\w)){1,40}?"  # "Python 3.12", "Fly.io" are one value
+# Ways a text names the value it replaces and the one that replaces it, in the order tried.
+_REPLACEMENTS = (
+    # "The user replaced espresso with green tea", "replacing Memcached by Redis"
+    re.compile(rf"\breplac(?:ed|es|e|ing)\s+(?P<gone>{_FRAGMENT})\s+(?:with|by)\s+(?P<came>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
+    # "CircleCI was replaced by Buildkite"
+    re.compile(rf"^\W*(?P<gone>{_FRAGMENT})\s+(?:was|were|is|are|has\s+been|have\s+been|got|is\s+being)\s+"
+               rf"replaced\s+(?:with|by)\s+(?P<came>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
+    # "We swapped webpack for Vite", "swapped out Jest for Vitest"
+    re.compile(rf"\bswap(?:ped|s)?\s+(?:out\s+)?(?P<gone>{_FRAGMENT})\s+for\s+(?P<came>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
+    # "switched from espresso to green tea", "migrated from Datadog to Grafana Cloud"
+    re.compile(rf"\b(?:switched|switches|moved|moves|migrated|migrates|changed|went|converted|upgraded|downgraded)"
+               rf"\s+(?:\w+\s+){{0,3}}?from\s+(?P<gone>{_FRAGMENT})\s+to\s+(?P<came>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
+    # "traded a ThinkPad for a MacBook", "ditched Jest for Vitest"
+    re.compile(rf"\b(?:ditched|ditches|traded|trades|exchanged|abandoned|gave\s+up)\s+"
+               rf"(?P<gone>{_FRAGMENT})\s+(?:for|in\s+favou?r\s+of)\s+(?P<came>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
+    # "dropped Vim in favour of Zed" ("dropped support for Python 3.8" names no new value)
+    re.compile(rf"\b(?:dropped|drops)\s+(?P<gone>{_FRAGMENT})\s+in\s+favou?r\s+of\s+(?P<came>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
+    # "migrated off CircleCI onto GitHub Actions", "moved off Heroku to Fly.io"
+    re.compile(rf"\b(?:migrated|migrates|moved|moves|switched|switches)\s+(?:\w+\s+){{0,3}}?off\s+(?P<gone>{_FRAGMENT})"
+               rf"\s+(?:onto|to)\s+(?P<came>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
+    # "Parcel is gone from the docs site; it is Vite now", "Heroku is out, we use Fly.io now"
+    re.compile(rf"^\W*(?P<gone>{_FRAGMENT})\s+(?:is|are|was|were)\s+(?:gone|out|retired|history)\b[^;,.]*[;,]\s*"
+               rf"(?:it\s+is|it's|they\s+are|we\s+use|now\s+it\s+is)\s+(?:now\s+)?(?P<came>{_FRAGMENT}){_UNTIL}",
+               re.IGNORECASE),
+    # "Vault replaced AWS Secrets Manager", "uv has replaced Poetry"
+    re.compile(rf"^\W*(?P<came>{_FRAGMENT})\s+(?:has\s+|have\s+)?(?:replaced|replaces)\s+(?P<gone>{_FRAGMENT}){_UNTIL}",
+               re.IGNORECASE),
+)
+_ARTICLE = re.compile(r"^(?:the|a|an|our|their|its|his|her|my)\s+", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=4096)  # one new text is compared with each of its candidates
+def replacement(text: str) -> tuple[str, str, str] | None:
+    """(replaced value, new value) when a text says outright which value gave way to which
+    ("replaced espresso with green tea", "CircleCI was replaced by Buildkite", "swapped webpack for
+    Vite", "switched from Jira to Linear", "dropped Vim in favour of Zed", "migrated off CircleCI
+    onto GitHub Actions", "Parcel is gone; it is Vite now", "uv has replaced Poetry"), and the
+    rest of the text (what the change is said of: "We ... for deploys"); None otherwise."""
+    for n, pattern in enumerate(_REPLACEMENTS):
+        m = pattern.search(text)
+        if m:
+            gone, came = (_ARTICLE.sub("", m.group(g).strip()) for g in ("gone", "came"))
+            # "X replaced Y" names the new value only when X is a name: "The team replaced the old
+            # laptops" says who did it.
+            if n == len(_REPLACEMENTS) - 1 and not _NAMED_VALUE.search(came):
+                continue
+            if gone and came and gone.lower() != came.lower():
+                return gone, came, text[:m.start()] + " " + text[m.end():]
+    return None
+
+
+_NAMED_VALUE = re.compile(r"[A-Z0-9._/#+-]")

@@ -37,6 +37,7 @@ from recallite_core.policy.correction_words import (
     key_of,
     named_instead,
     negated,
+    replacement,
     words,
 )
 from recallite_core.storage.base import Session
@@ -74,6 +75,11 @@ def compare(old: str, new: str) -> Verdict | None:
     ow, nw = words(old), words(new)
     if not ow or not nw:
         return None
+    said = replacement(new)
+    if said is not None:
+        named = _replaced(old, ow, nw, *said)
+        if named is not False:
+            return named
     swapped = _swapped(old, new, ow, nw)
     if swapped is not False:
         return swapped
@@ -91,6 +97,46 @@ def compare(old: str, new: str) -> Verdict | None:
         return v
     why = _why(ow, nw)
     return Verdict(v.sure, f"{replaced} -> {why.split(' -> ', 1)[1]}" if replaced else why)
+
+
+def _replaced(old: str, ow: Sequence[Word], nw: Sequence[Word], gone: str, came: str,
+              rest: str) -> Verdict | Literal[False] | None:
+    """The new text names the value it replaces (``gone``: "replaced espresso with green tea").
+    When the old text states it, a change of it: sure unless the new text adds words the old one
+    lacks (the change may hold "for deploys" only); None when both have words of their own, two
+    subjects ("The web team moved from Jira to Linear" after "The mobile team uses Jira") or two
+    uses ("Nightly tests switched from Travis CI to CircleCI" after "We use Travis CI for release
+    tagging"). When the old text does not state it, None: another value changed ("moved from
+    PostgreSQL to MongoDB" after "... runs its builds on CircleCI"). False (compare as usual): the
+    old text already states ``came``. ``rest``: the new text without the words that say the
+    change ("The checkout service traded esbuild for Parcel": "The checkout service")."""
+    oset, nset = {w.key for w in ow}, {w.key for w in nw}
+    gk, ck = {w.key for w in words(gone)}, {w.key for w in words(came)}
+    if not gk or not ck or ck <= oset:
+        return False
+    if not gk <= oset:
+        # It names what it replaces, and that is not what the old text states; a number may be
+        # the old one written another way ("30s" / "30 seconds"): compared as usual.
+        return False if gk & oset or any(c.isdigit() for c in gone) else None
+    # Words of the new text's own besides the change; one the old text says in another form
+    # ("rate limited" / "the rate limit") or when it happened ("last sprint") is none.
+    said = {key_of(t) for t in re.findall(r"[\w'’-]+", old)}  # verbs too: "rate limited"
+    own_n = {k for k in {w.key for w in words(_WHEN.sub(" ", rest))} - said - _HOLDING
+             if not (len(k) >= 5 and any(len(o) >= 5 and (k.startswith(o) or o.startswith(k)) for o in said))}
+    # A team may come back as "we" (no subject of the new text's own); any other word of the old
+    # text's own is another subject or use.
+    we = not any(w.lead and w.key in own_n for w in nw)
+    own_o = {w.key for w in ow} - nset - gk - _VERBS - (_GROUPS if we else frozenset())
+    if own_o and own_n:
+        return None
+    return Verdict(not own_n, f"{gone} -> {came}")
+
+
+_WHEN = re.compile(r"\b(?:last|this|next|every)\s+(?:week|month|year|sprint|quarter|release|night|time)\b|"
+                   r"\b\w+\s+ago\b", re.IGNORECASE)
+_HOLDING = frozenset({"ownership", "owner", "maintainer"})  # "Ownership of X moved from Priya to Maria": X's holder
+_VERBS = frozenset(key_of(v) for v in RELATION_VERBS)  # how the old text states its value, not what about
+_GROUPS = frozenset({"team", "company", "org", "organisation", "organization", "engineering", "everyone"})
 
 
 def _swapped(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word]) -> Verdict | Literal[False] | None:
