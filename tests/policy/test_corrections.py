@@ -1170,6 +1170,21 @@ def test_a_change_of_another_value_superseded_a_memory(old, new):
     assert compare(old, new) is None
 
 
+def test_another_relation_of_a_subject_superseded_it():
+    """"Zara writes code in Vim." superseded "Zara uses Chrome." as "(Chrome -> Vim)": two names
+    after two different relations of one subject are maybe two things, so at most a conflict that a
+    person resolves, never a supersede that hides a memory still true. One thing said with other
+    verbs still supersedes."""
+    from recallite_core.policy.corrections import compare
+
+    v = compare("Zara uses Chrome.", "Zara writes code in Vim.")
+    assert v is None or not v.sure
+    v = compare("The billing API builds its assets with Vite.", "The billing API runs its builds on Travis CI.")
+    assert v is None or not v.sure
+    v = compare("We use Buildkite for dependency scans.", "Dependency scans run on CircleCI.")
+    assert v is not None and v.sure and v.why == "Buildkite -> CircleCI"
+
+
 @pytest.mark.parametrize("old, new, why", [
     ("The team plan is rate limited to 500 requests per minute.",
      "The rate limit on the team plan changed from 500 requests per minute to 1000 requests per minute.",

@@ -337,7 +337,9 @@ def _plain_change(old: str, new: str, ow, nw, diff_o: list[int], diff_n: list[in
             return None
         digits = any(w.digits for w in vo + vn)
         if digits or tails or _relation_before(old, vo[0]):
-            return Verdict(True, why)
+            # Maybe another relation of the subject ("Zara uses Chrome" / "Zara writes code in
+            # Vim"): a conflict to resolve, not a supersede that hides a memory still true.
+            return Verdict(digits or not _other_relation(old, new, ow, nw, vo[0], vn[0], bool(po or pn)), why)
         return None
     verb = _relation_before(old, ow[diff_o[0]])
     # The same plain words after the value in both ("prefers tabs for indentation" -> "prefers
@@ -358,6 +360,28 @@ def _plain_change(old: str, new: str, ow, nw, diff_o: list[int], diff_n: list[in
         # of a person's many: not a change of another one.
         return Verdict(False, why)
     return None
+
+
+def _other_relation(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word], vo: Word, vn: Word,
+                    worded: bool) -> bool:
+    """Two texts that share only their subject ("Zara") and state their values with relations of
+    other kinds ("uses Chrome" / "writes code in Vim"): maybe two of the subject's things, not one
+    changed; so are two whose shared words stand in other places when a plain word of their own
+    names another slot. Texts that share more than the subject with nothing else of their own ("We
+    use Buildkite for dependency scans" / "Dependency scans run on CircleCI") say one thing with
+    other verbs."""
+    shared = {w.key for w in ow} & {w.key for w in nw}
+    lead_o = {w.key for w in ow if w.key in shared and w.lead}
+    if lead_o != {w.key for w in nw if w.key in shared and w.lead}:
+        # A shared word names the subject in one and stands after the verb in the other, and a
+        # plain word of its own (``worded``) names another slot: "The billing API builds its
+        # assets with Vite" / "The billing API runs its builds on Travis CI".
+        return worded
+    if lead_o != shared:
+        return False
+    ro = _relation_before(old, vo) or _first_relation(old)
+    rn = _relation_before(new, vn) or _first_relation(new)
+    return bool(ro and rn and ro != rn)
 
 
 _OCCASION = re.compile(r"\b(?:on|at|for|before|after|during|over|with|when|while|in)\s+\S", re.IGNORECASE)
