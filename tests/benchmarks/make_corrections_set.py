@@ -546,6 +546,94 @@ def many_changes(rng: random.Random, n: int = 30) -> list[dict]:
     return out
 
 
+# Session 25: the new text says outright which value it replaces ("replaced X with Y", "X was
+# replaced by Y", "switched from X to Y", "dropped X in favour of Y", ...), against an old text that
+# states X in its own words. Written after the rule that reads them (compare's replacement step),
+# with forms that rule does not read among them. Look-alikes: the same value replaced for a
+# sibling subject, or another value of the same subject replaced.
+REPLACE_THINGS = ["the checkout service", "the mobile app", "the data platform", "the billing API", "the docs site",
+                  "the search service"]
+REPLACE_PEOPLE = ["Zara", "Omar", "Priya", "the user", "Lucas"]
+# domain: (values, ways of stating {S}'s value {A}, question about it, about people)
+REPLACE_DOMAINS = {
+    "ci": (["Jenkins", "CircleCI", "GitHub Actions", "Buildkite", "GitLab CI", "Travis CI"],
+           ["{S} runs its builds on {A}.", "CI for {S} is {A}.", "Builds of {S} run in {A}."],
+           "Which CI system builds {S}?", False),
+    "tracker": (["Jira", "Linear", "GitHub Issues", "YouTrack"],
+                ["{S} tracks bugs in {A}.", "Tickets for {S} live in {A}."], "Where are bugs of {S} tracked?", False),
+    "monitoring": (["Datadog", "Grafana", "New Relic", "Honeycomb"],
+                   ["{S} is monitored with {A}.", "Metrics of {S} go to {A}."], "What monitors {S}?", False),
+    "database": (["PostgreSQL", "MySQL", "MongoDB", "DynamoDB"],
+                 ["{S} stores its data in {A}.", "The database behind {S} is {A}."], "Which database does {S} use?", False),
+    "bundler": (["webpack", "Vite", "esbuild", "Parcel"],
+                ["{S} is bundled with {A}.", "{S} builds its assets with {A}."], "Which bundler does {S} use?", False),
+    "drink": (["green tea", "espresso", "oat latte", "filter coffee"],
+              ["{S} drinks {A} every morning.", "{S} starts the day with {A}."], "What does {S} drink in the morning?", True),
+    "editor": (["Vim", "VS Code", "Emacs", "Zed"],
+               ["{S} writes code in {A}.", "{S} does all editing in {A}."], "Which editor does {S} use?", True),
+    "laptop": (["a ThinkPad", "a MacBook Air", "a Dell XPS", "a Framework laptop"],
+               ["{S} works on {A}.", "{S}'s work machine is {A}."], "Which laptop does {S} work on?", True),
+}
+# {S} subject, {W} "we" or the subject, {A} old value, {B} new value
+REPLACE_FORMS = ["{W} replaced {A} with {B}.", "{A} was replaced by {B} for {S}.", "{S} switched from {A} to {B}.",
+                 "{S} moved from {A} to {B}.", "{S} swapped {A} for {B}.", "{A} has been replaced by {B} in {S}.",
+                 "{B} replaced {A} for {S}.", "{S} dropped {A} in favour of {B}.", "{S} ditched {A} for {B}.",
+                 "{A} is gone from {S}; it is {B} now.", "{S} traded {A} for {B}.", "{S} migrated off {A} onto {B}."]
+
+
+def _replace_pick(rng: random.Random):
+    d = rng.choice(sorted(REPLACE_DOMAINS))
+    values, states, q, people = REPLACE_DOMAINS[d]
+    return d, values, states, q, (REPLACE_PEOPLE if people else REPLACE_THINGS)
+
+
+def _replace_text(rng: random.Random, S: str, A: str, B: str, person: bool, we: bool = True) -> str:
+    we_s = "We" if we and not person and rng.random() < 0.4 else S
+    t = rng.choice(REPLACE_FORMS)
+    if person:  # "for Zara" reads as a gift: people change their own things
+        t = rng.choice([f for f in REPLACE_FORMS if "for {S}" not in f and "in {S}" not in f and "from {S}" not in f])
+    return _cap(t.replace("{W}", we_s).replace("{S}", S).replace("{A}", A).replace("{B}", B))
+
+
+def replacements(rng: random.Random, n: int = 40) -> list[dict]:
+    """Update pairs: the new text names the value it replaces."""
+    out = []
+    for k in range(n):
+        d, values, states, q, subjects = _replace_pick(rng)
+        S = rng.choice(subjects)
+        A, B = rng.sample(values, 2)
+        pid = f"u-replace-{k}"
+        out.append({"id": pid, "split": _split(pid), "category": "tool", "topic": "replacements", "subjects": [f"{S} {d}"],
+                    "form": "cue", "old": _fill(rng.choice(states), S, A),
+                    "new": _replace_text(rng, S, A, B, subjects is REPLACE_PEOPLE), "questions": [_fill(q, S, "")]})
+    return out
+
+
+def replaced_elsewhere(rng: random.Random, n: int = 30) -> list[dict]:
+    """Look-alike pairs: a value the first text states, replaced for a sibling subject; or another
+    value of the first text's subject replaced."""
+    out = []
+    for k in range(n):
+        d, values, states, q, subjects = _replace_pick(rng)
+        S1 = rng.choice(subjects)
+        A = rng.choice(values)
+        first = _fill(rng.choice(states), S1, A)
+        if k % 3 == 2:  # the same subject, another domain's value replaced
+            d2 = rng.choice([x for x in sorted(REPLACE_DOMAINS) if x != d and REPLACE_DOMAINS[x][3] == REPLACE_DOMAINS[d][3]])
+            values2, _, q2, _ = REPLACE_DOMAINS[d2]
+            S2, (A2, B2) = S1, rng.sample(values2, 2)
+            subjects2 = [f"{S1} {d}", f"{S1} {d2}"]
+        else:  # a sibling subject replaces the same value
+            S2, A2, B2, q2 = rng.choice([x for x in subjects if x != S1]), A, rng.choice([v for v in values if v != A]), q
+            subjects2 = [f"{S1} {d}", f"{S2} {d}"]
+        pid = f"l-replace-{k}"
+        out.append({"id": pid, "split": _split(pid), "category": "tool", "topic": "replaced_elsewhere",
+                    "subjects": subjects2, "first": first,
+                    "second": _replace_text(rng, S2, A2, B2, subjects is REPLACE_PEOPLE, we=False),
+                    "first_questions": [_fill(q, S1, "")], "second_questions": [_fill(q2, S2, "")]})
+    return out
+
+
 def main() -> None:
     rng = random.Random(20261202)
     here = Path(__file__).resolve().parents[2] / "recallite_mcp" / "benchmarks" / "data"
@@ -556,6 +644,9 @@ def main() -> None:
     later = random.Random(20261206)  # session 24's pairs, drawn after all the rest
     ups += many_changes(later)
     looks += many_values(later)
+    replaced = random.Random(20261207)  # session 25's pairs, drawn after all the rest
+    ups += replacements(replaced)
+    looks += replaced_elsewhere(replaced)
     for name, rows in (("corrections_updates.jsonl", ups), ("corrections_lookalikes.jsonl", looks)):
         with open(here / name, "w", encoding="utf-8") as fh:
             for r in rows:
