@@ -1211,3 +1211,25 @@ def test_a_replacement_naming_the_old_value_supersedes_it_in_the_store():
         assert top(m, "Do we still use Jenkins?", "s") == [b.id]
     finally:
         m.close()
+
+
+def test_a_question_worded_like_a_replaced_memory_found_nothing():
+    """"Which CI system does the team use?" after "The team uses Jenkins." was superseded by "We
+    replaced Jenkins with GitHub Actions." found nothing: the old memory is left out and the
+    replacement is under the relevance floor for that wording. The replacement now takes the
+    place of what it replaced, in recall and in a context (with its "was:" note); a replaced
+    replacement hands it on, and the filter still holds."""
+    m = Recallite.open(None)
+    try:
+        a, b = store(m, "The team uses Jenkins.", "We replaced Jenkins with GitHub Actions.")
+        q = "Which CI system does the team use?"
+        assert top(m, q, "s", include_inactive=True) == [a.id]  # the old memory alone matches the wording
+        hits = m.recall(q, scope="s").memories
+        assert [h.memory.id for h in hits] == [b.id] and f"replaces:{a.id}" in hits[0].reasons
+        ctx = m.build_context(q, scope="s")
+        assert ctx.memory_ids == [b.id] and "was: The team uses Jenkins." in ctx.context
+        assert top(m, q, "s", types=["lesson"]) == [] and top(m, q, "other") == []
+        c = m.remember("We replaced GitHub Actions with Buildkite.", type="fact", scope="s")
+        assert c.supersedes == [b.id] and top(m, q, "s") == [c.id]
+    finally:
+        m.close()

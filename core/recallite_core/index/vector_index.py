@@ -127,6 +127,11 @@ class VectorIndex:
     def __len__(self) -> int:
         return self.n - self.dead
 
+    def holds(self, status: str) -> bool:
+        """Whether a live row has this status (no store read: recall asks it to skip a second look)."""
+        n = self.n
+        return bool(np.any((self.status[:n] == STATUS_CODE[status]) & self.alive[:n]))
+
     @property
     def nbytes(self) -> int:
         return int(self.matrix.nbytes + self.ids.nbytes + self.scope.nbytes + self.status.nbytes

@@ -579,10 +579,10 @@ class Retriever:
     def rank(
         self, query: str, flt: RecallFilter, limit: int, profile: str, min_score: float | None,
         min_trust: float | None = None, qvec: np.ndarray | None = None,
-        explore: bool = False, min_score_ratio: float | None = None,
+        explore: bool = False, min_score_ratio: float | None = None, aside: bool = False,
     ) -> list[RecallHit]:
         cfg = self.config
-        self._cut_pending = None
+        self._cut_pending = self._cut_pending if aside else None  # aside: a second look; the first one is logged
         if qvec is None:
             qvec = self.query_vector(query)
         depth = max(cfg.candidate_depth, limit * 4)
@@ -678,7 +678,7 @@ class Retriever:
             task = None
             if self.learning is not None and self.learning.enabled and use_vec:
                 task = self.task_vector(session, qvec, pool)
-                self._task_pending = (query, task)  # log() hands it to the learner with the retrieval id
+                self._task_pending = self._task_pending if aside else (query, task)  # log() hands it to the learner
             learned = self._assess(session, qvec if task is None else task, columns, explore, flagged)
             scored: list[tuple[float, str, int, float, tuple]] = []
             for mid, mtype, status, confidence, usefulness, importance in columns:

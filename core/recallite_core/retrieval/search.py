@@ -10,6 +10,7 @@ internals, the facade or another service.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections import Counter
@@ -33,6 +34,7 @@ from recallite_core.models import (
     ContextResult,
     RecallHit,
     RecallResult,
+    ScoreBreakdown,
     is_context_format,
 )
 from recallite_core.plumbing import Plumbing
@@ -40,6 +42,7 @@ from recallite_core.policy import corrections
 from recallite_core.policy import rules as policy
 from recallite_core.policy.rules import DEFAULT_RECALL_STATUSES
 from recallite_core.policy.trust import trust_scores
+from recallite_core.retrieval.candidates import RecallFilter
 from recallite_core.retrieval.context import render
 from recallite_core.retrieval.rerank import rerank_hits, resolve_reranker
 from recallite_core.text.concepts import concepts_query
@@ -135,6 +138,8 @@ class Searcher:
         with self.core.store.lock:
             hits = self.core.retriever.rank(q, flt, depth, profile, min_score, mt, qvec=qvec,
                                        explore=bool(explore), min_score_ratio=ratio)
+            if len(hits) < n and "superseded" not in flt.statuses and self.core.index.holds("superseded"):
+                hits = self._replacements(q, flt, hits, n, profile, min_score, mt, qvec)
             if working_session is not None:
                 hits = self.layers.merge_working(hits, q, flt, depth, profile, working_session, mt, min_score)
             hits = self._post_rank(q, hits, n, expand_episodes, _exclude)
@@ -242,6 +247,45 @@ class Searcher:
                              conversation_turns=sc.total_turns, turn_ids=shown)
 
     # -- recall post-processing ---------------------------------------------------------------------------------------
+    def _replacements(self, query: str, flt: RecallFilter, hits: list[RecallHit], limit: int, profile: str,
+                      min_score: float | None, min_trust: float | None, qvec: Any) -> list[RecallHit]:
+        """A question worded like a memory that was replaced finds what replaced it: "Which CI
+        system does the team use?" matches "The team uses Jenkins." (superseded, left out) and not
+        "We replaced Jenkins with GitHub Actions.". When the recall found fewer than ``limit``
+        memories, the superseded ones that match the question closer than any of them (by cosine)
+        lend their place, just under their match (weighed by the replacement's status), to their
+        live replacement (the end of the supersedes chain), when it is not found already and passes
+        the filter. Only then: a full result needs no second look."""
+        old = self.core.retriever.rank(query, dataclasses.replace(flt, statuses=("superseded",)), limit - len(hits),
+                                       profile, min_score, min_trust, qvec=qvec, aside=True)
+        # Only a replaced memory the question matches better than all it found: the cosine,
+        # which (unlike the fused score) means the same in both passes.
+        best = max((h.breakdown.vector_similarity or 0.0 for h in hits), default=-1.0)
+        old = [h for h in old if (h.breakdown.vector_similarity or 0.0) > best]
+        if not old:
+            return hits
+        have = {stored_id(h) for h in hits}
+        with self.core.store.reading() as s:
+            live = _live_replacements(s, {parse_id(h.memory.id): h.memory for h in old})
+            trust = trust_scores(s, [m_id for m_id in {parse_id(m.id) for m in live.values()}],
+                                 half_life_days=self.core.config.trust_half_life_days)
+        out = list(hits)
+        for h in old:
+            m = live.get(parse_id(h.memory.id))
+            new_id = parse_id(m.id) if m is not None else None
+            if m is None or new_id is None or new_id in have or m.status not in flt.statuses or (flt.scopes is not None and m.scope not in flt.scopes) \
+                    or (flt.types is not None and m.type not in flt.types) or (min_trust is not None and trust.get(new_id, 0.0) < min_trust):
+                continue
+            have.add(new_id)
+            # The old one's match, weighed by the replacement's status instead of "superseded".
+            score = h.score / (h.breakdown.status_factor or 1.0) * policy.STATUS_FACTOR.get(m.status, 1.0) \
+                * policy.CORRECTION_YIELD
+            out.append(RecallHit(memory=m, score=score, rank=0, trust=trust.get(new_id),
+                                 reasons=["replacement", f"replaces:{h.memory.id}", f"{m.status}-memory"],
+                                 breakdown=ScoreBreakdown(fusion=0.0, final=score)))
+        out.sort(key=lambda h: -h.score)
+        return out
+
     def _post_rank(self, query: str, hits: list[RecallHit], limit: int, expand: int | None,
                    exclude: set[int] | None) -> list[RecallHit]:
         """After ranking: drop excluded ids, rerank (if configured), expand episode windows, trim."""
@@ -347,3 +391,29 @@ class Searcher:
         return AutoContextResult(context=r.context, retrieval_id=r.retrieval_id, memory_ids=r.memory_ids,
                                  tokens=r.tokens, query=query, concepts=c.concepts, summary=c.summary, method=c.method)
 
+
+# How many supersedes in a row the replacement step follows (a replaced b replaced c ...).
+REPLACEMENT_CHAIN = 5
+
+
+def _live_replacements(session: Any, old: dict[int, Any]) -> dict[int, Any]:
+    """For each superseded memory of ``old`` (id -> memory), the memory at the end of its
+    supersedes chain, when that one is no longer superseded."""
+    heads = {oid: m for oid, m in old.items()}
+    out: dict[int, Any] = {}
+    for _ in range(REPLACEMENT_CHAIN):
+        nxt = {oid: parse_id(m.superseded_by) for oid, m in heads.items()
+               if m.status == "superseded" and m.superseded_by}
+        if not nxt:
+            break
+        loaded = session.memories.load(sorted(set(nxt.values())))
+        heads = {}
+        for oid, nid in nxt.items():
+            m = loaded.get(nid)
+            if m is None:
+                continue
+            if m.status == "superseded":
+                heads[oid] = m
+            else:
+                out[oid] = m
+    return out
