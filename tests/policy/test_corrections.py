@@ -1233,3 +1233,17 @@ def test_a_question_worded_like_a_replaced_memory_found_nothing():
         assert c.supersedes == [b.id] and top(m, q, "s") == [c.id]
     finally:
         m.close()
+
+
+def test_a_replacement_outside_the_recalls_filter_stood_in_for_what_it_replaced():
+    """The replacement step checked only scope, type and status: a recall asking for tag "ci"
+    got an untagged replacement of a tagged memory. The store's filter now decides."""
+    m = Recallite.open(None)
+    try:
+        a = m.remember("The team uses Jenkins.", type="fact", scope="s", tags=["ci"])
+        b = m.remember("We replaced Jenkins with GitHub Actions.", type="fact", scope="s")
+        assert b.supersedes == [a.id]
+        q = "Which CI system does the team use?"
+        assert top(m, q, "s", tags=["ci"]) == [] and top(m, q, "s") == [b.id]
+    finally:
+        m.close()

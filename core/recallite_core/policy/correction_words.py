@@ -443,10 +443,12 @@ _REPLACEMENTS = (
     re.compile(rf"^\W*(?P<gone>{_FRAGMENT})\s+(?:is|are|was|were)\s+(?:gone|out|retired|history)\b[^;,.]*[;,]\s*"
                rf"(?:it\s+is|it's|they\s+are|we\s+use|now\s+it\s+is)\s+(?:now\s+)?(?P<came>{_FRAGMENT}){_UNTIL}",
                re.IGNORECASE),
-    # "Vault replaced AWS Secrets Manager", "uv has replaced Poetry"
-    re.compile(rf"^\W*(?P<came>{_FRAGMENT})\s+(?:has\s+|have\s+)?(?:replaced|replaces)\s+(?P<gone>{_FRAGMENT}){_UNTIL}",
-               re.IGNORECASE),
 )
+# "Vault replaced AWS Secrets Manager": tried last, and only with a name before the verb ("The team
+# replaced the old laptops" says who did it, not what came instead).
+_NAME_REPLACED = re.compile(rf"^\W*(?P<came>{_FRAGMENT})\s+(?:has\s+|have\s+)?(?:replaced|replaces)\s+"
+                            rf"(?P<gone>{_FRAGMENT}){_UNTIL}", re.IGNORECASE)
+_NAMED_VALUE = re.compile(r"[A-Z0-9._/#+-]")
 _ARTICLE = re.compile(r"^(?:the|a|an|our|their|its|his|her|my)\s+", re.IGNORECASE)
 
 
@@ -457,17 +459,12 @@ def replacement(text: str) -> tuple[str, str, str] | None:
     Vite", "switched from Jira to Linear", "dropped Vim in favour of Zed", "migrated off CircleCI
     onto GitHub Actions", "Parcel is gone; it is Vite now", "uv has replaced Poetry"), and the
     rest of the text (what the change is said of: "We ... for deploys"); None otherwise."""
-    for n, pattern in enumerate(_REPLACEMENTS):
+    for pattern in (*_REPLACEMENTS, _NAME_REPLACED):
         m = pattern.search(text)
         if m:
             gone, came = (_ARTICLE.sub("", m.group(g).strip()) for g in ("gone", "came"))
-            # "X replaced Y" names the new value only when X is a name: "The team replaced the old
-            # laptops" says who did it.
-            if n == len(_REPLACEMENTS) - 1 and not _NAMED_VALUE.search(came):
+            if pattern is _NAME_REPLACED and not _NAMED_VALUE.search(came):
                 continue
             if gone and came and gone.lower() != came.lower():
                 return gone, came, text[:m.start()] + " " + text[m.end():]
     return None
-
-
-_NAMED_VALUE = re.compile(r"[A-Z0-9._/#+-]")

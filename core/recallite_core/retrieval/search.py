@@ -32,6 +32,7 @@ from recallite_core.models import (
     BeliefNode,
     ContextFormat,
     ContextResult,
+    Memory,
     RecallHit,
     RecallResult,
     ScoreBreakdown,
@@ -45,6 +46,7 @@ from recallite_core.policy.trust import trust_scores
 from recallite_core.retrieval.candidates import RecallFilter
 from recallite_core.retrieval.context import render
 from recallite_core.retrieval.rerank import rerank_hits, resolve_reranker
+from recallite_core.storage.base import Session
 from recallite_core.text.concepts import concepts_query
 from recallite_core.text.redaction import redact_text
 from recallite_core.text.tokens import estimate_tokens
@@ -264,19 +266,19 @@ class Searcher:
         old = [h for h in old if (h.breakdown.vector_similarity or 0.0) > best]
         if not old:
             return hits
-        have = {stored_id(h) for h in hits}
         with self.core.store.reading() as s:
             live = _live_replacements(s, {parse_id(h.memory.id): h.memory for h in old})
-            trust = trust_scores(s, [m_id for m_id in {parse_id(m.id) for m in live.values()}],
-                                 half_life_days=self.core.config.trust_half_life_days)
+            found = {parse_id(m.id) for m in live.values()} - {stored_id(h) for h in hits}
+            # The recall's own filter (scopes, types, tags, sessions, expiry ...), read by the store.
+            allowed = set(s.memories.matching(sorted(found), flt.memory_filter())) if found else set()
+            trust = trust_scores(s, sorted(allowed), half_life_days=self.core.config.trust_half_life_days)
         out = list(hits)
         for h in old:
             m = live.get(parse_id(h.memory.id))
             new_id = parse_id(m.id) if m is not None else None
-            if m is None or new_id is None or new_id in have or m.status not in flt.statuses or (flt.scopes is not None and m.scope not in flt.scopes) \
-                    or (flt.types is not None and m.type not in flt.types) or (min_trust is not None and trust.get(new_id, 0.0) < min_trust):
+            if m is None or new_id not in allowed or (min_trust is not None and trust.get(new_id, 0.0) < min_trust):
                 continue
-            have.add(new_id)
+            allowed.discard(new_id)  # one place each, the best of the memories it replaced
             # The old one's match, weighed by the replacement's status instead of "superseded".
             score = h.score / (h.breakdown.status_factor or 1.0) * policy.STATUS_FACTOR.get(m.status, 1.0) \
                 * policy.CORRECTION_YIELD
@@ -396,11 +398,11 @@ class Searcher:
 REPLACEMENT_CHAIN = 5
 
 
-def _live_replacements(session: Any, old: dict[int, Any]) -> dict[int, Any]:
+def _live_replacements(session: Session, old: dict[int, Memory]) -> dict[int, Memory]:
     """For each superseded memory of ``old`` (id -> memory), the memory at the end of its
     supersedes chain, when that one is no longer superseded."""
-    heads = {oid: m for oid, m in old.items()}
-    out: dict[int, Any] = {}
+    heads = dict(old)
+    out: dict[int, Memory] = {}
     for _ in range(REPLACEMENT_CHAIN):
         nxt = {oid: parse_id(m.superseded_by) for oid, m in heads.items()
                if m.status == "superseded" and m.superseded_by}
