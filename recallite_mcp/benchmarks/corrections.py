@@ -107,6 +107,7 @@ def evaluate(split: str, embedder: str = "default", source: str = "agent", limit
     questions = newer_first = top1 = 0
     misses: list[str] = []
     by_form: dict[str, list[int]] = {}
+    kept = kept_questions = 0
     for (scope, p, o, n), link in zip(upd_rows, upd_links):
         ok_pair = True
         for q in p["questions"]:
@@ -115,6 +116,11 @@ def evaluate(split: str, embedder: str = "default", source: str = "agent", limit
             good = _order(ids, n, o)
             newer_first += good
             top1 += bool(ids) and ids[0] == n
+            ok_pair &= good
+        for q in p.get("kept_questions", ()):  # the part of the older memory the newer leaves standing
+            good = _order(mem.recall(q, limit=limit, scope=scope).ids, o, n)
+            kept_questions += 1
+            kept += good
             ok_pair &= good
         f = by_form.setdefault(p["form"], [0, 0, 0])
         f[0] += 1
@@ -126,6 +132,8 @@ def evaluate(split: str, embedder: str = "default", source: str = "agent", limit
     res["update_questions"] = questions
     res["newer_first"] = newer_first / max(1, questions)
     res["newer_top1"] = top1 / max(1, questions)
+    res["kept_questions"] = kept_questions
+    res["kept_first"] = kept / max(1, kept_questions)
     res["linked"] = sum(link is not None for link in upd_links) / max(1, len(upd_rows))
     res["superseded"] = sum(link == "supersedes" for link in upd_links)
     res["contradicts"] = sum(link == "contradicts" for link in upd_links)
@@ -288,7 +296,9 @@ def format_report(results: list[dict[str, Any]], verbose: bool = False) -> str:
             f"{r['stray_links']:>7}{r['lost']:>6}")
     for r in results:
         forms = ", ".join(f"{k} {v['pairs']} pairs linked {_pct(v['linked']).strip()}" for k, v in sorted(r["by_form"].items()))
-        lines.append(f"{r['split']} by form: {forms}")
+        kept = (f"; partial updates: older first for the part left standing {_pct(r['kept_first']).strip()} "
+                f"of {r['kept_questions']} questions") if r.get("kept_questions") else ""
+        lines.append(f"{r['split']} by form: {forms}{kept}")
     if verbose:
         for r in results:
             lines.append(f"\n{r['split']} misses ({len(r['misses'])}):")

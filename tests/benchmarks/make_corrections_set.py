@@ -634,6 +634,123 @@ def replaced_elsewhere(rng: random.Random, n: int = 30) -> list[dict]:
     return out
 
 
+# Session 26: a value gone with nothing named in its place ("We no longer use Jenkins", "Jenkins
+# was retired"), a person who left a role ("Maria left; the lead is now Tom"), and a change of one
+# statement of a memory holding two ("staging is Postgres 14; production is Postgres 16" ->
+# "production was upgraded to Postgres 17"; the untouched one must still answer its own question).
+# Written after the rules that read them (named_changes), from a new user's trial's cases.
+RETIRE_FORMS = ["{S} no longer uses {A}.", "We stopped using {A} for {S}.", "{A} is no longer used by {S}.",
+                "{S} does not use {A} anymore.", "{A} has been retired from {S}.", "{S} got rid of {A}.",
+                "{A} was decommissioned for {S}.", "{S} dropped {A}."]
+ROLES = ["tech lead", "release manager", "on-call engineer", "product owner", "security contact"]
+ROLE_PLACES = ["the webshop", "the payments team", "the mobile app", "the data platform", "the search service"]
+NAMES = ["Maria", "Tom", "Priya", "Daniel", "Ines", "Kenji", "Aisha", "Lukas", "Chen", "Sofia"]
+ROLE_STATES = ["{P} is the {R} for {S}.", "The {R} for {S} is {P}.", "{P} is the {R} for {S}; ask {P} before big changes."]
+LEFT_FORMS = ["{P} left; the {R} for {S} is now {Q}.", "{P} left the company.", "{P} has left, and {Q} is the {R} now.",
+              "{P} left; {Q} took over as {R}.", "{P} quit; the {R} is now {Q}.", "{P} has left the team.",
+              "{P} left {S}; {Q} is the {R} now."]
+# (what, values, subject pairs, ways of stating two, ways of changing one, question)
+PARTS = [
+    ("database", ["Postgres 13", "Postgres 14", "Postgres 15", "Postgres 16", "Postgres 17"],
+     [("the staging database", "the production database"), ("the reporting replica", "the primary database")],
+     ["{S1} is {A1}; {S2} is {A2}.", "{S1} runs {A1} and {S2} runs {A2}."],
+     ["{S2} was upgraded to {B}.", "{S2} is now {B}.", "{S2} moved to {B}."], "Which Postgres version does {S} run?"),
+    ("port", ["port 8080", "port 9090", "port 443", "port 8443", "port 3000"],
+     [("the staging server", "the production server"), ("the admin API", "the public API")],
+     ["{S1} listens on {A1}; {S2} listens on {A2}.", "{S1} runs on {A1}, while {S2} runs on {A2}."],
+     ["{S2} moved to {B}.", "{S2} now listens on {B}.", "{S2} listens on {B} now."], "Which port does {S} use?"),
+    ("region", ["eu-west-1", "us-east-1", "eu-central-1", "ap-south-1", "us-west-2"],
+     [("the web app", "the batch jobs"), ("the EU tenant", "the US tenant")],
+     ["{S1} is hosted in {A1}; {S2} is hosted in {A2}.", "{S1} runs in {A1} and {S2} runs in {A2}."],
+     ["{S2} moved to {B}.", "{S2} was migrated to {B}.", "{S2} runs in {B} now."], "Which region hosts {S}?"),
+    ("node", ["Node 16", "Node 18", "Node 20", "Node 22"],
+     [("the frontend build", "the API server"), ("the docs site", "the admin dashboard")],
+     ["{S1} uses {A1}; {S2} uses {A2}.", "{S1} is on {A1} and {S2} is on {A2}."],
+     ["{S2} was upgraded to {B}.", "{S2} is on {B} now.", "{S2} switched to {B}."], "Which Node version does {S} use?"),
+]
+
+
+def _role(rng: random.Random, t: str, P: str, R: str, S: str, Q: str = "") -> str:
+    return _cap(t.replace("{P}", P).replace("{R}", R).replace("{S}", S).replace("{Q}", Q))
+
+
+def retirements(rng: random.Random, n: int = 40) -> list[dict]:
+    """Update pairs: a tool's value gone with nothing in its place, or a person who left a role."""
+    out = []
+    for k in range(n):
+        if k % 2:
+            P, Q = rng.sample(NAMES, 2)
+            R, S = rng.choice(ROLES), rng.choice(ROLE_PLACES)
+            old, new = _role(rng, rng.choice(ROLE_STATES), P, R, S), _role(rng, rng.choice(LEFT_FORMS), P, R, S, Q)
+            subjects, q = [P], _role(rng, "Who is the {R} for {S}?", P, R, S)
+        else:
+            d = rng.choice([x for x in sorted(REPLACE_DOMAINS) if not REPLACE_DOMAINS[x][3]])
+            values, states, q0, _ = REPLACE_DOMAINS[d]
+            S, A = rng.choice(REPLACE_THINGS), rng.choice(values)
+            old, new = _fill(rng.choice(states), S, A), _fill(rng.choice(RETIRE_FORMS), S, A)
+            subjects, q = [f"{S} {d}"], _fill(q0, S, "")
+        pid = f"u-retire-{k}"
+        out.append({"id": pid, "split": _split(pid), "category": "tool" if k % 2 == 0 else "person",
+                    "topic": "retirements", "subjects": subjects, "form": "cue", "old": old, "new": new,
+                    "questions": [q]})
+    return out
+
+
+def partial_changes(rng: random.Random, n: int = 30) -> list[dict]:
+    """Update pairs of a memory stating two values, one of them changed: the newer memory answers
+    the changed one's question, the older still answers the other's (``kept_questions``)."""
+    out = []
+    for k in range(n):
+        what, values, pairs, states, changes, q = rng.choice(PARTS)
+        S1, S2 = rng.choice(pairs)
+        if rng.random() < 0.5:
+            S1, S2 = S2, S1
+        A1, A2, B = rng.sample(values, 3)
+        old = _cap(rng.choice(states).replace("{S1}", S1).replace("{S2}", S2).replace("{A1}", A1).replace("{A2}", A2))
+        new = _cap(rng.choice(changes).replace("{S2}", S2).replace("{B}", B))
+        pid = f"u-partial-{k}"
+        out.append({"id": pid, "split": _split(pid), "category": "number", "topic": "partial_changes",
+                    "subjects": [f"{S1} {what}", f"{S2} {what}"], "form": "partial", "old": old, "new": new,
+                    "questions": [_cap(q.replace("{S}", S2))], "kept_questions": [_cap(q.replace("{S}", S1))]})
+    return out
+
+
+def retired_elsewhere(rng: random.Random, n: int = 30) -> list[dict]:
+    """Look-alike pairs: a value the first text states, dropped by a sibling subject; a person who
+    left a role, after a statement about them that is no role; another person who left."""
+    out = []
+    for k in range(n):
+        kind = k % 3
+        if kind == 0:
+            d = rng.choice([x for x in sorted(REPLACE_DOMAINS) if not REPLACE_DOMAINS[x][3]])
+            values, states, q, _ = REPLACE_DOMAINS[d]
+            S1, S2 = rng.sample(REPLACE_THINGS, 2)
+            A = rng.choice(values)
+            first, second = _fill(rng.choice(states), S1, A), _fill(rng.choice(RETIRE_FORMS), S2, A)
+            q1, q2, subjects = _fill(q, S1, ""), _fill(q, S2, ""), [f"{S1} {d}", f"{S2} {d}"]
+        elif kind == 1:
+            d = rng.choice([x for x in sorted(REPLACE_DOMAINS) if REPLACE_DOMAINS[x][3]])
+            values, states, q, _ = REPLACE_DOMAINS[d]
+            P, Q = rng.sample(NAMES, 2)
+            R, S = rng.choice(ROLES), rng.choice(ROLE_PLACES)
+            first = _fill(rng.choice(states), P, rng.choice(values))
+            second = _role(rng, rng.choice([f for f in LEFT_FORMS if "{Q}" in f and "{S}" in f]), P, R, S, Q)
+            q1, q2, subjects = _fill(q, P, ""), _role(rng, "Who is the {R} for {S}?", P, R, S), [P]
+        else:
+            P, P2, Q = rng.sample(NAMES, 3)
+            R, S = rng.choice(ROLES), rng.choice(ROLE_PLACES)
+            S2 = rng.choice([x for x in ROLE_PLACES if x != S])
+            first = _role(rng, rng.choice(ROLE_STATES), P, R, S)
+            second = _role(rng, rng.choice([f for f in LEFT_FORMS if "{S}" in f]), P2, R, S2, Q)
+            q1, q2, subjects = (_role(rng, "Who is the {R} for {S}?", P, R, S),
+                                _role(rng, "Who is the {R} for {S}?", P2, R, S2), [P, P2])
+        pid = f"l-retire-{k}"
+        out.append({"id": pid, "split": _split(pid), "category": "tool" if kind == 0 else "person",
+                    "topic": "retired_elsewhere", "subjects": subjects, "first": first, "second": second,
+                    "first_questions": [q1], "second_questions": [q2]})
+    return out
+
+
 def main() -> None:
     rng = random.Random(20261202)
     here = Path(__file__).resolve().parents[2] / "recallite_mcp" / "benchmarks" / "data"
@@ -647,6 +764,9 @@ def main() -> None:
     replaced = random.Random(20261207)  # session 25's pairs, drawn after all the rest
     ups += replacements(replaced)
     looks += replaced_elsewhere(replaced)
+    gone = random.Random(20261208)  # session 26's pairs, drawn after all the rest
+    ups += retirements(gone) + partial_changes(gone)
+    looks += retired_elsewhere(gone)
     for name, rows in (("corrections_updates.jsonl", ups), ("corrections_lookalikes.jsonl", looks)):
         with open(here / name, "w", encoding="utf-8") as fh:
             for r in rows:

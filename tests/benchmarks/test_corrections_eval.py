@@ -8,7 +8,8 @@ def test_the_set_has_its_parts_and_splits():
     ups, looks = load("corrections_updates.jsonl"), load("corrections_lookalikes.jsonl")
     assert len(ups) >= 200 and len(looks) >= 200
     assert {p["split"] for p in ups} == {p["split"] for p in looks} == {"dev", "holdout"}
-    assert {p["form"] for p in ups} == {"cue", "plain", "para"}
+    assert {p["form"] for p in ups} == {"cue", "plain", "para", "partial"}
+    assert all(p.get("kept_questions") for p in ups if p["form"] == "partial")
     assert all(p["questions"] for p in ups) and all(p["first_questions"] and p["second_questions"] for p in looks)
 
 
@@ -19,4 +20,6 @@ def test_detection_links_updates_and_leaves_look_alikes_alone():
     assert off["linked"] == 0 and on["linked"] > 0.5
     assert on["newer_first"] > off["newer_first"] + 0.3
     assert on["look_linked"] <= 0.02 and on["look_under_twin"] <= off["look_under_twin"]
-    assert "newer 1st" in format_report([on])
+    # a changed half is linked, and the half it leaves standing still answers its own question
+    assert on["by_form"]["partial"]["linked"] > 0.5 and on["kept_questions"] and on["kept_first"] >= off["kept_first"]
+    assert "newer 1st" in format_report([on]) and "part left standing" in format_report([on])

@@ -1247,3 +1247,86 @@ def test_a_replacement_outside_the_recalls_filter_stood_in_for_what_it_replaced(
         assert top(m, q, "s", tags=["ci"]) == [] and top(m, q, "s") == [b.id]
     finally:
         m.close()
+
+
+# -- a new user's trial, session 26 ------------------------------------------------------------------------------
+@pytest.mark.parametrize("old, new, why", [
+    ("Maria is the tech lead for the webshop; ask her before schema changes.", "Maria left; the lead is now Tom.",
+     "Maria -> Tom"),
+    ("Maria is the tech lead.", "Maria has left, and Tom is the lead now.", "Maria -> Tom"),
+    ("Maria is the tech lead for the webshop.", "Maria left the company.", "no longer Maria"),
+    ("Maria is the tech lead for the webshop; ask her before schema changes.",
+     "Tom is the tech lead for the webshop now.", "Maria -> Tom"),
+])
+def test_a_person_who_left_a_role_stayed_its_holder(old, new, why):
+    """"Maria left; the lead is now Tom." after "Maria is the tech lead for the webshop; ask her
+    before schema changes." was stored with no link, and a context served only Maria."""
+    from recallite_core.policy.corrections import compare
+
+    v = compare(old, new)
+    assert v is not None and v.sure and v.why == why
+
+
+@pytest.mark.parametrize("new", ["We no longer use Jenkins.", "We stopped using Jenkins.", "Jenkins is no longer used.",
+                                 "Jenkins was retired last week.", "We don't use Jenkins anymore."])
+def test_a_tool_no_longer_used_stayed_current(new):
+    """"We no longer use Jenkins." after "CI runs on Jenkins." was stored with no link, and "Where
+    does CI run?" put the Jenkins memory first."""
+    from recallite_core.policy.corrections import compare
+
+    v = compare("CI runs on Jenkins.", new)
+    assert v is not None and v.sure and v.why == "no longer Jenkins"
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Maria drinks espresso every morning.", "Maria left; the tech lead is now Tom."),  # no role of hers
+    ("Ines is the release manager for the mobile app.", "Ines left the webshop; Kenji is the release manager now."),
+    ("Maria left the mobile app; Ines is the release manager now.", "Ines left the webshop; Kenji is the release manager now."),
+    ("The mobile team uses Jenkins.", "The web team no longer uses Jenkins."),
+    ("The search service runs its builds on GitHub Actions.", "We stopped using GitHub Issues for the search service."),
+    ("The billing service runs on Python 3.9.", "We dropped support for Python 3.8."),
+])
+def test_a_departure_or_retirement_elsewhere_stays_apart(old, new):
+    """Guards: a person who left ends only a role they held, where they held it; a tool dropped
+    by another subject, or another tool, changes nothing here."""
+    from recallite_core.policy.corrections import compare
+
+    assert compare(old, new) is None
+
+
+def test_a_change_of_one_half_superseded_a_two_part_fact():
+    """"The production database was upgraded to Postgres 17." superseded "The staging database is
+    Postgres 14; production database is Postgres 16." ("14 16 -> 17"), and a question about staging
+    led with 17. Now the two are linked as conflicting ("16 -> 17"), both stay live, the staging
+    question leads with the older memory and the production question with the newer."""
+    m = Recallite.open(None)
+    try:
+        a, b = store(m, "The staging database is Postgres 14; production database is Postgres 16.",
+                     "The production database was upgraded to Postgres 17.")
+        assert b.supersedes in (None, []) and "(16 -> 17)" in b.correction and a.id in b.correction
+        assert m.get(a.id).status != "superseded"
+        assert top(m, "Which Postgres version does the staging database run?", "s")[0] == a.id
+        assert top(m, "Which Postgres version does the production database run?", "s")[0] == b.id
+        c, d = store(m, "Staging runs on port 8080 and production on port 443.", "Production moved to port 8443.",
+                     scope="t")
+        assert "(443 -> 8443)" in d.correction and m.get(c.id).status != "superseded"
+    finally:
+        m.close()
+
+
+def test_a_person_who_left_and_a_retired_tool_are_replaced_in_the_store():
+    """End to end: the old memories are superseded, and a context for the task serves the newer
+    one with a "was:" note instead of the stale fact alone."""
+    m = Recallite.open(None)
+    try:
+        a, b = store(m, "Maria is the tech lead for the webshop; ask her before schema changes.",
+                     "Maria left; the lead is now Tom.")
+        assert b.supersedes == [a.id]
+        ctx = m.build_context("I need approval for a schema change; who do I ask?", scope="s")
+        assert ctx.memory_ids[0] == b.id and "was: Maria is the tech lead" in ctx.context
+        c, d = store(m, "CI runs on Jenkins.", "We no longer use Jenkins.", scope="t")
+        assert d.supersedes == [c.id] and "(no longer Jenkins)" in d.correction
+        assert m.build_context("Where does CI run?", scope="t").memory_ids == [d.id]
+    finally:
+        m.close()
+

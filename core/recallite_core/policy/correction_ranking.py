@@ -37,7 +37,15 @@ from typing import AbstractSet, Any, Callable, Mapping, Sequence
 
 from recallite_core.policy import rules as policy
 from recallite_core.policy.correction_words import Word, has_cue
-from recallite_core.policy.corrections import COMPARED_TYPES, LIVE, another_of_many, qualified, qualifies, words
+from recallite_core.policy.corrections import (
+    COMPARED_TYPES,
+    LIVE,
+    another_of_many,
+    asks_untouched,
+    qualified,
+    qualifies,
+    words,
+)
 from recallite_core.storage.base import Session
 
 # What the follow-up step is given to read stored vectors with: the cosine of one memory with
@@ -76,6 +84,7 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
     ids = [t[2] for t in scored]
     pairs = session.relations.pairs_among(ids, ("supersedes", "contradicts")) if links else []
     above: list[tuple[int, int]] = []  # (newer, older)
+    conflicts: list[tuple[int, int]] = []
     for link in pairs:
         a, b, kind, ta, tb = link.from_id, link.to_id, link.type, link.from_created_at, link.to_created_at
         a_failed, b_failed = link.from_failing, link.to_failing
@@ -84,13 +93,19 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
             continue
         newer, older, failed = (a, b, a_failed) if (ta, a) > (tb, b) else (b, a, b_failed)
         if not failed:  # an unsure conflict: recency decides until outcomes fail the newer one
-            above.append((newer, older))
+            conflicts.append((newer, older))
     named: list[tuple[int, int]] = []  # (named, twin)
     lifted: list[tuple[int, int]] = []
     if query:
         linked = {frozenset((p.from_id, p.to_id)) for p in pairs}
         window = ids[:QUERY_WINDOW]
-        loaded = session.memories.load(window) if len(window) >= 2 else {}  # one read for both steps
+        in_window = set(window)
+        pair_ids = list(dict.fromkeys(i for p in conflicts for i in p if i not in in_window))
+        # One read for every step: the window, and the conflicts' texts.
+        loaded = session.memories.load(window + pair_ids) if len(window) >= 2 or pair_ids else {}
+        conflicts = _not_partly_asked(loaded, conflicts, query)
+        if pair_ids:
+            loaded = {mid: m for mid, m in loaded.items() if mid in in_window}
         unsure, named = _question_pairs(loaded, window, query, linked, cosine or {})
         above += unsure
         if turns:
@@ -114,6 +129,7 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
                 follow = _follow_up(session, loaded, place, window, near, {w.key for w in words(query)}, *readers)
                 above += follow
                 lifted += follow
+    above += conflicts
     if flagged:
         above, named, lifted = ([(a, b) for a, b in ps if a not in flagged or b in flagged]
                                 for ps in (above, named, lifted))
@@ -175,6 +191,18 @@ def _reaches(below: dict[int, set[int]], start: int, goal: int) -> bool:
 QUERY_WINDOW = 8
 # ... and how many of the vector channel's closest matches join them for the turn step.
 CLOSE_TURNS = 3
+
+
+def _not_partly_asked(loaded: Mapping[int, Any], conflicts: list[tuple[int, int]], query: str) -> list[tuple[int, int]]:
+    """The (newer, older) conflicts whose older memory the question does not ask about for a
+    statement of it the newer one leaves standing (``asks_untouched``): of "staging is Postgres 14;
+    production is Postgres 16" and "production was upgraded to Postgres 17", a question about
+    staging keeps its own score order."""
+    if not conflicts:
+        return conflicts
+    texts = {mid: m.content for mid, m in loaded.items()}
+    asked = {w.key for w in words(query)}
+    return [(n, o) for n, o in conflicts if not asks_untouched(texts.get(o, ""), texts.get(n, ""), asked)]
 
 
 MANY_MARGIN = 0.05  # how much nearer the question the older of two values must be to stay first

@@ -417,6 +417,7 @@ def named_instead(old: str, new: str) -> tuple[str, str]:
 
 
 # Where the replacing value ends: punctuation, or a word that opens what it is for or where.
+_NAME = r"[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?"  # a person: "Maria", "Priya Raman"
 _UNTIL = r"(?=\s+(?:for|in|on|at|as|across|because|since|after|when|last|this|and|but|now)\b|\s*[.;,!?](?!\w)|\s*$)"
 _FRAGMENT = r"(?:[^.;,!?]|\.(?=\w)){1,40}?"  # "Python 3.12", "Fly.io" are one value
 # Ways a text names the value it replaces and the one that replaces it, in the order tried.
@@ -443,6 +444,10 @@ _REPLACEMENTS = (
     re.compile(rf"^\W*(?P<gone>{_FRAGMENT})\s+(?:is|are|was|were)\s+(?:gone|out|retired|history)\b[^;,.]*[;,]\s*"
                rf"(?:it\s+is|it's|they\s+are|we\s+use|now\s+it\s+is)\s+(?:now\s+)?(?P<came>{_FRAGMENT}){_UNTIL}",
                re.IGNORECASE),
+    # "Maria left; the lead is now Tom", "Maria has left, and Tom is the lead now"
+    re.compile(rf"^\W*(?P<gone>{_NAME})\s+(?:has\s+)?(?:left|quit|retired|moved\s+on)\b(?P<where>[^;,.]*)[;,]\s*(?:and\s+|so\s+)?"
+               rf"(?:(?P<role>(?:the\s+)?(?:[\w-]+\s+){{0,3}}?)(?:is|are)\s+now\s+(?P<came>{_FRAGMENT}){_UNTIL}|"
+               rf"(?P<came2>{_NAME})\s+(?:is|has\s+taken\s+over|took\s+over|takes\s+over)\b)"),
 )
 # "Vault replaced AWS Secrets Manager": tried last, and only with a name before the verb ("The team
 # replaced the old laptops" says who did it, not what came instead).
@@ -462,9 +467,56 @@ def replacement(text: str) -> tuple[str, str, str] | None:
     for pattern in (*_REPLACEMENTS, _NAME_REPLACED):
         m = pattern.search(text)
         if m:
-            gone, came = (_ARTICLE.sub("", m.group(g).strip()) for g in ("gone", "came"))
+            groups = m.groupdict()
+            gone, came = (_ARTICLE.sub("", (groups[g] or groups.get(g + "2") or "").strip()) for g in ("gone", "came"))
             if pattern is _NAME_REPLACED and not _NAMED_VALUE.search(came):
                 continue
             if gone and came and gone.lower() != came.lower():
-                return gone, came, text[:m.start()] + " " + text[m.end():]
+                said = " ".join((_place(groups.get("where")), groups.get("role") or ""))  # what the person held, where
+                return gone, came, text[:m.start()] + " " + said + " " + text[m.end():]
+    return None
+
+
+# Ways a text says a value is gone with nothing in its place ("We no longer use Jenkins", "Jenkins was
+# retired", "stopped using Jenkins"), in the order tried; a person who left is a value gone too.
+_RETIREMENTS = (
+    re.compile(rf"\bno\s+longer\s+(?:use|uses|using|used|run\s+on|runs\s+on|rely\s+on|relies\s+on|depend\s+on|"
+               rf"depends\s+on|need|needs|have|has|deploy\s+(?:to|on)|deploys\s+(?:to|on)|host\s+on|hosts\s+on)\s+"
+               rf"(?P<gone>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
+    re.compile(rf"\b(?:stopped|stop|stops|quit)\s+using\s+(?P<gone>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
+    re.compile(rf"\b(?:do|does|did)\s*(?:not|n't)\s+use\s+(?P<gone>{_FRAGMENT})\s+any\s*(?:more|longer)\b", re.IGNORECASE),
+    re.compile(rf"^\W*(?P<gone>{_FRAGMENT})\s+(?:is|are|was|were|has\s+been|have\s+been|got)\s+(?:now\s+)?"
+               rf"(?:retired|decommissioned|deprecated|removed|shut\s+down|turned\s+off|sunset|sunsetted|"
+               rf"discontinued|dropped|abandoned|gone|no\s+longer\s+(?:used|in\s+use|needed|maintained|supported))"
+               rf"(?:\s+(?:now|yesterday|today|recently|(?:last|this)\s+\w+|\w+\s+ago))?(?=\s*[.;,!](?!\w)|\s*$)",
+               re.IGNORECASE),
+    re.compile(rf"\b(?:retired|decommissioned|removed|dropped|abandoned|shut\s+down|got\s+rid\s+of)\s+"
+               rf"(?P<gone>{_FRAGMENT})(?=\s*[.;,!](?!\w)|\s*$)", re.IGNORECASE),
+)
+_LEFT = re.compile(rf"^\W*(?P<gone>{_NAME})\s+(?:has\s+)?(?:left|quit|retired|moved\s+on)\b"
+                   rf"(?P<where>\s+{_FRAGMENT})?(?=\s*[.;,!](?!\w)|\s*$)")
+# Where someone left from, when it names no place of its own ("left the company").
+_ANYWHERE = re.compile(r"^\s*(?:the\s+|our\s+)?(?:company|team|org|organi[sz]ation|job|firm|business)?\s*$", re.IGNORECASE)
+
+
+def _place(where: str | None) -> str:
+    """What a departure names as the place left ("left the webshop": "the webshop"; "left the
+    company": nothing, the person is gone from every role)."""
+    return "" if not where or _ANYWHERE.match(where) else where
+
+
+@functools.lru_cache(maxsize=4096)
+def retirement(text: str) -> tuple[str, str, bool] | None:
+    """(the value gone, the rest of the text, whether it is a person who left) when a text says a
+    value is gone with nothing named in its place ("We no longer use Jenkins", "Jenkins was
+    retired", "Maria left the company"); None otherwise."""
+    m = _LEFT.search(text)
+    if m:
+        return m.group("gone").strip(), text[:m.start()] + " " + _place(m.group("where")) + " " + text[m.end():], True
+    for pattern in _RETIREMENTS:
+        m = pattern.search(text)
+        if m:
+            gone = _ARTICLE.sub("", m.group("gone").strip())
+            if any(t.lower() not in STOP and t.lower() not in TIME for t in gone.split()):
+                return gone, text[:m.start()] + " " + text[m.end():], False
     return None

@@ -37,9 +37,9 @@ from recallite_core.policy.correction_words import (
     key_of,
     named_instead,
     negated,
-    replacement,
     words,
 )
+from recallite_core.policy.named_changes import clauses, replaced, retired
 from recallite_core.storage.base import Session
 
 
@@ -67,19 +67,50 @@ def _tail(positions: list[int], n: int) -> bool:
 
 
 def compare(old: str, new: str) -> Verdict | None:
-    """Whether ``new`` states another value for what ``old`` states (None: it does not, or cannot tell)."""
+    """Whether ``new`` states another value for what ``old`` states (None: it does not, or cannot tell).
+    An old text of several statements changed in one of them while another one states a value of
+    its own ("staging is Postgres 14; production is Postgres 16" -> "production was upgraded to
+    Postgres 17") is only partly out of date: unsure, so both stay live and linked."""
+    v = _compare(old, new)
+    parts = [] if has_cue(old) else clauses(old)  # "no longer X; Y" states one change
+    if len(parts) < 2:
+        return v
+    nset = {w.key for w in words(new)}
+    # A statement of the old text answers for the new one only if it holds most of the new one's
+    # words: a short part compared with a long text finds a change in anything.
+    found = [(part, _compare(part, new) if len(nset & {w.key for w in words(part)}) * 2 >= len(nset) else None)
+             for part in parts]
+    hits = [x for _, x in found if x is not None]
+    if not hits:
+        return v
+    if any(x is None and any(w.value and w.key not in nset for w in words(part)) for part, x in found):
+        return Verdict(False, hits[0].why)
+    return v or hits[0]
+
+
+def asks_untouched(old: str, new: str, asked: set[str]) -> bool:
+    """The question (``asked``: its word keys) names something only a statement of ``old`` that
+    ``new`` leaves as it is says ("Which Postgres does staging run?" of "staging is Postgres 14;
+    production is Postgres 16" after "production was upgraded to Postgres 17")."""
+    parts = [] if has_cue(old) else clauses(old)
+    if len(parts) < 2:
+        return False
+    nset = {w.key for w in words(new)}
+    return any(_compare(part, new) is None and asked & ({w.key for w in words(part)} - nset) for part in parts)
+
+
+def _compare(old: str, new: str) -> Verdict | None:
     old, new = holder_voice(old, new)  # "is owned by Carol" against "Alice owns"
-    new, replaced = named_instead(old, new)  # "Carol, not Alice" names the value it replaces
+    new, replaced_value = named_instead(old, new)  # "Carol, not Alice" names the value it replaces
     if has_cue(old):
         old = current(old, new)  # "moved from 8080 to 9090" states 9090 now
     ow, nw = words(old), words(new)
     if not ow or not nw:
         return None
-    said = replacement(new)
-    if said is not None:
-        named = _replaced(old, ow, nw, *said)
-        if named is not False:
-            return named
+    for named in (replaced, retired):
+        said = named(old, new, ow, nw)
+        if said is not False:
+            return None if said is None else Verdict(*said)
     swapped = _swapped(old, new, ow, nw)
     if swapped is not False:
         return swapped
@@ -96,47 +127,7 @@ def compare(old: str, new: str) -> Verdict | None:
     if v is None or v.why:
         return v
     why = _why(ow, nw)
-    return Verdict(v.sure, f"{replaced} -> {why.split(' -> ', 1)[1]}" if replaced else why)
-
-
-def _replaced(old: str, ow: Sequence[Word], nw: Sequence[Word], gone: str, came: str,
-              rest: str) -> Verdict | Literal[False] | None:
-    """The new text names the value it replaces (``gone``: "replaced espresso with green tea").
-    When the old text states it, a change of it: sure unless the new text adds words the old one
-    lacks (the change may hold "for deploys" only); None when both have words of their own, two
-    subjects ("The web team moved from Jira to Linear" after "The mobile team uses Jira") or two
-    uses ("Nightly tests switched from Travis CI to CircleCI" after "We use Travis CI for release
-    tagging"). When the old text does not state it, None: another value changed ("moved from
-    PostgreSQL to MongoDB" after "... runs its builds on CircleCI"). False (compare as usual): the
-    old text already states ``came``. ``rest``: the new text without the words that say the
-    change ("The checkout service traded esbuild for Parcel": "The checkout service")."""
-    oset, nset = {w.key for w in ow}, {w.key for w in nw}
-    gk, ck = {w.key for w in words(gone)}, {w.key for w in words(came)}
-    if not gk or not ck or ck <= oset:
-        return False
-    if not gk <= oset:
-        # It names what it replaces, and that is not what the old text states; a number may be
-        # the old one written another way ("30s" / "30 seconds"): compared as usual.
-        return False if gk & oset or any(c.isdigit() for c in gone) else None
-    # Words of the new text's own besides the change; one the old text says in another form
-    # ("rate limited" / "the rate limit") or when it happened ("last sprint") is none.
-    said = {key_of(t) for t in re.findall(r"[\w'’-]+", old)}  # verbs too: "rate limited"
-    own_n = {k for k in {w.key for w in words(_WHEN.sub(" ", rest))} - said - _HOLDING
-             if not (len(k) >= 5 and any(len(o) >= 5 and (k.startswith(o) or o.startswith(k)) for o in said))}
-    # A team may come back as "we" (no subject of the new text's own); any other word of the old
-    # text's own is another subject or use.
-    we = not any(w.lead and w.key in own_n for w in nw)
-    own_o = {w.key for w in ow} - nset - gk - _VERBS - (_GROUPS if we else frozenset())
-    if own_o and own_n:
-        return None
-    return Verdict(not own_n, f"{gone} -> {came}")
-
-
-_WHEN = re.compile(r"\b(?:last|this|next|every)\s+(?:week|month|year|sprint|quarter|release|night|time)\b|"
-                   r"\b\w+\s+ago\b", re.IGNORECASE)
-_HOLDING = frozenset({"ownership", "owner", "maintainer"})  # "Ownership of X moved from Priya to Maria": X's holder
-_VERBS = frozenset(key_of(v) for v in RELATION_VERBS)  # how the old text states its value, not what about
-_GROUPS = frozenset({"team", "company", "org", "organisation", "organization", "engineering", "everyone"})
+    return Verdict(v.sure, f"{replaced_value} -> {why.split(' -> ', 1)[1]}" if replaced_value else why)
 
 
 def _swapped(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word]) -> Verdict | Literal[False] | None:

@@ -1,0 +1,116 @@
+"""Changes a text names outright, compared with an older text: a replacement ("We replaced Jenkins
+with GitHub Actions"), a value gone with nothing in its place ("We no longer use Jenkins", "Jenkins
+was retired") or a person who left ("Maria left; the lead is now Tom"). Also where a text holds
+several statements (``clauses``), so that a change of one of them is told from a change of all.
+
+Each check answers (sure, why) for a change of the old text's value, None for no change (the two
+texts are about different things), or False when the wording does not decide (compare as usual).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from recallite_core.policy.correction_words import RELATION_VERBS, Word, key_of, replacement, retirement, words
+
+_WHEN = re.compile(r"\b(?:last|this|next|every)\s+(?:week|month|year|sprint|quarter|release|night|time)\b|"
+                   r"\b\w+\s+ago\b", re.IGNORECASE)
+_HOLDING = frozenset({"ownership", "owner", "maintainer"})  # "Ownership of X moved from Priya to Maria": X's holder
+_VERBS = frozenset(key_of(v) for v in RELATION_VERBS)  # how the old text states its value, not what about
+_GROUPS = frozenset({"team", "company", "org", "organisation", "organization", "engineering", "everyone"})
+# Words that make a person's statement a role someone holds: gone when the person leaves.
+_ROLES = frozenset(key_of(w) for w in (
+    "lead", "owner", "own", "owns", "on-call", "maintainer", "maintains", "manager", "manages", "head",
+    "heads", "responsible", "charge", "contact", "ask", "ping", "approve", "approves", "approver",
+    "reviewer", "reviews", "point", "go-to", "handles", "runs"))
+
+
+def _own_words(old: str, rest: str) -> set[str]:
+    """Words of the new text's own besides the change; one the old text says in another form
+    ("rate limited" / "the rate limit") or when it happened ("last sprint") is none."""
+    said = {key_of(t) for t in re.findall(r"[\w'’-]+", old)}  # verbs too: "rate limited"
+    return {k for k in {w.key for w in words(_WHEN.sub(" ", rest))} - said - _HOLDING
+            if not (len(k) >= 5 and any(len(o) >= 5 and (k.startswith(o) or o.startswith(k)) for o in said))}
+
+
+def _old_own(ow: Sequence[Word], nw: Sequence[Word], gone: set[str], own_n: set[str]) -> set[str]:
+    """Words of the old text's own. A team may come back as "we" (no subject of the new text's
+    own); any other word of the old text's own is another subject or use."""
+    we = not any(w.lead and w.key in own_n for w in nw)
+    return {w.key for w in ow} - {w.key for w in nw} - gone - _VERBS - (_GROUPS if we else frozenset())
+
+
+def replaced(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word]) -> tuple[bool, str] | Literal[False] | None:
+    """The new text names the value it replaces ("replaced espresso with green tea"). When the old
+    text states it, a change of it: sure unless the new text adds words the old one lacks (the
+    change may hold "for deploys" only); None when both have words of their own, two subjects ("The
+    web team moved from Jira to Linear" after "The mobile team uses Jira") or two uses ("Nightly
+    tests switched from Travis CI to CircleCI" after "We use Travis CI for release tagging"). When
+    the old text does not state it, None: another value changed. False (compare as usual): no
+    replacement is named, or the old text already states the new value."""
+    said = replacement(new)
+    if said is None:
+        return False
+    gone, came, rest = said
+    oset = {w.key for w in ow}
+    gk, ck = {w.key for w in words(gone)}, {w.key for w in words(came)}
+    if not gk or not ck or ck <= oset:
+        return False
+    if not gk <= oset:
+        # It names what it replaces, and that is not what the old text states; a number may be
+        # the old one written another way ("30s" / "30 seconds"): compared as usual.
+        return False if gk & oset or any(c.isdigit() for c in gone) else None
+    own_n = _own_words(old, rest)
+    if _old_own(ow, nw, gk, own_n) and own_n:
+        return None
+    return not own_n, f"{gone} -> {came}"
+
+
+def retired(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word]) -> tuple[bool, str] | Literal[False] | None:
+    """The new text says a value the old one states is gone with nothing in its place ("We no
+    longer use Jenkins" after "CI runs on Jenkins", "Maria left the company" after "Maria is the
+    tech lead"): sure unless the old text states another value besides ("uses requests and httpx":
+    unsure); a new text with words of its own is compared as usual. A person who left ends only a role they held
+    ("is the lead", "ask Maria"): anything else said of them still holds. None when both texts
+    have words of their own or the old text does not state the value; False: nothing is retired."""
+    said = retirement(new)
+    if said is None:
+        return False
+    gone, rest, person = said
+    oset = {w.key for w in ow}
+    gws = words(gone)
+    core = {w.key for w in gws if w.value} or {w.key for w in gws}
+    if not core or not core <= oset:
+        return None
+    if person and not oset & _ROLES:
+        return None
+    own_n = _own_words(old, rest)
+    if own_n:  # "upgraded to Python 3.12; do not use 3.9 anymore" says more than a retirement
+        return False
+    others = {w.key for w in ow if w.value and not w.lead} - core - {w.key for w in gws} - {w.key for w in nw}
+    return person or not others, f"no longer {gone}"
+
+
+_SPLIT = re.compile(r"\s*;\s*|(?<=[.!?])\s+(?=[A-Z])|,?\s+(?:and|while|whereas|but)\s+(?=\w)")
+_CLAUSE_WORDS = 3  # a shorter part is a list item of the part before ("requests and httpx")
+
+
+def clauses(text: str) -> list[str]:
+    """The statements a text holds ("The staging database is Postgres 14; production is Postgres
+    16" holds two); a text holding one gives a list of one."""
+    spans, pos = [], 0
+    for m in _SPLIT.finditer(text):
+        spans.append((pos, m.start()))
+        pos = m.end()
+    spans.append((pos, len(text)))
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and len(text[start:end].split()) < _CLAUSE_WORDS:
+            merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    if len(merged) > 1 and len(text[merged[0][0]:merged[0][1]].split()) < _CLAUSE_WORDS:
+        merged[:2] = [(merged[0][0], merged[1][1])]
+    return [text[s:e].strip() for s, e in merged if text[s:e].strip()]
