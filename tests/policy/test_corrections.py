@@ -1330,3 +1330,15 @@ def test_a_person_who_left_and_a_retired_tool_are_replaced_in_the_store():
     finally:
         m.close()
 
+
+def test_a_redaction_label_was_compared_as_a_value():
+    """"db password: Tr0ub4dor&3xyz" after "The db password is hunter2secret" superseded it as
+    "(prose_secret -> env_secret)": both secrets are redacted on the way in, and the kinds of the
+    redactions were read as the values. A secret taken out is no value to compare."""
+    m = Recallite.open(None)
+    try:
+        a, b = store(m, "The db password is hunter2secret", "db password: Tr0ub4dor&3xyz")
+        assert "[REDACTED:" in a.content and "[REDACTED:" in b.content
+        assert b.correction is None and m.get(a.id).status != "superseded"
+    finally:
+        m.close()
