@@ -86,7 +86,7 @@ def test_one_memory_left_out_was_counted_as_memories(mem):
     mem.remember("Deploy the web app with make deploy.", type="procedure")
     mem.remember("Deploy notes: " + "the web app deploy has many steps and checks to run in order. " * 400,
                  type="procedure")
-    ctx = mem.build_context("deploy the web app", max_tokens=80)
+    ctx = mem.build_context("deploy the web app", max_tokens=50)  # no room for even a cut of the notes
     assert len(ctx.memory_ids) == 1
     assert "1 more matching memory left out" in ctx.context
 
@@ -110,5 +110,27 @@ def test_wasted_tokens_turn_twice_xml_title_and_score_repeated():
         assert "<title>" not in xml.context and "score=" not in xml.context
         assert xml.context.count("Never deploy the web app on Fridays") == 1
         assert xml.tokens <= md.tokens * 1.6, (xml.tokens, md.tokens)  # was 2.1x
+    finally:
+        m.close()
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "xml", "plain"])
+def test_a_long_memory_crowded_the_short_ones_out_of_a_context(fmt):
+    """A new user's trial: a 60,000-character deploy log took 1,978 of the default 2,000 tokens and
+    the short lesson and procedure for the same task were left out. A long hit now gives up its
+    tail (marked) so that the hits after it are shown whole, within the same budget."""
+    m = Recallite.open(None, embedder="hash")
+    try:
+        short = [m.remember("Deploy checklist: run the smoke tests after deploying the API.", type="procedure"),
+                 m.remember("Deploy lesson: the API deploy failed when the cache was not flushed; flush it first.",
+                            type="lesson")]
+        log = "Deploy log of the API: " + "; ".join(f"step {i}: deploy container api-{i} ok" for i in range(1600))
+        long_one = m.remember(log[:60000], type="episode")
+        r = m.build_context("deploy the API", format=fmt)
+        assert set(r.memory_ids) == {long_one.id} | {s.id for s in short} and r.omitted == 0
+        assert r.truncated and r.tokens <= 2000
+        assert all(s.content.replace("'", "&apos;") in r.context or s.content in r.context for s in short)
+        # Room enough for everything: nothing is cut.
+        assert not m.build_context("deploy the API", format=fmt, max_tokens=30000).truncated
     finally:
         m.close()

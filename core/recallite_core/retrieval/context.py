@@ -15,6 +15,8 @@ from recallite_core.text.tokens import estimate_tokens, truncate_to_tokens
 
 TRUNCATED = " …[truncated]"
 MIN_TRUNCATED_TOKENS = 12
+# The least a long memory is cut to so that the hits after it fit: enough to say what it is.
+MIN_SHARE_TOKENS = 60
 _NEWLINES = re.compile(r"\s*\n\s*")
 
 
@@ -273,6 +275,22 @@ class _WithWas:
 _RENDERERS: dict[str, _Renderer] = {"markdown": _Markdown(), "xml": _Xml(), "plain": _Plain(), "compact": _Compact()}
 
 
+def _share(costs: list[int], budget: int) -> int:
+    """The most tokens one item may take: all of them when everything fits, else the largest cap
+    under which the items, each cut to it, fit the budget (long items are shortened before short
+    ones are left out), but never under MIN_SHARE_TOKENS."""
+    if sum(costs) <= budget:
+        return budget
+    lo, hi = MIN_SHARE_TOKENS, max(costs)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if sum(min(c, mid) for c in costs) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def render(hits: list[RecallHit], max_tokens: int, fmt: str = "markdown", was: dict[str, str] | None = None) -> Rendered:
     """Best hits first; an item that does not fit is cut (marked) if enough room is left,
     else left out and counted. The token count of the result never exceeds ``max_tokens``.
@@ -298,13 +316,24 @@ def render(hits: list[RecallHit], max_tokens: int, fmt: str = "markdown", was: d
     used = 0
     truncated = False
     omitted = 0
-    for hit in hits:
-        block = r.item(hit, hit.memory.content)
+    blocks = [r.item(hit, hit.memory.content) for hit in hits]
+    share = _share([estimate_tokens(b) for b in blocks], budget)
+    for hit, block in zip(hits, blocks):
         cost = estimate_tokens(block)
+        if cost > share:
+            # A long memory (a log, a whole document) gives up its tail so that the shorter
+            # hits after it are shown too: the full text is one recallite_get away.
+            overhead = estimate_tokens(r.item(hit, TRUNCATED))
+            cut = truncate_to_tokens(hit.memory.content, max(MIN_TRUNCATED_TOKENS, share - overhead))
+            block, shortened = r.item(hit, cut + TRUNCATED), True
+            cost = estimate_tokens(block)
+        else:
+            shortened = False
         if used + cost <= budget:
             parts.append(block)
             ids.append(hit.memory.id)
             used += cost
+            truncated |= shortened
             continue
         room = budget - used
         overhead = estimate_tokens(r.item(hit, TRUNCATED))
