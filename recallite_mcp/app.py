@@ -93,10 +93,12 @@ class AppState:
     def closed(self) -> ToolError:
         return ToolError(f"{self.open_error} The server is running without its database: fix this, then restart it.")
 
-    def served(self, key: Optional[str], retrieval_id: Optional[str], query: Optional[str] = None) -> None:
-        """A retrieval was served to this client session and awaits its feedback."""
+    def served(self, key: Optional[str], retrieval_id: Optional[str], query: Optional[str] = None,
+               found: bool = True, task: bool = True) -> None:
+        """A retrieval was served to this client session and awaits its feedback. ``task``: False
+        for a search made on the way (recall); ``found``: False when it served nothing."""
         if key is not None and retrieval_id:
-            self.awaiting.add(key, retrieval_id, query)
+            self.awaiting.add(key, retrieval_id, query, task, found)
 
     # -- scopes ------------------------------------------------------------------------------------------
     def known_scope(self, ctx: Context) -> Optional[ScopeDecision]:
@@ -227,13 +229,20 @@ class AppState:
             raise ToolError("This HTTP connection has no session, so the server cannot tell your retrievals from other "
                             "clients': pass retrieval_id (the one recallite_context returned).")
         waiting = self.awaiting.pending(session)
-        if len(waiting) == 1:
-            return waiting[0][0]
         if not waiting:
             raise ToolError("No retrieval of this session awaits feedback: pass retrieval_id "
                             "(call recallite_context first, then pass its retrieval_id).")
-        listed = ", ".join(f'{rid} "{q}"' if q else rid for rid, q in waiting[:5])
-        raise ToolError(f"{len(waiting)} retrievals of this session await feedback; pass retrieval_id, one of "
+        # The one task that served something, else the one retrieval that did, else the one task,
+        # else the one retrieval: a context that found nothing, or a search made on the way, does
+        # not make the task ambiguous.
+        for pool in ([w for w in waiting if w[2] and w[3]], [w for w in waiting if w[3]], [w for w in waiting if w[2]],
+                     waiting):
+            if len(pool) == 1:
+                return pool[0][0]
+            if pool:
+                break
+        listed = ", ".join(f'{rid} "{q}"' if q else rid for rid, q, *_ in pool[:5])
+        raise ToolError(f"{len(pool)} retrievals of this session await feedback; pass retrieval_id, one of "
                         f"(newest first): {listed}.")
 
 

@@ -58,9 +58,12 @@ class AwaitingFeedback:
     def __init__(self, per_session: int = AWAITING_PER_SESSION, sessions: int = AWAITING_SESSIONS):
         self.per_session, self.sessions = per_session, sessions
         self._lock = threading.Lock()
-        self._by_session: dict[str, dict[str, str]] = {}  # insertion-ordered: oldest first
+        self._by_session: dict[str, dict[str, tuple[str, bool, bool]]] = {}  # insertion-ordered: oldest first
 
-    def add(self, session: str, retrieval_id: str, query: str | None = None) -> None:
+    def add(self, session: str, retrieval_id: str, query: str | None = None, task: bool = True,
+            found: bool = True) -> None:
+        """``task``: the retrieval started a task (a context), not a search made on the way;
+        ``found``: it served something."""
         snippet = " ".join((query or "").split())
         snippet = snippet if len(snippet) <= 40 else snippet[:39] + "…"
         with self._lock:
@@ -71,20 +74,28 @@ class AwaitingFeedback:
                     self._by_session.pop(next(iter(self._by_session)))
             self._by_session[session] = waiting  # most recently served session last
             waiting.pop(retrieval_id, None)
-            waiting[retrieval_id] = snippet
+            waiting[retrieval_id] = (snippet, task, found)
             while len(waiting) > self.per_session:
                 waiting.pop(next(iter(waiting)))
 
-    def pending(self, session: str) -> list[tuple[str, str]]:
-        """(retrieval_id, query snippet) awaiting feedback in this session, newest first."""
+    def pending(self, session: str) -> list[tuple[str, str, bool, bool]]:
+        """(retrieval_id, query snippet, whether it started a task, whether it served something)
+        awaiting feedback in this session, newest first."""
         with self._lock:
-            return list(reversed(self._by_session.get(session, {}).items()))
+            return [(rid, *entry) for rid, entry in reversed(self._by_session.get(session, {}).items())]
 
     def settle(self, retrieval_id: str) -> None:
-        """It got feedback: no session awaits it any more."""
+        """It got feedback: no session awaits it any more, nor the searches made after it, on the
+        way through its task."""
         with self._lock:
             for waiting in self._by_session.values():
-                waiting.pop(retrieval_id, None)
+                if retrieval_id not in waiting:
+                    continue
+                order = list(waiting)
+                task = waiting.pop(retrieval_id)[1]
+                for later in order[order.index(retrieval_id) + 1:] if task else ():
+                    if not waiting[later][1]:
+                        del waiting[later]
 
 
 def awaiting_key(ctx: Any) -> str | None:

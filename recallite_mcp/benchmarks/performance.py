@@ -146,7 +146,10 @@ def _bench_feedback(path: str, embedder: str, dims: int, qs: list[str], label: s
         done = [m.recall(q, limit=10) for q in qs[:recalls]]
         fb = [done[i % len(done)].retrieval_id for i in range(ops)]
         outcomes = ("success", "failure", "partial")
-        out = [_row(f"feedback @{label}", time_each(lambda it: m.feedback(it[1], outcomes[it[0] % 3]), list(enumerate(fb))))]
+        # One outcome per retrieval: a retrieval comes round again with the outcome it had (feedback
+        # refuses another one that names no memory).
+        out = [_row(f"feedback @{label}", time_each(lambda it: m.feedback(it[1], outcomes[it[0] % len(done) % 3]),
+                                                     list(enumerate(fb))))]
         ids = [h.memory.id for r in done for h in r.memories] or [m.list(limit=1)[0].id]
         targets = [ids[i % len(ids)] for i in range(ops)]
         out.append(_row(f"reinforce @{label}", time_each(
@@ -368,8 +371,8 @@ def run_benchmark(
                 rows.append(_row(f"format_context @{label}", time_each(lambda r: m.format_context(r, 2000), recalls)))
                 fb = [recalls[i % len(recalls)].retrieval_id for i in range(feedback_ops)]
                 outcomes = ("success", "failure", "partial")
-                rows.append(_row(f"feedback @{label}", time_each(
-                    lambda it: m.feedback(it[1], outcomes[it[0] % 3]), list(enumerate(fb)))))
+                rows.append(_row(f"feedback @{label}", time_each(  # one outcome per retrieval, as above
+                    lambda it, n=len(recalls): m.feedback(it[1], outcomes[it[0] % n % 3]), list(enumerate(fb)))))
                 ids = [h.memory.id for r in recalls for h in r.memories] or [m.list(limit=1)[0].id]
                 targets = [ids[i % len(ids)] for i in range(feedback_ops)]
                 rows.append(_row(f"reinforce @{label}", time_each(

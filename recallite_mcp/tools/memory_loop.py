@@ -89,7 +89,7 @@ def register(server: MCPServer) -> None:
                                     profile=profile, scope=scopes, min_trust=min_trust,
                                     expand_beliefs=expand_beliefs, working_session=working_session(ctx),
                                     conversation=session)
-        st.served(awaiting_key(ctx), r.retrieval_id, redact_text(query)[0])
+        st.served(awaiting_key(ctx), r.retrieval_id, redact_text(query)[0], found=bool(r.memory_ids or r.turn_ids))
         return ContextOut(context=r.context, retrieval_id=r.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
                           truncated=r.truncated, omitted=r.omitted, scope=scopes[0], turn_ids=r.turn_ids,
                           hint=st.scope_hint(ctx, scopes[0], bool(r.memory_ids or r.omitted))
@@ -149,7 +149,7 @@ def register(server: MCPServer) -> None:
     def recallite_feedback(
         outcome: Annotated[Literal["success", "failure", "partial"], Field(description="How the task went.")],
         ctx: Context,
-        retrieval_id: Annotated[Optional[str], Field(description="From recallite_context (optional if only one is open).")] = None,
+        retrieval_id: Annotated[Optional[str], Field(description="From recallite_context (optional while one task awaits feedback).")] = None,
         score: Annotated[Optional[float], Field(ge=0, le=1, description="Quality 0..1.")] = None,
         used_memory_ids: Annotated[Optional[list[str]], Field(description="The memories you relied on.")] = None,
         reason: Annotated[Optional[str], Field(description="Why, in a sentence.")] = None,
@@ -198,7 +198,7 @@ def register(server: MCPServer) -> None:
                              expand_beliefs=expand_beliefs,
                              working_session=working_session(ctx), session=session, roles=roles,
                              categories=categories, expand_episodes=window or None)
-        st.served(awaiting_key(ctx), r.retrieval_id, r.query)
+        st.served(awaiting_key(ctx), r.retrieval_id, r.query, found=bool(r.memories), task=False)
         return RecallOut(retrieval_id=r.retrieval_id, scope=scopes[0],
                          memories=[HitOut.of(h, st.settings.user_scope) for h in r.memories],
                          hint=st.scope_hint(ctx, scopes[0], bool(r.memories)))

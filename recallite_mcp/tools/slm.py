@@ -108,7 +108,7 @@ def register(server: MCPServer) -> None:
         st = state_of(ctx, roots)
         g = st.engine.beliefs(topic, depth=depth, limit=limit, scope=st.search_scopes(ctx, scope, include_teams),
                               min_trust=min_trust)
-        st.served(awaiting_key(ctx), g.retrieval_id, topic)
+        st.served(awaiting_key(ctx), g.retrieval_id, topic, task=False)
         return BeliefsOut.of(g)
 
     @server.tool(title="Version history of a memory", annotations=READ_ONLY)
@@ -172,7 +172,7 @@ def register(server: MCPServer) -> None:
             working_session=working_session(ctx),
             summarizer=(lambda _text: sampled) if sampled is not None else None,
         )
-        st.served(awaiting_key(ctx), r.retrieval_id, r.query)
+        st.served(awaiting_key(ctx), r.retrieval_id, r.query, found=bool(r.memory_ids))
         return AutoContextOut(context=r.context, retrieval_id=r.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
                               query=r.query, concepts=r.concepts, summary=r.summary, method=r.method, scope=scopes[0],
                               hint=st.scope_hint(ctx, scopes[0], bool(r.memory_ids)))

@@ -20,7 +20,7 @@ def test_dataset_is_deterministic_and_varied():
 @pytest.mark.slow
 def test_run_benchmark_small():
     result = run_benchmark(
-        memories=300, dims=64, sizes=[300], queries=5, concurrent_rounds=1, single_writes=5, feedback_ops=5,
+        memories=300, dims=64, sizes=[300], queries=5, concurrent_rounds=1, single_writes=5, feedback_ops=12,
         workers={"size": 1, "min_vector_count": 0, "min_scan_operations": 0}, json_output=True, log=lambda m: None,
     )
     ops = [r["operation"] for r in result["rows"]]
@@ -40,7 +40,7 @@ def test_run_benchmark_small():
 
 
 def test_run_benchmark_writes_only():
-    result = run_benchmark(memories=400, dims=32, sizes=[200], single_writes=5, feedback_ops=5, queries=5,
+    result = run_benchmark(memories=400, dims=32, sizes=[200], single_writes=5, feedback_ops=12, queries=5,
                            workers=None, writes_only=True, log=lambda m: None)
     ops = [r["operation"] for r in result["rows"]]
     assert ops == ["remember (single)", "feedback @400", "reinforce @400", "remember_many (100/batch)"]

@@ -127,19 +127,40 @@ async def test_feedback_without_retrieval_id_lands_on_another_sessions_retrieval
             assert fb1["retrieval_id"] == r1["retrieval_id"]
             # nothing awaits any more: say so, and how to name one
             assert "pass retrieval_id" in await error_text(one, "recallite_feedback", outcome="success")
-            # several awaiting: the agent is asked which, newest first, with the query
-            q1 = await call(one, "recallite_recall", query="which package manager")
+            # several tasks awaiting: the agent is asked which, newest first, with the query
+            q1 = await call(one, "recallite_context", query="which package manager: pnpm or npm")
             q2 = await call(one, "recallite_context", query="worker pool restart")
             msg = await error_text(one, "recallite_feedback", outcome="success")
             assert "\n" not in msg and "pass retrieval_id" in msg
             assert msg.index(f'{q2["retrieval_id"]} "worker pool restart"') < msg.index(
-                f'{q1["retrieval_id"]} "which package manager"')
+                f'{q1["retrieval_id"]} "which package manager: pnpm or npm"')
             # an explicit id settles that one; the other is then the default
             await call(one, "recallite_feedback", outcome="success", retrieval_id=q2["retrieval_id"])
             fb = await call(one, "recallite_feedback", outcome="partial")
             assert fb["retrieval_id"] == q1["retrieval_id"]
     finally:
         shared.close()
+
+
+@pytest.mark.anyio
+async def test_a_search_or_an_empty_context_made_feedback_need_a_retrieval_id():
+    """A new user's trial: after a context that found nothing, then the task's context, feedback
+    without retrieval_id was refused ("2 retrievals of this session await feedback"), and so after
+    any recallite_recall made on the way. A retrieval that found nothing awaits no feedback, and a
+    search does not count while one task's context awaits it; two tasks still ask which."""
+    async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False))) as c:
+        empty = await call(c, "recallite_context", query="zebra migration quokka")
+        assert empty["memory_ids"] == []
+        a, _b = await _seed(c)
+        task = await call(c, "recallite_context", query="install node packages with pnpm")
+        await call(c, "recallite_recall", query="pnpm")
+        fb = await call(c, "recallite_feedback", outcome="success", used_memory_ids=[a["id"]])
+        assert fb["retrieval_id"] == task["retrieval_id"]
+        search = await call(c, "recallite_recall", query="worker pool")  # no task awaits: the search is the default
+        assert (await call(c, "recallite_feedback", outcome="partial"))["retrieval_id"] == search["retrieval_id"]
+        two = [await call(c, "recallite_context", query=q) for q in ("use pnpm, not npm", "restart the worker pool")]
+        assert all(t["memory_ids"] for t in two)
+        assert "2 retrievals" in await error_text(c, "recallite_feedback", outcome="success")
 
 
 @pytest.mark.anyio
@@ -254,3 +275,44 @@ def test_the_fallback_after_a_failed_first_memory_still_credits_both(two_backend
     ok = m.feedback(r.retrieval_id, "success", used_memory_ids=[b.id])
     assert [c.id for c in ok.changes] == [b.id] and not ok.already_judged
     assert m.get(a.id).usefulness < 0.5 < m.get(b.id).usefulness
+
+
+# -- a new user's trial, session 26 ------------------------------------------------------------------------------
+def test_feedback_credited_a_memory_of_another_project(mem):
+    """Feedback on a billing context named a webshop memory the retrieval never served; it was
+    credited (0.5 -> 0.675). A memory outside the scopes a retrieval searched is refused with a
+    one-line error, and nothing is recorded; one of a searched scope is still credited as named."""
+    from recallite_core import InvalidInputError
+
+    web = mem.remember("Maria is the tech lead for the webshop.", type="fact", scope="webshop")
+    keys = mem.remember("Stripe keys rotate every 90 days.", type="fact", scope="billing")
+    other = mem.remember("Invoices go out from billing@example.com.", type="fact", scope="billing")
+    ctx = mem.build_context("stripe keys", scope=["billing", "user"])
+    assert web.id not in ctx.memory_ids
+    with pytest.raises(InvalidInputError, match=rf"{web.id} \(webshop\)") as err:
+        mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[keys.id, web.id])
+    assert "\n" not in str(err.value)
+    assert mem.get(web.id).usefulness == mem.get(keys.id).usefulness == 0.5  # nothing half-written
+    fb = mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[keys.id, other.id])
+    assert {c.id for c in fb.changes} == {keys.id, other.id}
+
+
+def test_opposite_feedback_on_one_retrieval_was_accepted(mem):
+    """A success naming one memory, then a failure on the same retrieval naming none, were both
+    recorded, and the failure lowered the memories the success had passed over. A later outcome of
+    another kind must name its memories (a failed attempt, then the fallback that worked, still
+    does); the same outcome again changes nothing."""
+    from recallite_core import InvalidInputError
+
+    ids = [m.id for m in mem.remember_many([{"content": s, "type": "procedure"} for s in STEPS])]
+    ctx = mem.build_context("run the deploy script", limit=3)
+    first, second = ctx.memory_ids[:2]
+    mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[first])
+    before = {i: mem.get(i).usefulness for i in ids}
+    with pytest.raises(InvalidInputError, match="already has feedback success"):
+        mem.feedback(ctx.retrieval_id, "failure")
+    assert {i: mem.get(i).usefulness for i in ids} == before
+    with pytest.raises(InvalidInputError, match="name the memories"):
+        mem.feedback(ctx.retrieval_id, "success")  # after one that named its memory: a guess too
+    fb = mem.feedback(ctx.retrieval_id, "failure", used_memory_ids=[second])
+    assert [c.id for c in fb.changes] == [second]

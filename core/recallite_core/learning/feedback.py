@@ -96,12 +96,15 @@ class FeedbackRecorder:
             shown = conn.retrievals.shown(rid)
             opened = [mid for mid, _, e, _ in shown if e]
             seen = {mid for mid, _, e, s in shown if e or s}
+            if not used and conn.retrievals.feedback_of([rid]):
+                _refuse_another_guess(conn, rid, outcome)
             if used is not None:
                 if used:
                     found = set(conn.memories.matching(used, MemoryFilter()))
                     missing = [f"mem_{i}" for i in used if i not in found]
                     if missing:
                         raise MemoryNotFoundError(f"used_memory_ids names unknown memories: {', '.join(missing)}.")
+                    _refuse_other_scopes(conn, rid, [i for i in used if i not in seen])
                 credits = [(i, 1.0) for i in used]
             elif opened:
                 credits = [(mid, 1.0) for mid in opened]  # the ones the agent opened
@@ -210,3 +213,33 @@ def judged_on(conn, rid: int) -> set[int]:
     for _fid, _rid, _outcome, _score, used, *_ in conn.retrievals.feedback_of([rid]):
         out.update(parse_id(i) for i in json.loads(used or "[]"))
     return out
+
+
+def _refuse_another_guess(conn, rid: int, outcome: str) -> None:
+    """A retrieval with feedback already: another outcome that names no memory would be credited
+    to what it served by rank, a guess against what the first report said (a new user's trial: a
+    success naming mem_15, then a failure on the same retrieval lowered the two memories the
+    success had passed over); so would the same outcome after one that named its memories. Naming
+    the memories is still taken (a fallback that worked); the same report again is a duplicate."""
+    earlier = [(fid, out) for fid, _rid, out, _score, used, *_ in conn.retrievals.feedback_of([rid])
+               if out != outcome or json.loads(used or "[]")]
+    if earlier:
+        fid, out = earlier[0]
+        raise InvalidInputError(
+            f"ret_{rid} already has feedback {out} (fb_{fid}): name the memories this {outcome} is about in "
+            f"used_memory_ids, or report a new task on its own retrieval.")
+
+
+def _refuse_other_scopes(conn, rid: int, unseen: list[int]) -> None:
+    """Memories named that the retrieval neither served nor opened must be of a scope it searched:
+    feedback on a billing context raised a webshop memory (a new user's trial)."""
+    row = conn.retrievals.get(rid) if unseen else None
+    searched = json.loads(row[4]) if row and row[4] else None
+    if not searched:
+        return  # searched every scope
+    outside = [(mid, m.scope) for mid, m in conn.memories.load(unseen).items() if m.scope not in searched]
+    if outside:
+        named = ", ".join(f"mem_{mid} ({scope})" for mid, scope in sorted(outside))
+        raise InvalidInputError(
+            f"used_memory_ids names memories of scopes ret_{rid} did not search: {named}; leave them out, or "
+            f"report them on a retrieval of their scope.")
