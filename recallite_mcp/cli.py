@@ -319,7 +319,8 @@ def list_cmd(ctx, db, scope, embedder, log_level, all_scopes, types, statuses, s
     with open_engine(s) as mem:
         page, nxt = list_page(mem, _scopes(s, all_scopes), list(types) or None, list(statuses) or None,
                               list(sources) or None, list(tags) or None, limit, offset)
-        hint = None if page or all_scopes or offset else scope_hint(mem, s.default_scope)
+        # Also with user-level rows listed: they hide that the project scope itself is empty.
+        hint = None if all_scopes or offset else scope_hint(mem, s.default_scope)
     if hint:
         click.echo(hint, err=True)  # stderr, as context does: stdout stays the listing
     if as_json:
@@ -394,10 +395,13 @@ def forget(ctx, db, scope, embedder, log_level, all_scopes, types, statuses, sou
         orphans = list(dict.fromkeys(o for r in results for o in r.orphans if o not in gone))
         if vacuum and n:
             mem.vacuum()
+        hint = None if n or ids or all_scopes else scope_hint(mem, s.default_scope)
     what = "tables" if s.is_postgres else "file"
     click.echo(f"forgot {n} memor{'y' if n == 1 else 'ies'}" + (f" ({what} vacuumed)" if vacuum and n else ""))
     if orphans:  # facts whose every cited source is gone: kept, but nothing backs them now
         click.echo(f"now without a source (kept): {', '.join(orphans)}", err=True)
+    if hint:  # the filters looked at an empty scope only
+        click.echo(hint, err=True)
 
 
 @main.command()
@@ -545,6 +549,9 @@ def import_cmd(ctx, db, scope, embedder, log_level, path, trust):
     if trust == "untrusted" and counts.get("retired"):
         click.echo(f"{counted(counts['retired'], 'memory', 'memories')} deprecated or superseded in the file stayed so; "
                    "the others are candidates.")
+    if counts.get("history_skipped"):
+        click.echo(f"{counted(counts['history_skipped'], 'retrieval or feedback record', 'retrieval and feedback records')}"
+                   " skipped: outcome history comes back only with --trust restore (your own backup).")
 
 
 @main.command("migrate")

@@ -212,7 +212,8 @@ def stats(d: dict) -> str:
     lines = [f"Scope: {d.get('active_scope')} (rule {d.get('scope_rule')}: {d.get('scope_reason')})"]
     if d.get("scope_note"):
         lines.append(d["scope_note"])
-    lines.append(_meta(f"memories {d.get('memories')}" + (f" in {d['scope']}" if d.get("scope") else ""),
+    # Without a scope the count is the whole database's, not the active scope's (a new user read it so).
+    lines.append(_meta(f"memories {d.get('memories')}" + (f" in {d['scope']}" if d.get("scope") else " in all scopes"),
                        f"user-level scope {d.get('user_scope')}", f"tools {d.get('tools', 'core')}",
                        "isolated scopes" if d.get("isolate_scopes") else None))
     for key in ("by_type", "by_status", "by_source", "by_scope", "feedback", "relations"):

@@ -192,10 +192,13 @@ class Writer:
             redactions=redactions,
         )
 
-    def insert(self, conn, p: Prepared, vector: np.ndarray, now: float, extra: dict | None = None) -> int:
-        return self.insert_many(conn, [(p, vector, extra)], now)[0]
+    def insert(self, conn, p: Prepared, vector: np.ndarray, now: float, extra: dict | None = None,
+               keep_id: int | None = None) -> int:
+        """One memory (``keep_id``: the id to give it, a restore's; else a new one)."""
+        return self.insert_many(conn, [(p, vector, extra)], now, None if keep_id is None else [keep_id])[0]
 
-    def insert_many(self, conn, rows: Sequence[tuple[Prepared, np.ndarray, dict | None]], now: float) -> list[int]:
+    def insert_many(self, conn, rows: Sequence[tuple[Prepared, np.ndarray, dict | None]], now: float,
+                    ids: Sequence[int] | None = None) -> list[int]:
         """Insert memories with their vectors (caller holds the write transaction), in a few
         statements for the whole batch (storage's memories.insert_many); returns their ids."""
         if not rows:
@@ -225,10 +228,10 @@ class Writer:
             ))
             for kind in p.redactions:
                 redacted[kind] = redacted.get(kind, 0) + 1
-        ids = conn.memories.insert_many(mem_rows, blobs)
+        out = conn.memories.insert_many(mem_rows, blobs, ids)
         if redacted:
             conn.stats.count_redactions(redacted)
-        return ids
+        return out
 
     def find_duplicate(self, conn, p: Prepared) -> int | None:
         """An identical memory in the scope, one that is not superseded first. A superseded one counts

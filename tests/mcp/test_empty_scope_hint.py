@@ -138,3 +138,35 @@ async def test_stats_of_an_unknown_scope_said_nothing_and_left_out_the_wal(tmp_p
         assert s["wal_bytes"] > 0 and f"{s['db_bytes']:,} bytes + {s['wal_bytes']:,} WAL" in text
         res = await c.call_tool("recallite_list", {"scope": "proj-x"})
         assert res.structured_content["hint"] == want and res.content[0].text.endswith(want)
+
+
+def test_cli_list_and_forget_without_a_scope_were_silent_about_the_others(tmp_path):
+    """A new user's trial: `list` without --scope printed the one user-level memory and nothing
+    about the 31 memories of the project scopes; `forget --source llm` without --scope said
+    "forgot 0 memories" with three llm memories in a project scope. Both now name the known scopes
+    when the default scope holds nothing."""
+    db = str(tmp_path / "cli.db")
+    run = CliRunner()
+    base = ["--db", db, "--embedder", "hash"]
+    assert run.invoke(main, ["add", "Deploy with make ship.", *base, "--scope", "web-app"]).exit_code == 0
+    assert run.invoke(main, ["add", "The user prefers short answers.", *base, "--scope", "user",
+                             "--type", "preference"]).exit_code == 0
+    want = "holds no memories; known scopes: "  # the default scope is named after the working directory
+    res = run.invoke(main, ["list", *base])
+    assert res.exit_code == 0 and "short answers" in res.stdout and want in res.stderr and "web-app" in res.stderr
+    res = run.invoke(main, ["forget", "--source", "agent", "--yes", *base])
+    assert res.exit_code == 0 and "forgot 0 memories" in res.stdout and want in res.stderr
+    res = run.invoke(main, ["list", *base, "--scope", "web-app"])
+    assert "holds no" not in res.output
+
+
+async def test_stats_headline_counted_the_whole_file_under_the_active_scope():
+    """A new user's trial: in a project with no memory yet, recallite_stats opened with "Scope:
+    projb ..." then "memories 1": the other project's memory, read as this one's. Without a scope
+    the count now says it covers all scopes; with one, it is that scope's."""
+    async with Client(server(tools="all")) as c:
+        await remember_all(c)
+        text = (await c.call_tool("recallite_stats", {})).content[0].text
+        assert f"memories {len(STORED)} in all scopes" in text
+        text = (await c.call_tool("recallite_stats", {"scope": "web-app"})).content[0].text
+        assert "memories 3 in web-app" in text

@@ -328,6 +328,25 @@ def test_cli_untrusted_import_says_what_stayed_retired(tmp_path):
     restored = CliRunner().invoke(main, ["import", out, "--db", str(tmp_path / "c.db"), "--embedder", "hash",
                                          "--trust", "restore"])
     assert restored.exit_code == 0 and "stayed so" not in restored.output, restored.output
+    assert "skipped" not in restored.output and "feedback 1" in restored.output
+
+
+def test_a_default_import_dropped_retrievals_and_feedback_without_a_word(tmp_path):
+    """A new user's trial: an export of 63 lines (23 retrievals, 3 feedback) imported as "memories
+    31, ... retrievals 0, feedback 0", with nothing said of the 26 records left out. The summary now
+    counts them and says how to bring them back."""
+    from click.testing import CliRunner
+
+    from recallite_mcp.cli import main
+
+    src, dst, out = str(tmp_path / "a.db"), str(tmp_path / "b.db"), str(tmp_path / "a.jsonl")
+    with Recallite.open(src, embedder="hash") as m:
+        build(m)
+        m.export_jsonl(out)
+    res = CliRunner().invoke(main, ["import", out, "--db", dst, "--embedder", "hash"])
+    assert res.exit_code == 0 and "history_skipped 2" in res.output, res.output
+    assert ("2 retrieval and feedback records skipped: outcome history comes back only with --trust restore"
+            in res.output)
 
 
 @pytest.mark.parametrize("batch", [1, 500])
@@ -375,4 +394,36 @@ def test_an_untrusted_import_superseded_a_memory_a_person_restored(tmp_path, bat
         assert len(stored) == 2 and all(m.status == "candidate" for m in stored)
         assert not any(dst.relations(m.id) for m in stored)
     finally:
+        dst.close()
+
+
+def test_restoring_a_backup_renumbered_its_memory_ids(tmp_path, backend_url):
+    """A new user's trial: `import --trust restore` of an export into a fresh database gave the
+    memories new ids, closing the gap a forgotten memory had left, so "mem_26" (a billing secret
+    note) named a webshop memory afterwards. Ids are what agents, notes and feedback refer to: a
+    restore into an empty store keeps them, links and feedback included, and new memories
+    continue after them. Into a store holding memories, the import gives new ids."""
+    src = Recallite.open(str(tmp_path / "a.db"), embedder="hash")
+    ids = [src.remember(f"Billing fact number {i}: invoices go out on day {i}.", type="fact", scope="billing").id
+           for i in range(6)]
+    src.forget(ids[2])
+    r = src.recall("invoices", scope="billing")
+    src.feedback(r.retrieval_id, "success", used_memory_ids=[ids[3]])
+    src.relate(ids[0], ids[5], "supports")
+    out = str(tmp_path / "backup.jsonl")
+    src.export_jsonl(out)
+    want = {m.id: m.content for m in src.list(scope="billing", limit=50)}
+    dst = Recallite.open(backend_url, embedder="hash")
+    try:
+        dst.import_jsonl(out, trust="restore")
+        assert {m.id: m.content for m in dst.list(scope="billing", limit=50)} == want
+        assert dst.get(ids[3]).success_count == 1
+        assert dst.remember("A memory written after the restore.", type="fact", scope="billing").id == "mem_7"
+        other = Recallite.open(str(tmp_path / "c.db"), embedder="hash")
+        other.remember("Something already here.", type="fact")
+        other.import_jsonl(out, trust="restore")
+        assert other.get("mem_2").content == "Billing fact number 0: invoices go out on day 0."
+        other.close()
+    finally:
+        src.close()
         dst.close()

@@ -115,7 +115,10 @@ class BatchImport:
         # "already there" from "missing". Reported only when there are some.
         self.present = dict.fromkeys(PRESENT_NOUNS, 0)
         self.links_skipped = 0  # team memberships of an untrusted file, not joined
+        self.history_skipped = 0  # retrievals and feedback of an untrusted file: its outcomes are not ours
         self.retired = 0  # memories written deprecated or superseded, as in the file
+        self.file_ids: list[int | None] = []  # the file's memory ids, in order (the first pass)
+        self.keep_ids = False  # a restore into an empty store gives each memory its id of the file
 
     def _header(self, obj: dict) -> None:
         self._check_header(obj)
@@ -206,7 +209,8 @@ class BatchImport:
                 for n, r in self._lines():
                     if r["kind"] != "memory":
                         continue
-                    p, _old, ep, _cat = self._prepare(n, r, now)
+                    p, old, ep, _cat = self._prepare(n, r, now)
+                    self.file_ids.append(old)
                     pending.append((r, p, ep))
                     if len(pending) >= self.batch:
                         chunk_counts += self._embed_batch(pending, out, chunks_out, self._same_embedder())
@@ -257,6 +261,12 @@ class BatchImport:
         self.placed: dict[tuple[str, str], dict[int, int]] = {}  # (scope, session) -> {seq: new turn id}
         row_size = self.dims * 4
         with self.core.store.transaction() as conn:
+            # Ids are what agents, notes and feedback name a memory by: a backup restored into an
+            # empty store keeps them (a new user's trial found "mem_26" naming another project's
+            # memory after a restore). Into a store holding memories, they are new ones.
+            ids = self.file_ids
+            self.keep_ids = (self.restore and bool(ids) and None not in ids and len(set(ids)) == len(ids)
+                             and not conn.memories.scope_counts())
             batch: list[tuple[int, dict]] = []
             k = 0
 
@@ -293,6 +303,8 @@ class BatchImport:
         counts.update({f"{noun}_already_there": n for noun, n in self.present.items() if n})
         if self.links_skipped:
             counts["team_links_skipped"] = self.links_skipped
+        if self.history_skipped:
+            counts["history_skipped"] = self.history_skipped
         if self.header.get("vectors"):  # an export that carried vectors (migrate's): say how many were used
             counts["vectors_copied"] = self.copied
         return counts
@@ -349,7 +361,8 @@ class BatchImport:
                                                    "last_accessed_at", "created_at", "updated_at") if r.get(k2) is not None}
                 if "usefulness" in extra:
                     extra["usefulness"] = policy.clamp01(float(extra["usefulness"]))
-            idmap[old_id] = inserted[k] = mid = writer.insert(conn, p, vec, now, extra)
+            idmap[old_id] = inserted[k] = mid = writer.insert(conn, p, vec, now, extra,
+                                                              old_id if self.keep_ids else None)
             self.own.add(mid)
             if ep is not None:
                 session = p.session or ""
@@ -424,6 +437,8 @@ class BatchImport:
                     self._tally(counts, "retrievals", self._retrieval(conn, r, idmap, retmap, now, logged))
                 elif kind == "feedback" and self.restore:
                     self._tally(counts, "feedback", self._feedback(conn, r, idmap, retmap, now))
+                elif kind in ("retrieval", "feedback"):
+                    self.history_skipped += 1
             except (KeyError, TypeError, ValueError) as exc:
                 raise InvalidInputError(f"{self.path} line {n}: malformed {kind} record ({exc}). Nothing was imported.") from None
 

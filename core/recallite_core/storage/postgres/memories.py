@@ -235,9 +235,11 @@ class PostgresMemories:
         return [(mid, h, sc, bool(stale)) for mid, h, sc, stale in cur.fetchall()]
 
     # -- writes -------------------------------------------------------------------------------------
-    def insert_many(self, rows: Sequence[NewMemoryRow], vectors: Sequence[bytes]) -> list[int]:
+    def insert_many(self, rows: Sequence[NewMemoryRow], vectors: Sequence[bytes],
+                    ids: Sequence[int] | None = None) -> list[int]:
         """Insert new memories with their vectors (little-endian float32 bytes each); returns their
-        ids, in order. The ids come from the identity sequence (never reused); the seq triggers
+        ids, in order. The ids come from the identity sequence (never reused), or are ``ids`` (a
+        restore keeping a backup's; none of them in use; the sequence then moves past them); the seq triggers
         stamp each row with this transaction's id (no shared row is updated, so concurrent
         writers do not queue: docs/postgres.md, "The change feed"); the keyword column is generated."""
         if not rows:
@@ -251,10 +253,13 @@ class PostgresMemories:
         # One statement, one round trip: ids drawn in input order, the memories and their vectors
         # inserted together (the foreign key is checked at the statement's end). Over column
         # arrays, so the keyword totals' statement trigger fires once for the batch.
-        ids = [r[0] for r in self._conn.execute(
-            "WITH u AS MATERIALIZED (SELECT nextval(pg_get_serial_sequence('memories', 'id')) AS id, x.* FROM "
+        given = ids is not None
+        source = "x.kept" if given else "nextval(pg_get_serial_sequence('memories', 'id'))"
+        kept = ", %s::bigint[]" if given else ""
+        out = [r[0] for r in self._conn.execute(
+            f"WITH u AS MATERIALIZED (SELECT {source} AS id, x.* FROM "
             "(SELECT * FROM unnest(%b::vector[], " + ", ".join(f"%s::{t}[]" for t in _NEW_ROW_TYPES)
-            + f") WITH ORDINALITY AS x(embedding, {names}, ord) ORDER BY ord) x), "
+            + f"{kept}) WITH ORDINALITY AS x(embedding, {names}{', kept' if given else ''}, ord) ORDER BY ord) x), "
             f"m AS (INSERT INTO memories (id, {names}) "
             "SELECT u.id, u.type, u.title, u.content, u.status, u.source_type, u.source_id, u.scope, u.session, "
             "u.tags::jsonb, u.metadata::jsonb, u.confidence, u.usefulness, u.importance, u.success_count, "
@@ -262,8 +267,11 @@ class PostgresMemories:
             "u.tokens, u.valid_until FROM u ORDER BY u.ord), "
             "v AS (INSERT INTO vectors (memory_id, embedding) SELECT u.id, u.embedding FROM u ORDER BY u.ord) "
             "SELECT id FROM u ORDER BY ord",
-            [embeddings, *cols])]
-        return ids
+            [embeddings, *cols, *([list(ids)] if ids is not None else [])])]
+        if given:  # new memories continue after the kept ids
+            self._conn.execute("SELECT setval(pg_get_serial_sequence('memories', 'id'), "
+                               "greatest((SELECT max(id) FROM memories), 1))")
+        return out
 
     def set_status(self, mid: int, status: str, confidence: float, metadata: str, now: float,
                    validated_at: float | None) -> None:

@@ -231,9 +231,11 @@ class SqliteMemories:
             out.update(self._conn.execute(f"SELECT id, type FROM memories WHERE id IN ({marks(len(chunk))})", chunk))
         return out
 
-    def insert_many(self, rows: Sequence[NewMemoryRow], vectors: Sequence[bytes]) -> list[int]:
+    def insert_many(self, rows: Sequence[NewMemoryRow], vectors: Sequence[bytes],
+                    ids: Sequence[int] | None = None) -> list[int]:
         """Insert new memories with their vectors (one little-endian float32 blob each); returns
-        their ids, in order.
+        their ids, in order. ``ids``: the ids to give them (a restore keeping a backup's; none
+        of them in use), else new ones.
 
         A few statements for the whole batch: ids are taken after the largest ever used
         (AUTOINCREMENT semantics; the write transaction holds the lock) and every row is stamped
@@ -244,11 +246,14 @@ class SqliteMemories:
         conn = self._conn
         conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'changes'")
         seq = conn.execute("SELECT value FROM counters WHERE name = 'changes'").fetchone()[0]
-        top = conn.execute(
-            "SELECT max(coalesce((SELECT max(id) FROM memories), 0), "
-            "coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0))"
-        ).fetchone()[0]
-        ids = list(range(top + 1, top + 1 + len(rows)))
+        if ids is None:
+            top = conn.execute(
+                "SELECT max(coalesce((SELECT max(id) FROM memories), 0), "
+                "coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0))"
+            ).fetchone()[0]
+            ids = list(range(top + 1, top + 1 + len(rows)))
+        else:
+            ids = list(ids)
         conn.executemany(
             "INSERT INTO memories (id, type, title, content, status, source_type, source_id, scope, session, tags, "
             "metadata, confidence, usefulness, importance, success_count, failure_count, access_count, "
@@ -256,8 +261,12 @@ class SqliteMemories:
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [(mid, *row, seq) for mid, row in zip(ids, rows)],
         )
-        conn.execute("INSERT INTO memories_fts(rowid, title, content, tags) "
-                     "SELECT id, title, content, tags FROM memories WHERE id BETWEEN ? AND ?", (ids[0], ids[-1]))
+        if ids == list(range(ids[0], ids[0] + len(ids))):
+            conn.execute("INSERT INTO memories_fts(rowid, title, content, tags) "
+                         "SELECT id, title, content, tags FROM memories WHERE id BETWEEN ? AND ?", (ids[0], ids[-1]))
+        else:  # kept ids need not follow each other
+            conn.executemany("INSERT INTO memories_fts(rowid, title, content, tags) "
+                             "SELECT id, title, content, tags FROM memories WHERE id = ?", [(mid,) for mid in ids])
         conn.executemany("INSERT INTO vectors (memory_id, vector, seq) VALUES (?, ?, ?)",
                          [(mid, blob, seq) for mid, blob in zip(ids, vectors)])
         return ids
