@@ -1342,3 +1342,38 @@ def test_a_redaction_label_was_compared_as_a_value():
         assert b.correction is None and m.get(a.id).status != "superseded"
     finally:
         m.close()
+
+
+@pytest.mark.parametrize("old, new, why", [
+    ("Our ORM in the Node backend is Sequelize.", "Prisma has taken over from Sequelize in the Node backend.",
+     "Sequelize -> Prisma"),
+    ("Priya is the on-call lead for payments.", "Marcus took over from Priya as on-call lead.", "Priya -> Marcus"),
+    ("The API gateway runs Kong.", "Kong has been swapped out for Envoy.", "Kong -> Envoy"),
+    ("Our VPN is Cisco AnyConnect.", "AnyConnect has been phased out in favour of Tailscale.", "AnyConnect -> Tailscale"),
+    ("Feature flags live in LaunchDarkly.", "LaunchDarkly was dropped and Unleash took its place.", "LaunchDarkly -> Unleash"),
+    ("Quarterly planning is led by Sofia.", "Sofia handed quarterly planning over to Ravi.", "Sofia -> Ravi"),
+    ("The weekly review is on Thursdays.", "The weekly review shifted from Thursday to Tuesday.", "Thursday -> Tuesday"),
+    ("The checkout p99 budget is 400 ms.", "The checkout p99 budget was tightened from 400 ms to 250 ms.", "400 ms -> 250 ms"),
+    ("Standup happens at 9:30.", "Standup went from 9:30 to 10:15 because of the time zone split.", "9:30 -> 10:15"),
+])
+def test_a_handover_or_a_phase_out_was_left_unlinked(old, new, why):
+    """Outsider pairs (a helper's, not in the repository) stored with no link: a successor who
+    took over from the one before, a value swapped out or phased out for another, a duty handed
+    over, a value shifted or tightened from one to another, a change with its reason."""
+    from recallite_core.policy.corrections import compare
+
+    v = compare(old, new)
+    assert v is not None and v.sure and v.why == why
+
+
+@pytest.mark.parametrize("old, new", [
+    ("The team's standup is at 9:30.", "The team's retro went from 9:30 to 14:00 on Fridays."),
+    ("The on-call lead for search is Priya.", "Marcus took over from Ines as on-call lead for payments."),
+    ("We retired nothing yet; Jenkins runs the nightly exports.", "We retired the old VPN."),
+])
+def test_a_handover_elsewhere_stays_apart(old, new):
+    """Guards: another meeting moved, another person handed over, "We" is no one who left."""
+    from recallite_core.policy.corrections import compare
+
+    v = compare(old, new)
+    assert v is None or not v.sure

@@ -421,7 +421,8 @@ def named_instead(old: str, new: str) -> tuple[str, str]:
 
 
 # Where the replacing value ends: punctuation, or a word that opens what it is for or where.
-_NAME = r"[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?"  # a person: "Maria", "Priya Raman"
+# A person: "Maria", "Priya Raman" ("We retired the old VPN" names no one).
+_NAME = r"(?!(?:We|They|It|He|She|I|You|The|Our|Their|This|That|These|Those)\b)[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?"
 _UNTIL = r"(?=\s+(?:for|in|on|at|as|across|because|since|after|when|last|this|and|but|now)\b|\s*[.;,!?](?!\w)|\s*$)"
 _FRAGMENT = r"(?:[^.;,!?]|\.(?=\w)){1,40}?"  # "Python 3.12", "Fly.io" are one value
 # Ways a text names the value it replaces and the one that replaces it, in the order tried.
@@ -432,9 +433,11 @@ _REPLACEMENTS = (
     re.compile(rf"^\W*(?P<gone>{_FRAGMENT})\s+(?:was|were|is|are|has\s+been|have\s+been|got|is\s+being)\s+"
                rf"replaced\s+(?:with|by)\s+(?P<came>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
     # "We swapped webpack for Vite", "swapped out Jest for Vitest"
-    re.compile(rf"\bswap(?:ped|s)?\s+(?:out\s+)?(?P<gone>{_FRAGMENT})\s+for\s+(?P<came>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
+    re.compile(rf"\bswap(?:ped|s)?\s+(?:out\s+(?!for\b))?(?!out\s+for\b)(?P<gone>{_FRAGMENT})\s+for\s+(?P<came>{_FRAGMENT}){_UNTIL}",
+               re.IGNORECASE),
     # "switched from espresso to green tea", "migrated from Datadog to Grafana Cloud"
-    re.compile(rf"\b(?:switched|switches|moved|moves|migrated|migrates|changed|went|converted|upgraded|downgraded)"
+    re.compile(rf"\b(?:switched|switches|moved|moves|migrated|migrates|changed|went|converted|upgraded|downgraded|"
+               rf"shifted|tightened|loosened|extended|shortened)"
                rf"\s+(?:\w+\s+){{0,3}}?from\s+(?P<gone>{_FRAGMENT})\s+to\s+(?P<came>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
     # "traded a ThinkPad for a MacBook", "ditched Jest for Vitest"
     re.compile(rf"\b(?:ditched|ditches|traded|trades|exchanged|abandoned|gave\s+up)\s+"
@@ -448,6 +451,20 @@ _REPLACEMENTS = (
     re.compile(rf"^\W*(?P<gone>{_FRAGMENT})\s+(?:is|are|was|were)\s+(?:gone|out|retired|history)\b[^;,.]*[;,]\s*"
                rf"(?:it\s+is|it's|they\s+are|we\s+use|now\s+it\s+is)\s+(?:now\s+)?(?P<came>{_FRAGMENT}){_UNTIL}",
                re.IGNORECASE),
+    # "Prisma has taken over from Sequelize", "Marcus took over from Priya as on-call lead"
+    re.compile(rf"^\W*(?P<came>{_FRAGMENT})\s+(?:has\s+|have\s+)?(?:taken|took|takes)\s+over\s+from\s+"
+               rf"(?P<gone>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
+    # "Kong has been swapped out for Envoy", "AnyConnect has been phased out in favor of Tailscale"
+    re.compile(rf"^\W*(?P<gone>{_FRAGMENT})\s+(?:has\s+been|have\s+been|was|were|got|is\s+being)\s+"
+               rf"(?:swapped\s+out\s+for|phased\s+out\s+(?:for|in\s+favou?r\s+of)|dropped\s+in\s+favou?r\s+of)\s+"
+               rf"(?P<came>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
+    # "LaunchDarkly was dropped and Unleash took its place"
+    re.compile(rf"^\W*(?P<gone>{_FRAGMENT})\s+(?:was|were|got|has\s+been)\s+(?:dropped|retired|removed|replaced)"
+               rf"\s*,?\s+and\s+(?P<came>{_FRAGMENT})\s+(?:took|has\s+taken|takes)\s+(?:its|their)\s+place\b",
+               re.IGNORECASE),
+    # "Sofia passed quarterly planning over to Ravi", "Ben handed the on-call rota to Ines"
+    re.compile(rf"^\W*(?P<gone>{_NAME})\s+(?:has\s+)?(?:passed|handed|hands|passes)\s+(?P<what>(?:[\w'’-]+\s+){{0,4}}?)"
+               rf"(?:over\s+)?to\s+(?P<came>{_NAME}){_UNTIL}"),
     # "Maria left; the lead is now Tom", "Maria has left, and Tom is the lead now"
     re.compile(rf"^\W*(?P<gone>{_NAME})\s+(?:has\s+)?(?:left|quit|retired|moved\s+on)\b(?P<where>[^;,.]*)[;,]\s*(?:and\s+|so\s+)?"
                rf"(?:(?P<role>(?:the\s+)?(?:[\w-]+\s+){{0,3}}?)(?:is|are)\s+now\s+(?P<came>{_FRAGMENT}){_UNTIL}|"
@@ -476,7 +493,8 @@ def replacement(text: str) -> tuple[str, str, str] | None:
             if pattern is _NAME_REPLACED and not _NAMED_VALUE.search(came):
                 continue
             if gone and came and gone.lower() != came.lower():
-                said = " ".join((_place(groups.get("where")), groups.get("role") or ""))  # what the person held, where
+                # what the person held, where; what was handed over
+                said = " ".join((_place(groups.get("where")), groups.get("role") or "", groups.get("what") or ""))
                 return gone, came, text[:m.start()] + " " + said + " " + text[m.end():]
     return None
 
@@ -492,10 +510,11 @@ _RETIREMENTS = (
     re.compile(rf"^\W*(?P<gone>{_FRAGMENT})\s+(?:is|are|was|were|has\s+been|have\s+been|got)\s+(?:now\s+)?"
                rf"(?:retired|decommissioned|deprecated|removed|shut\s+down|turned\s+off|sunset|sunsetted|"
                rf"discontinued|dropped|abandoned|gone|no\s+longer\s+(?:used|in\s+use|needed|maintained|supported))"
+               rf"(?P<where>\s+(?:for|from|in|at|on|by|across)\s+(?:[^.;,!?]|\.(?=\w))+?)?"
                rf"(?:\s+(?:now|yesterday|today|recently|(?:last|this)\s+\w+|\w+\s+ago))?(?=\s*[.;,!](?!\w)|\s*$)",
                re.IGNORECASE),
     re.compile(rf"\b(?:retired|decommissioned|removed|dropped|abandoned|shut\s+down|got\s+rid\s+of)\s+"
-               rf"(?P<gone>{_FRAGMENT})(?=\s*[.;,!](?!\w)|\s*$)", re.IGNORECASE),
+               rf"(?!(?:and|then|so|but|in|on|at|for|last|this|now)\b)(?P<gone>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
 )
 _LEFT = re.compile(rf"^\W*(?P<gone>{_NAME})\s+(?:has\s+)?(?:left|quit|retired|moved\s+on)\b"
                    rf"(?P<where>\s+{_FRAGMENT})?(?=\s*[.;,!](?!\w)|\s*$)")
@@ -522,5 +541,6 @@ def retirement(text: str) -> tuple[str, str, bool] | None:
         if m:
             gone = _ARTICLE.sub("", m.group("gone").strip())
             if any(t.lower() not in STOP and t.lower() not in TIME for t in gone.split()):
-                return gone, text[:m.start()] + " " + text[m.end():], False
+                where = m.groupdict().get("where") or ""  # "retired from the docs site": what it is said of
+                return gone, text[:m.start()] + " " + where + " " + text[m.end():], False
     return None

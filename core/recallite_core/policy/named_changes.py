@@ -16,7 +16,9 @@ from typing import Literal
 from recallite_core.policy.correction_words import RELATION_VERBS, Word, key_of, replacement, retirement, words
 
 _WHEN = re.compile(r"\b(?:last|this|next|every)\s+(?:week|month|year|sprint|quarter|release|night|time)\b|"
-                   r"\b\w+\s+ago\b", re.IGNORECASE)
+                   r"\b\w+\s+ago\b|"
+                   # why or since when, not what about: "because of the new time zone split", "after the merger"
+                   r"\b(?:because|due\s+to|after|starting|as\s+of|since|following)\b[^;.]*", re.IGNORECASE)
 _HOLDING = frozenset({"ownership", "owner", "maintainer"})  # "Ownership of X moved from Priya to Maria": X's holder
 _VERBS = frozenset(key_of(v) for v in RELATION_VERBS)  # how the old text states its value, not what about
 _GROUPS = frozenset({"team", "company", "org", "organisation", "organization", "engineering", "everyone"})
