@@ -235,13 +235,13 @@ class AppState:
         # The one task that served something, else the one retrieval that did, else the one task,
         # else the one retrieval: a context that found nothing, or a search made on the way, does
         # not make the task ambiguous.
-        for pool in ([w for w in waiting if w[2] and w[3]], [w for w in waiting if w[3]], [w for w in waiting if w[2]],
-                     waiting):
+        for pool in ([w for w in waiting if w.task and w.found], [w for w in waiting if w.found],
+                     [w for w in waiting if w.task], waiting):
             if len(pool) == 1:
-                return pool[0][0]
+                return pool[0].retrieval_id
             if pool:
                 break
-        listed = ", ".join(f'{rid} "{q}"' if q else rid for rid, q, *_ in pool[:5])
+        listed = ", ".join(f'{w.retrieval_id} "{w.query}"' if w.query else w.retrieval_id for w in pool[:5])
         raise ToolError(f"{len(pool)} retrievals of this session await feedback; pass retrieval_id, one of "
                         f"(newest first): {listed}.")
 

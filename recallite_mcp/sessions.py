@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any
+from typing import Any, NamedTuple
 
 STATELESS_ERA = "2026-07-28"
 PROCESS_SESSION = "mcp"
@@ -50,6 +50,16 @@ AWAITING_PER_SESSION = 20  # retrievals kept per client session until their feed
 AWAITING_SESSIONS = 1000  # client sessions remembered (least recently served dropped first)
 
 
+class Awaiting(NamedTuple):
+    """A retrieval awaiting feedback: its query (a snippet), whether it started a task (a
+    context, not a search made on the way) and whether it served anything."""
+
+    retrieval_id: str
+    query: str
+    task: bool
+    found: bool
+
+
 class AwaitingFeedback:
     """Per client session, the retrievals it was served (recallite_context, recallite_recall, ...)
     that have not had feedback yet, oldest first, with a short query snippet. Feedback without
@@ -58,7 +68,7 @@ class AwaitingFeedback:
     def __init__(self, per_session: int = AWAITING_PER_SESSION, sessions: int = AWAITING_SESSIONS):
         self.per_session, self.sessions = per_session, sessions
         self._lock = threading.Lock()
-        self._by_session: dict[str, dict[str, tuple[str, bool, bool]]] = {}  # insertion-ordered: oldest first
+        self._by_session: dict[str, dict[str, Awaiting]] = {}  # insertion-ordered: oldest first
 
     def add(self, session: str, retrieval_id: str, query: str | None = None, task: bool = True,
             found: bool = True) -> None:
@@ -74,15 +84,14 @@ class AwaitingFeedback:
                     self._by_session.pop(next(iter(self._by_session)))
             self._by_session[session] = waiting  # most recently served session last
             waiting.pop(retrieval_id, None)
-            waiting[retrieval_id] = (snippet, task, found)
+            waiting[retrieval_id] = Awaiting(retrieval_id, snippet, task, found)
             while len(waiting) > self.per_session:
                 waiting.pop(next(iter(waiting)))
 
-    def pending(self, session: str) -> list[tuple[str, str, bool, bool]]:
-        """(retrieval_id, query snippet, whether it started a task, whether it served something)
-        awaiting feedback in this session, newest first."""
+    def pending(self, session: str) -> list[Awaiting]:
+        """The retrievals awaiting feedback in this session, newest first."""
         with self._lock:
-            return [(rid, *entry) for rid, entry in reversed(self._by_session.get(session, {}).items())]
+            return list(reversed(self._by_session.get(session, {}).values()))
 
     def settle(self, retrieval_id: str) -> None:
         """It got feedback: no session awaits it any more, nor the searches made after it, on the
@@ -92,9 +101,9 @@ class AwaitingFeedback:
                 if retrieval_id not in waiting:
                     continue
                 order = list(waiting)
-                task = waiting.pop(retrieval_id)[1]
+                task = waiting.pop(retrieval_id).task
                 for later in order[order.index(retrieval_id) + 1:] if task else ():
-                    if not waiting[later][1]:
+                    if not waiting[later].task:
                         del waiting[later]
 
 

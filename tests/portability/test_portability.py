@@ -18,6 +18,15 @@ def build(m):
     return a, b, c, d
 
 
+def built_export(tmp_path) -> str:
+    """The export of a store ``build`` filled (a.db), for the import commands to read."""
+    out = str(tmp_path / "a.jsonl")
+    with Recallite.open(str(tmp_path / "a.db"), embedder="hash") as m:
+        build(m)
+        m.export_jsonl(out)
+    return out
+
+
 def snapshot(m):
     mems = sorted(
         (x.content, x.type, x.title, x.status, x.source.type, x.source.id, x.scope, tuple(x.tags), json.dumps(x.metadata),
@@ -175,10 +184,7 @@ def test_cli_import_scope_moves_memories_and_env_scope_does_not(tmp_path, monkey
 
     from recallite_mcp.cli import main
 
-    src, dst, out = str(tmp_path / "a.db"), str(tmp_path / "b.db"), str(tmp_path / "a.jsonl")
-    with Recallite.open(src, embedder="hash") as m:
-        build(m)
-        m.export_jsonl(out)
+    dst, out = str(tmp_path / "b.db"), built_export(tmp_path)
     run = CliRunner().invoke
     monkeypatch.setenv("RECALLITE_SCOPE", "env-scope")
     assert run(main, ["import", out, "--db", dst, "--embedder", "hash"]).exit_code == 0
@@ -318,10 +324,7 @@ def test_cli_untrusted_import_says_what_stayed_retired(tmp_path):
 
     from recallite_mcp.cli import main
 
-    src, dst, out = str(tmp_path / "a.db"), str(tmp_path / "b.db"), str(tmp_path / "a.jsonl")
-    with Recallite.open(src, embedder="hash") as m:
-        build(m)
-        m.export_jsonl(out)
+    dst, out = str(tmp_path / "b.db"), built_export(tmp_path)
     res = CliRunner().invoke(main, ["import", out, "--db", dst, "--embedder", "hash"])
     assert res.exit_code == 0 and "retired 1" in res.output, res.output
     assert "1 memory deprecated or superseded in the file stayed so; the others are candidates." in res.output
@@ -339,10 +342,7 @@ def test_a_default_import_dropped_retrievals_and_feedback_without_a_word(tmp_pat
 
     from recallite_mcp.cli import main
 
-    src, dst, out = str(tmp_path / "a.db"), str(tmp_path / "b.db"), str(tmp_path / "a.jsonl")
-    with Recallite.open(src, embedder="hash") as m:
-        build(m)
-        m.export_jsonl(out)
+    dst, out = str(tmp_path / "b.db"), built_export(tmp_path)
     res = CliRunner().invoke(main, ["import", out, "--db", dst, "--embedder", "hash"])
     assert res.exit_code == 0 and "history_skipped 2" in res.output, res.output
     assert ("2 retrieval and feedback records skipped: outcome history comes back only with --trust restore"

@@ -96,7 +96,7 @@ class FeedbackRecorder:
             shown = conn.retrievals.shown(rid)
             opened = [mid for mid, _, e, _ in shown if e]
             seen = {mid for mid, _, e, s in shown if e or s}
-            if not used and conn.retrievals.feedback_of([rid]):
+            if not used:
                 _refuse_another_guess(conn, rid, outcome)
             if used is not None:
                 if used:

@@ -433,7 +433,8 @@ _REPLACEMENTS = (
     re.compile(rf"^\W*(?P<gone>{_FRAGMENT})\s+(?:was|were|is|are|has\s+been|have\s+been|got|is\s+being)\s+"
                rf"replaced\s+(?:with|by)\s+(?P<came>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
     # "We swapped webpack for Vite", "swapped out Jest for Vitest"
-    re.compile(rf"\bswap(?:ped|s)?\s+(?:out\s+(?!for\b))?(?!out\s+for\b)(?P<gone>{_FRAGMENT})\s+for\s+(?P<came>{_FRAGMENT}){_UNTIL}",
+    # ("Kong has been swapped out for Envoy" is the passive form below)
+    re.compile(rf"\bswap(?:ped|s)?\s+(?!out\s+for\b)(?:out\s+)?(?P<gone>{_FRAGMENT})\s+for\s+(?P<came>{_FRAGMENT}){_UNTIL}",
                re.IGNORECASE),
     # "switched from espresso to green tea", "migrated from Datadog to Grafana Cloud"
     re.compile(rf"\b(?:switched|switches|moved|moves|migrated|migrates|changed|went|converted|upgraded|downgraded|"
@@ -494,8 +495,7 @@ def replacement(text: str) -> tuple[str, str, str] | None:
                 continue
             if gone and came and gone.lower() != came.lower():
                 # what the person held, where; what was handed over
-                said = " ".join((_place(groups.get("where")), groups.get("role") or "", groups.get("what") or ""))
-                return gone, came, text[:m.start()] + " " + said + " " + text[m.end():]
+                return gone, came, _rest(text, m, _place(groups.get("where")), groups.get("role"), groups.get("what"))
     return None
 
 
@@ -522,6 +522,12 @@ _LEFT = re.compile(rf"^\W*(?P<gone>{_NAME})\s+(?:has\s+)?(?:left|quit|retired|mo
 _ANYWHERE = re.compile(r"^\s*(?:the\s+|our\s+)?(?:company|team|org|organi[sz]ation|job|firm|business)?\s*$", re.IGNORECASE)
 
 
+def _rest(text: str, m: re.Match, *kept: str | None) -> str:
+    """``text`` without the words ``m`` read as the change, keeping the ``kept`` parts of them
+    (where a person left, the role they held): compared with the old text's words."""
+    return " ".join((text[:m.start()], *(k for k in kept if k), text[m.end():]))
+
+
 def _place(where: str | None) -> str:
     """What a departure names as the place left ("left the webshop": "the webshop"; "left the
     company": nothing, the person is gone from every role)."""
@@ -535,12 +541,12 @@ def retirement(text: str) -> tuple[str, str, bool] | None:
     retired", "Maria left the company"); None otherwise."""
     m = _LEFT.search(text)
     if m:
-        return m.group("gone").strip(), text[:m.start()] + " " + _place(m.group("where")) + " " + text[m.end():], True
+        return m.group("gone").strip(), _rest(text, m, _place(m.group("where"))), True
     for pattern in _RETIREMENTS:
         m = pattern.search(text)
         if m:
             gone = _ARTICLE.sub("", m.group("gone").strip())
             if any(t.lower() not in STOP and t.lower() not in TIME for t in gone.split()):
-                where = m.groupdict().get("where") or ""  # "retired from the docs site": what it is said of
-                return gone, text[:m.start()] + " " + where + " " + text[m.end():], False
+                # "retired from the docs site": what it is said of
+                return gone, _rest(text, m, m.groupdict().get("where")), False
     return None

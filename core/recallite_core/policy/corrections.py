@@ -72,17 +72,11 @@ def compare(old: str, new: str) -> Verdict | None:
     its own ("staging is Postgres 14; production is Postgres 16" -> "production was upgraded to
     Postgres 17") is only partly out of date: unsure, so both stay live and linked."""
     v = _compare(old, new)
-    parts = [] if has_cue(old) else clauses(old)  # "no longer X; Y" states one change
-    if len(parts) < 2:
-        return v
-    nset = {w.key for w in words(new)}
-    # A statement of the old text answers for the new one only if it holds most of the new one's
-    # words: a short part compared with a long text finds a change in anything.
-    found = [(part, _compare(part, new) if len(nset & {w.key for w in words(part)}) * 2 >= len(nset) else None)
-             for part in parts]
+    found = _parts(old, new)
     hits = [x for _, x in found if x is not None]
     if not hits:
         return v
+    nset = {w.key for w in words(new)}
     if any(x is None and any(w.value and w.key not in nset for w in words(part)) for part, x in found):
         return Verdict(False, hits[0].why)
     return v or hits[0]
@@ -92,11 +86,20 @@ def asks_untouched(old: str, new: str, asked: set[str]) -> bool:
     """The question (``asked``: its word keys) names something only a statement of ``old`` that
     ``new`` leaves as it is says ("Which Postgres does staging run?" of "staging is Postgres 14;
     production is Postgres 16" after "production was upgraded to Postgres 17")."""
-    parts = [] if has_cue(old) else clauses(old)
-    if len(parts) < 2:
-        return False
     nset = {w.key for w in words(new)}
-    return any(_compare(part, new) is None and asked & ({w.key for w in words(part)} - nset) for part in parts)
+    return any(x is None and asked & ({w.key for w in words(part)} - nset) for part, x in _parts(old, new))
+
+
+def _parts(old: str, new: str) -> list[tuple[str, Verdict | None]]:
+    """Each statement of an old text of several (none for one) with what ``new`` changes in it. A
+    statement answers for the new text only if it holds at least half its words: a short part
+    compared with a long text finds a change in anything."""
+    parts = [] if has_cue(old) else clauses(old)  # "no longer X; Y" states one change
+    if len(parts) < 2:
+        return []
+    nset = {w.key for w in words(new)}
+    return [(part, _compare(part, new) if len(nset & {w.key for w in words(part)}) * 2 >= len(nset) else None)
+            for part in parts]
 
 
 def _compare(old: str, new: str) -> Verdict | None:

@@ -74,24 +74,22 @@ def retired(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word]) -> tuple
     """The new text says a value the old one states is gone with nothing in its place ("We no
     longer use Jenkins" after "CI runs on Jenkins", "Maria left the company" after "Maria is the
     tech lead"): sure unless the old text states another value besides ("uses requests and httpx":
-    unsure); a new text with words of its own is compared as usual. A person who left ends only a role they held
-    ("is the lead", "ask Maria"): anything else said of them still holds. None when both texts
-    have words of their own or the old text does not state the value; False: nothing is retired."""
+    unsure). A person who left ends only a role they held ("is the lead", "ask Maria"): anything
+    else said of them still holds. None when the old text does not state the value, or holds no
+    role of the person; False (compare as usual): nothing is retired, or the new text says more
+    ("upgraded to Python 3.12; do not use 3.9 anymore")."""
     said = retirement(new)
     if said is None:
         return False
     gone, rest, person = said
     oset = {w.key for w in ow}
     gws = words(gone)
-    core = {w.key for w in gws if w.value} or {w.key for w in gws}
-    if not core or not core <= oset:
+    core = {w.key for w in gws if w.value} or {w.key for w in gws}  # "the old VPN": the VPN
+    if not core or not core <= oset or (person and not oset & _ROLES):
         return None
-    if person and not oset & _ROLES:
-        return None
-    own_n = _own_words(old, rest)
-    if own_n:  # "upgraded to Python 3.12; do not use 3.9 anymore" says more than a retirement
+    if _own_words(old, rest):
         return False
-    others = {w.key for w in ow if w.value and not w.lead} - core - {w.key for w in gws} - {w.key for w in nw}
+    others = {w.key for w in ow if w.value and not w.lead} - {w.key for w in gws} - {w.key for w in nw}
     return person or not others, f"no longer {gone}"
 
 
