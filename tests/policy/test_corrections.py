@@ -516,6 +516,21 @@ def test_the_question_aware_step_leaves_look_alikes_under_their_own_question(mem
     assert top(mem, "When is the staging database reset?", "s")[0] == a.id
 
 
+def test_a_persons_newest_memories_outranked_the_one_the_question_is_about(mem):
+    """What broke: every later memory about Priya was read as a possible change of the one about her
+    editor (they share only her name and the question names nothing only that one says), so the
+    question-aware step put each under the next newer one and her editor came last of the three.
+    A memory clearly nearer the question (by the vectors, in units of their spread) keeps its place."""
+    for text in ("Tickets for the docs site live in Linear.", "The docs site is deployed by Netlify.",
+                 "Omar drinks filter coffee every morning."):
+        mem.remember(text, type="fact", scope="s", source=AGENT)
+    editor = mem.remember("Priya does all her editing in Emacs.", type="fact", scope="s", source=AGENT)
+    laptop = mem.remember("Priya swapped her Dell laptop for a MacBook Air.", type="fact", scope="s", source=AGENT)
+    mem.remember("Priya left the payments team; Chen leads it now.", type="fact", scope="s", source=AGENT)
+    assert top(mem, "Which editor does Priya use?", "s")[0] == editor.id
+    assert top(mem, "What laptop does Priya have?", "s")[0] == laptop.id
+
+
 def test_a_context_did_not_say_what_a_correction_replaced(mem):
     """What broke: a context showed the current value with no word of the superseded one."""
     a, b = store(mem, "The staging server runs on port 8080.", "The staging server moved to port 9090 last week.")
@@ -1377,3 +1392,34 @@ def test_a_handover_elsewhere_stays_apart(old, new):
 
     v = compare(old, new)
     assert v is None or not v.sure
+
+
+@pytest.mark.parametrize("old, new", [
+    # The new text's new value is what the old one states, of another project.
+    ("Kenji's side project keeps its data in Redis.", "We swapped SQLite for Redis in Lena's side project."),
+    # The old text states the change already made, in another place.
+    ("The billing service switched from Webpack to Rollup.", "Webpack is gone from the admin app; it is Vite now."),
+    ("The billing service bundles with Webpack.", "Webpack is gone from the admin app; it is Vite now."),
+])
+def test_a_change_in_another_place_superseded_a_memory_naming_its_values(old, new):
+    """What broke (two stray supersedes of `eval corrections`): "We swapped CockroachDB for MongoDB
+    in Omar's side project." superseded "Zara's side project stores its data in MongoDB." (read
+    backwards, MongoDB -> CockroachDB), and "Parcel is gone from the data platform; it is Vite now."
+    superseded "The search service switched from Parcel to esbuild." (where Parcel was gone from was
+    dropped); each hid a current memory of another pair."""
+    from recallite_core.policy.corrections import compare
+
+    assert compare(old, new) is None
+
+
+@pytest.mark.parametrize("old, new, why", [
+    ("The admin app bundles with Webpack.", "Webpack is gone from the admin app; it is Vite now.", "Webpack -> Vite"),
+    ("The on-call engineer for search is Ana.", "Ben swapped with Ana: Ben is on call for search now.", None),
+])
+def test_a_change_in_its_own_place_still_supersedes(old, new, why):
+    """Guards of the fix above: the place named is the old text's own; a swap of turns is no
+    replacement value ("swapped with Ana"), compared as usual."""
+    from recallite_core.policy.corrections import compare
+
+    v = compare(old, new)
+    assert v is not None and v.sure and (why is None or v.why == why)

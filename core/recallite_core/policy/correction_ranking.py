@@ -58,7 +58,8 @@ Neighbours = Callable[[int, int], list[tuple[int, float]]]
 def newer_first(session: Session, scored: list[tuple], query: str | None = None, links: bool = True,
                 turns: bool = True, close: Sequence[int] = (), evident: AbstractSet[int] = frozenset(),
                 resemblance: Resemblance | None = None, neighbours: Neighbours | None = None,
-                flagged: AbstractSet[int] = frozenset(), cosine: Mapping[int, float] | None = None) -> list[tuple]:
+                flagged: AbstractSet[int] = frozenset(), cosine: Mapping[int, float] | None = None,
+                spread: float | None = None) -> list[tuple]:
     """A replacement ranks above what it superseded, and of two memories linked as contradicting
     each other the newer ranks first, whatever their scores (feedback included): the older one's
     final score is capped just under the newer one's. With the ``query``, also two unlinked
@@ -74,7 +75,8 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
     step all of them); ``evident``: ids with evidence of their own for the query (an echo's statement
     must have some); ``resemblance(id, ids)``: cosine of one memory's stored vector with others';
     ``neighbours(id, k)``: its k nearest memories of the query's scopes, (id, cosine) best first
-    (no follow-up step without both). A pair that would close a cycle with the pairs
+    (no follow-up step without both); ``cosine``: the question's cosine with the hits, and
+    ``spread``: its spread over the scope (``CLEARLY_NEARER``). A pair that would close a cycle with the pairs
     before it is dropped (``acyclic``); so is one that would put a ``flagged`` memory (possible
     prompt injection) above an unflagged one: such text leads only on its own score
     (policy.FLAGGED_FACTOR; a new user's trial saw an imported "ignore previous instructions ...
@@ -106,7 +108,7 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
         conflicts = _not_partly_asked(loaded, conflicts, query)
         if pair_ids:
             loaded = {mid: m for mid, m in loaded.items() if mid in in_window}
-        unsure, named = _question_pairs(loaded, window, query, linked, cosine or {})
+        unsure, named = _question_pairs(loaded, window, query, linked, cosine or {}, spread)
         above += unsure
         if turns:
             # Turns the vector channel puts closest to the question join the window below its
@@ -206,10 +208,16 @@ def _not_partly_asked(loaded: Mapping[int, Any], conflicts: list[tuple[int, int]
 
 
 MANY_MARGIN = 0.05  # how much nearer the question the older of two values must be to stay first
+# How much nearer the question the older of any two must be, in units of the cosine's spread over
+# the scope (``spread``), to keep its place: the question is about what only it says, in other
+# words ("Which editor does Priya use?" / "Priya does all editing in Emacs", not "Priya swapped
+# her laptop"). One unit: chosen on the dev half of `eval corrections`.
+CLEARLY_NEARER = 1.0
 
 
 def _question_pairs(loaded: dict[int, Any], ids: list[int], query: str, linked: set[frozenset],
-                    cosine: Mapping[int, float]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+                    cosine: Mapping[int, float],
+                    spread: float | None = None) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """Among ``ids``, unlinked memories of one scope: (newer, older) pairs of two that may state one
     thing two ways, for a question that asks nothing only the older one says; and (named, twin)
     pairs of look-alikes whose own subject the question names for one only (``named_first``).
@@ -217,8 +225,10 @@ def _question_pairs(loaded: dict[int, Any], ids: list[int], query: str, linked: 
     things, not a change of it. Two values of a relation a subject holds with many ("Zara uses
     pytest" / "Zara uses tabs": ``another_of_many``) may be one changed or two held at once: the
     newer goes first only when the question's vector is not clearly nearer the older's (``cosine``,
-    by ``MANY_MARGIN``): "Which test runner does Zara use?" keeps pytest first. Only the vectors:
-    the keyword score counts the verb a question happens to share ("prefer")."""
+    by ``MANY_MARGIN``): "Which test runner does Zara use?" keeps pytest first. Any older memory
+    ``CLEARLY_NEARER`` the question than the newer (in units of the cosine's ``spread``) keeps its
+    place too. Only the vectors: the keyword score counts the verb a question happens to share
+    ("prefer")."""
     if len(ids) < 2:
         return [], []
     rows = [(mid, m.content, m.created_at, m.scope, m.failure_count > m.success_count)
@@ -237,7 +247,9 @@ def _question_pairs(loaded: dict[int, Any], ids: list[int], query: str, linked: 
                 continue
             if not new_failed and new_at != old_at and maybe_changed(old_text, new_text, asked) \
                     and not (cosine.get(old_id, 0.0) - cosine.get(new_id, 0.0) > MANY_MARGIN
-                             and another_of_many(old_text, new_text)):
+                             and another_of_many(old_text, new_text)) \
+                    and not (spread and cosine.get(old_id, 0.0) - cosine.get(new_id, 0.0)
+                             > CLEARLY_NEARER * spread):
                 out.append((new_id, old_id))
                 continue
             side = 0 if old_id in judged or new_id in judged else named_first(old_text, new_text, asked)

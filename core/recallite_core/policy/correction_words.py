@@ -433,8 +433,9 @@ _REPLACEMENTS = (
     re.compile(rf"^\W*(?P<gone>{_FRAGMENT})\s+(?:was|were|is|are|has\s+been|have\s+been|got|is\s+being)\s+"
                rf"replaced\s+(?:with|by)\s+(?P<came>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
     # "We swapped webpack for Vite", "swapped out Jest for Vitest"
-    # ("Kong has been swapped out for Envoy" is the passive form below)
-    re.compile(rf"\bswap(?:ped|s)?\s+(?!out\s+for\b)(?:out\s+)?(?P<gone>{_FRAGMENT})\s+for\s+(?P<came>{_FRAGMENT}){_UNTIL}",
+    # ("Kong has been swapped out for Envoy" is the passive form below; "Chen swapped with Kenji"
+    # is a trade of turns, compared as usual)
+    re.compile(rf"\bswap(?:ped|s)?\s+(?!out\s+for\b|with\b)(?:out\s+)?(?P<gone>{_FRAGMENT})\s+for\s+(?P<came>{_FRAGMENT}){_UNTIL}",
                re.IGNORECASE),
     # "switched from espresso to green tea", "migrated from Datadog to Grafana Cloud"
     re.compile(rf"\b(?:switched|switches|moved|moves|migrated|migrates|changed|went|converted|upgraded|downgraded|"
@@ -449,7 +450,7 @@ _REPLACEMENTS = (
     re.compile(rf"\b(?:migrated|migrates|moved|moves|switched|switches)\s+(?:\w+\s+){{0,3}}?off\s+(?P<gone>{_FRAGMENT})"
                rf"\s+(?:onto|to)\s+(?P<came>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
     # "Parcel is gone from the docs site; it is Vite now", "Heroku is out, we use Fly.io now"
-    re.compile(rf"^\W*(?P<gone>{_FRAGMENT})\s+(?:is|are|was|were)\s+(?:gone|out|retired|history)\b[^;,.]*[;,]\s*"
+    re.compile(rf"^\W*(?P<gone>{_FRAGMENT})\s+(?:is|are|was|were)\s+(?:gone|out|retired|history)\b(?P<where>[^;,.]*)[;,]\s*"
                rf"(?:it\s+is|it's|they\s+are|we\s+use|now\s+it\s+is)\s+(?:now\s+)?(?P<came>{_FRAGMENT}){_UNTIL}",
                re.IGNORECASE),
     # "Prisma has taken over from Sequelize", "Marcus took over from Priya as on-call lead"

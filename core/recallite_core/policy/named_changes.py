@@ -58,8 +58,14 @@ def replaced(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word]) -> tupl
     gone, came, rest = said
     oset = {w.key for w in ow}
     gk, ck = {w.key for w in words(gone)}, {w.key for w in words(came)}
-    if not gk or not ck or ck <= oset:
+    if not gk or not ck:
         return False
+    if ck <= oset:
+        # The old text states the new value already: the same change told again, or a change
+        # told back (both values in it, compared as usual); without the old value, a change of
+        # something else ("swapped CockroachDB for MongoDB in Omar's project" after "Zara's
+        # project stores its data in MongoDB").
+        return False if gk <= oset else None
     if not gk <= oset:
         # It names what it replaces, and that is not what the old text states; a number may be
         # the old one written another way ("30s" / "30 seconds"): compared as usual.

@@ -695,7 +695,8 @@ class Retriever:
                 scored.append((final, f"mem_{mid}", mid, fusion_score, factors))
             scored.sort(key=lambda t: (-t[0], t[1]))
             turns = self.episodes_present(session)  # the turn step's inputs only for a store with turns
-            scored = corrections_first(session, scored, query, links=self._side_tables(session)[0], turns=turns, flagged=flagged, cosine=cos,
+            spread = max(stats_moments(vstats)[1], self.vector_std_floor)
+            scored = corrections_first(session, scored, query, links=self._side_tables(session)[0], turns=turns, flagged=flagged, cosine=cos, spread=spread,
                                        close=[i for i, _ in vec[:FOLLOW_UP_REACH]] if turns else (),
                                        evident=self.evident(pool_ids, cos, {i for i, _ in kw}) if turns else frozenset(),
                                        resemblance=(lambda mid, others: self.resemblance(session, mid, others)) if turns else None,
