@@ -1423,3 +1423,18 @@ def test_a_change_in_its_own_place_still_supersedes(old, new, why):
 
     v = compare(old, new)
     assert v is not None and v.sure and (why is None or v.why == why)
+
+
+def test_two_repos_told_apart_by_one_word_were_not_look_alikes_to_the_ranking():
+    """What broke (`eval corrections`, dev): "Which branching model does the backend repo use?"
+    ranked "The infra repo uses trunk-based development." above "The backend repo uses squash
+    merges.": the vectors put the infra one first, the keyword channel's weight had faded, and the
+    step that lifts the look-alike a question names did not count the two as look-alikes (they
+    share one word besides the verb). Subjects of one kind told apart by the word before it are."""
+    from recallite_core.policy.correction_ranking import named_first
+    from recallite_core.policy.corrections import words
+
+    a, b = "The backend repo uses squash merges.", "The infra repo uses trunk-based development."
+    assert named_first(a, b, {w.key for w in words("Which branching model does the backend repo use?")}) == -1
+    assert named_first(a, b, {w.key for w in words("Which branching model does the infra repo use?")}) == 1
+    assert named_first(a, b, {w.key for w in words("Which branching model does each repo use?")}) == 0

@@ -736,6 +736,11 @@ def _twins(aw, bw) -> bool:
         return ws[0].lead and ws[0].value and not ws[0].digits and sum(w.lead for w in ws) == 1
     if opener(aw) and opener(bw):
         return True
+    # "The backend repo uses ..." / "The infra repo uses ...": one kind of subject, told apart by
+    # the word before it.
+    sa, sb = [w.key for w in aw if w.lead], [w.key for w in bw if w.lead]
+    if len(sa) > 1 and len(sb) > 1 and sa[-1] == sb[-1] and set(sa) != set(sb):
+        return True
     keys_a = {w.key for w in aw if not w.digits}
     keys_b = {w.key for w in bw if not w.digits}
     common = keys_a & keys_b
