@@ -215,6 +215,21 @@ def test_a_failed_attempt_is_not_also_marked_unused_when_the_fallback_succeeds(m
     assert len(ids) == len(STEPS)
 
 
+# -- a partial outcome marked the memory the task lacked as unused (agent day, dev `ota-update`, day 3) --------
+def test_a_partial_outcome_marked_the_memory_the_task_lacked_as_unused(mem):
+    """What broke: the agent followed a misleading procedure ranked above the right one, so only the
+    rule it named worked ("partial", used = the rule); the right procedure got an 'unused' mark on
+    its own task, and two such marks later cut it from that task's context. A task done only in
+    part does not say the memories it did not name were not needed: only a success does."""
+    ids = [m.id for m in mem.remember_many([{"content": s, "type": "procedure"} for s in STEPS])]
+    ctx = mem.build_context("run the deploy script", max_tokens=2000, limit=3)
+    first, second, third = ctx.memory_ids
+    mem.feedback(ctx.retrieval_id, "partial", used_memory_ids=[first])
+    kinds = mem.store.conn.execute("SELECT memory_id, kind FROM memory_outcomes").fetchall()
+    assert kinds == [(int(first[4:]), "credit")]
+    assert len(ids) == len(STEPS)
+
+
 # -- a partial without ids marked a needed rule poor (agent day, dev `coupon`, day 5) -------------------------
 def test_partial_without_ids_marked_a_needed_rule_shown_in_every_task_poor(mem):
     rule = mem.remember("Coupons never stack: apply at most one coupon per order.", type="constraint").id

@@ -147,8 +147,10 @@ class FeedbackRecorder:
                 outcomes.append((fid, mid, weight, target, old, new, now))
             conn.memories.apply_outcomes(updates)
             conn.outcomes.add(outcomes)
-            if used and succ:
-                # Served but not named by a task that succeeded: not what this task needed.
+            if used and outcome == "success":
+                # Served but not named by a task that succeeded: not what this task needed. Not after
+                # a partial outcome: what the task lacked may be among them (a procedure the agent
+                # passed by for a misleading one above it was marked unused on its own task, then cut).
                 # Rules (constraints, preferences) hold whether or not the agent names them: never marked.
                 # A memory already judged on this retrieval (tried first, failed, and the agent
                 # fell back to this one) has its outcome: a second, 'unused' row would count that
