@@ -50,8 +50,9 @@ def replaced(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word]) -> tupl
     change may hold "for deploys" only); None when both have words of their own, two subjects ("The
     web team moved from Jira to Linear" after "The mobile team uses Jira") or two uses ("Nightly
     tests switched from Travis CI to CircleCI" after "We use Travis CI for release tagging"). When
-    the old text does not state it, None: another value changed. False (compare as usual): no
-    replacement is named, or the old text already states the new value."""
+    the old text does not state it, None: another value changed, and so when it states the new
+    value but not the replaced one. False (compare as usual): no replacement is named, or the old
+    text states both values (a change told back, or told again)."""
     said = replacement(new)
     if said is None:
         return False
