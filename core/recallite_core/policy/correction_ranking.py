@@ -246,16 +246,20 @@ def _question_pairs(loaded: dict[int, Any], ids: list[int], query: str, linked: 
             if new_scope != scope or frozenset((old_id, new_id)) in linked:
                 continue
             if not new_failed and new_at != old_at and maybe_changed(old_text, new_text, asked) \
-                    and not (cosine.get(old_id, 0.0) - cosine.get(new_id, 0.0) > MANY_MARGIN
-                             and another_of_many(old_text, new_text)) \
-                    and not (spread and cosine.get(old_id, 0.0) - cosine.get(new_id, 0.0)
-                             > CLEARLY_NEARER * spread):
+                    and not _asks_older(cosine.get(old_id, 0.0) - cosine.get(new_id, 0.0), spread, old_text, new_text):
                 out.append((new_id, old_id))
                 continue
             side = 0 if old_id in judged or new_id in judged else named_first(old_text, new_text, asked)
             if side:
                 named.append((new_id, old_id) if side > 0 else (old_id, new_id))
     return out, named
+
+
+def _asks_older(gap: float, spread: float | None, old: str, new: str) -> bool:
+    """Whether the question's vector is nearer the older of two memories by ``gap`` enough to keep
+    it first: ``CLEARLY_NEARER`` units of the cosine's ``spread`` for any two, ``MANY_MARGIN`` for
+    two values of a relation a subject holds with many (``another_of_many``)."""
+    return (spread is not None and gap > CLEARLY_NEARER * spread) or (gap > MANY_MARGIN and another_of_many(old, new))
 
 
 def _turn_pairs(session: Session, loaded: dict[int, Any], where: dict[int, tuple], ids: list[int], query: str,
