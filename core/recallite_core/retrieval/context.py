@@ -317,9 +317,9 @@ def render(hits: list[RecallHit], max_tokens: int, fmt: str = "markdown", was: d
     truncated = False
     omitted = 0
     blocks = [r.item(hit, hit.memory.content) for hit in hits]
-    share = _share([estimate_tokens(b) for b in blocks], budget)
-    for hit, block in zip(hits, blocks):
-        cost = estimate_tokens(block)
+    costs = [estimate_tokens(b) for b in blocks]
+    share = _share(costs, budget)
+    for hit, block, cost in zip(hits, blocks, costs):
         if cost > share:
             # A long memory (a log, a whole document) gives up its tail so that the shorter
             # hits after it are shown too: the full text is one recallite_get away.
