@@ -1438,3 +1438,68 @@ def test_two_repos_told_apart_by_one_word_were_not_look_alikes_to_the_ranking():
     assert named_first(a, b, {w.key for w in words("Which branching model does the backend repo use?")}) == -1
     assert named_first(a, b, {w.key for w in words("Which branching model does the infra repo use?")}) == 1
     assert named_first(a, b, {w.key for w in words("Which branching model does each repo use?")}) == 0
+
+
+def test_the_embedder_put_an_http_client_above_the_web_framework_a_question_asked_for(mem):
+    """What broke (`eval corrections`, dev): "Which web framework does the backend use?" ranked
+    "The backend depends on httpx." first (cosine .70 against .52 for Flask): the embedder does not
+    know what kind of tool a name is. A short gazetteer of well-known tools does."""
+    for text in ("Tickets for the docs site live in Linear.", "The data team likes Chrome.",
+                 "The API now uses requests."):
+        mem.remember(text, type="fact", scope="s", source=AGENT)
+    client = mem.remember("The backend depends on httpx.", type="fact", scope="s", source=AGENT)
+    framework = mem.remember("The backend depends on Flask.", type="fact", scope="s", source=AGENT)
+    assert top(mem, "Which web framework does the backend use?", "s")[0] == framework.id
+    assert top(mem, "Which HTTP client does the backend use?", "s")[0] == client.id
+
+
+def test_a_shell_and_a_terminal_of_one_person_were_linked_as_a_change(mem):
+    """What broke (a check written after the kind step): "Tariq runs WezTerm." superseded or
+    contradicted "Tariq runs zsh." (same subject, same verb, another name), and its cap put the
+    terminal above the shell for "Which shell does Tariq use?". Two names of two kinds of tool,
+    with no word of change, are two facts."""
+    for text in ("The scraper validates input with marshmallow.", "Our frontend is bundled by Rollup."):
+        mem.remember(text, type="fact", scope="s", source=AGENT)
+    shell, terminal = store(mem, "Tariq runs zsh.", "Tariq runs WezTerm.")
+    assert not terminal.supersedes and terminal.correction is None and mem.get(shell.id).status != "superseded"
+    assert top(mem, "Which shell does Tariq use?", "s")[0] == shell.id
+    assert top(mem, "Which terminal emulator does Tariq use?", "s")[0] == terminal.id
+    # Told it changed, the engine still listens: a cue word keeps the comparison.
+    a, b = store(mem, "Deploys run on Jenkins.", "We replaced Jenkins with GitHub Actions for deploys", scope="t")
+    assert b.supersedes == [a.id]
+
+
+def test_kinds_asked_and_named():
+    from recallite_core.text.kinds import asked_kinds, named_kinds, other_kinds
+
+    assert asked_kinds("Which web framework does the backend use?") == {"web framework"}
+    assert asked_kinds("Which editor theme does Zara use?") == {"colour theme"}  # the longer name wins
+    assert asked_kinds("What do we use as a message queue?") == {"message queue"}
+    assert asked_kinds("Where are bugs of the docs site tracked?") == {"issue tracker"}
+    assert asked_kinds("Which region hosts the build cache?") == set()  # a cache named, no tool asked for
+    assert asked_kinds("Which language does Zara speak with customers?") == set()
+    assert named_kinds("The mobile app no longer uses requests; it is httpx now.") == {"http client"}
+    assert named_kinds("We publish email jobs to Redis Streams.") == {"message queue"}  # the longest name
+    assert named_kinds("We cut some slack for the linear part.") == set()  # common words match as written only
+    assert named_kinds("Tickets live in Linear; chat is on Slack.") == {"issue tracker", "chat tool"}
+    assert named_kinds("The config is in settings.py and flask.cfg") == set()  # a file name is no tool
+    assert other_kinds("Tariq runs zsh.", "Tariq runs WezTerm.")
+    assert not other_kinds("The API uses Redis.", "The API uses Memcached.")
+    assert not other_kinds("The API uses Redis.", "The API retries twice.")  # nothing known on one side
+
+
+def test_the_kind_of_a_tool_decides_only_between_memories_found_about_as_near():
+    """A memory of the kind asked passes one naming other kinds up to KIND_LEAD times its score, not
+    past a clear lead (the gazetteer may file a tool under another kind than the asker means); the
+    ones it passes keep their order, and a memory naming no known tool keeps its place."""
+    from recallite_core.policy.kind_ranking import KIND_LEAD, kind_places
+
+    final = {1: 5.0, 2: 4.0, 3: 3.0, 4: 2.0}
+    kind_places(final, {1: False, 2: None, 3: False, 4: True})
+    assert sorted(final, key=lambda m: -final[m]) == [4, 2, 1, 3]
+    final = {1: 2.0 * KIND_LEAD, 2: 1.0}
+    kind_places(final, {1: False, 2: True})
+    assert final == {1: 2.0 * KIND_LEAD, 2: 1.0}
+    final = {1: 5.0, 2: 4.0}
+    kind_places(final, {1: False, 2: True}, pinned={1})
+    assert final == {1: 5.0, 2: 4.0}

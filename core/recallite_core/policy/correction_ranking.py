@@ -46,6 +46,7 @@ from recallite_core.policy.corrections import (
     qualifies,
     words,
 )
+from recallite_core.policy.kind_ranking import kind_fits, kind_places
 from recallite_core.storage.base import Session
 
 # What the follow-up step is given to read stored vectors with: the cosine of one memory with
@@ -86,6 +87,7 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
     ids = [t[2] for t in scored]
     pairs = session.relations.pairs_among(ids, ("supersedes", "contradicts")) if links else []
     above: list[tuple[int, int]] = []  # (newer, older)
+    fits: dict[int, bool | None] = {}
     conflicts: list[tuple[int, int]] = []
     for link in pairs:
         a, b, kind, ta, tb = link.from_id, link.to_id, link.type, link.from_created_at, link.to_created_at
@@ -108,7 +110,8 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
         conflicts = _not_partly_asked(loaded, conflicts, query)
         if pair_ids:
             loaded = {mid: m for mid, m in loaded.items() if mid in in_window}
-        unsure, named = _question_pairs(loaded, window, query, linked, cosine or {}, spread)
+        fits = kind_fits(session, loaded, ids, query, flagged)
+        unsure, named = _question_pairs(loaded, window, query, linked, cosine or {}, spread, fits)
         above += unsure
         if turns:
             # Turns the vector channel puts closest to the question join the window below its
@@ -135,11 +138,13 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
     if flagged:
         above, named, lifted = ([(a, b) for a, b in ps if a not in flagged or b in flagged]
                                 for ps in (above, named, lifted))
-    if not above and not named:
+    if not above and not named and not fits:
         return scored
     above = acyclic(above)
     kept = set(above)
     final = {t[2]: t[0] for t in scored}
+    # A memory that caps another keeps its place: moved down, it would carry the other with it.
+    kind_places(final, fits, {newer for newer, _ in above if fits.get(newer) is False})
     for newer_id, older_id in lifted:  # a turn the window missed takes the place of the one it answers for
         if (newer_id, older_id) in kept and final[older_id] >= final[newer_id]:
             final[newer_id] = final[older_id] / policy.CORRECTION_YIELD
@@ -216,8 +221,8 @@ CLEARLY_NEARER = 1.0
 
 
 def _question_pairs(loaded: dict[int, Any], ids: list[int], query: str, linked: set[frozenset],
-                    cosine: Mapping[int, float],
-                    spread: float | None = None) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+                    cosine: Mapping[int, float], spread: float | None = None,
+                    fits: Mapping[int, bool | None] | None = None) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """Among ``ids``, unlinked memories of one scope: (newer, older) pairs of two that may state one
     thing two ways, for a question that asks nothing only the older one says; and (named, twin)
     pairs of look-alikes whose own subject the question names for one only (``named_first``).
@@ -228,9 +233,11 @@ def _question_pairs(loaded: dict[int, Any], ids: list[int], query: str, linked: 
     by ``MANY_MARGIN``): "Which test runner does Zara use?" keeps pytest first. Any older memory
     ``CLEARLY_NEARER`` the question than the newer (in units of the cosine's ``spread``) keeps its
     place too. Only the vectors: the keyword score counts the verb a question happens to share
-    ("prefer")."""
+    ("prefer"). A newer one that names only tools of kinds the question does not ask for goes
+    first only over an older one that does the same (``fits``; ``kind_places`` orders the rest)."""
     if len(ids) < 2:
         return [], []
+    fits = fits or {}
     rows = [(mid, m.content, m.created_at, m.scope, m.failure_count > m.success_count)
             for mid, m in loaded.items() if m.type in COMPARED_TYPES and m.status in LIVE]
     # Outcomes outrank wording: a memory with feedback is never lifted or passed over by it.
@@ -245,6 +252,8 @@ def _question_pairs(loaded: dict[int, Any], ids: list[int], query: str, linked: 
         for new_id, new_text, new_at, new_scope, new_failed in rows[n + 1:]:
             if new_scope != scope or frozenset((old_id, new_id)) in linked:
                 continue
+            if fits.get(new_id) is False and fits.get(old_id) is not False:
+                continue  # the newer names only tools of kinds not asked: no answer to put first
             if not new_failed and new_at != old_at and maybe_changed(old_text, new_text, asked) \
                     and not _asks_older(cosine.get(old_id, 0.0) - cosine.get(new_id, 0.0), spread, old_text, new_text):
                 out.append((new_id, old_id))

@@ -41,6 +41,7 @@ from recallite_core.policy.correction_words import (
 )
 from recallite_core.policy.named_changes import clauses, replaced, retired
 from recallite_core.storage.base import Session
+from recallite_core.text.kinds import other_kinds
 
 
 # -- the comparison -------------------------------------------------------------------------------------------------
@@ -103,6 +104,8 @@ def _parts(old: str, new: str) -> list[tuple[str, Verdict | None]]:
 
 
 def _compare(old: str, new: str) -> Verdict | None:
+    if not has_cue(new) and other_kinds(old, new):
+        return None  # "Tariq runs zsh." / "Tariq runs WezTerm.": a shell and a terminal, both held
     old, new = holder_voice(old, new)  # "is owned by Carol" against "Alice owns"
     new, replaced_value = named_instead(old, new)  # "Carol, not Alice" names the value it replaces
     if has_cue(old):
