@@ -1503,3 +1503,16 @@ def test_the_kind_of_a_tool_decides_only_between_memories_found_about_as_near():
     final = {1: 5.0, 2: 4.0}
     kind_places(final, {1: False, 2: True}, pinned={1})
     assert final == {1: 5.0, 2: 4.0}
+
+
+def test_the_gazetteer_is_well_formed():
+    """Every kind has names and a way to be asked for; a name is matched one way only (as written,
+    or in any case), and no alias of one kind is a name of another (common words aside)."""
+    from recallite_core.text import kinds
+
+    _, alias_kind, loose, exact, _ = kinds._tables()
+    assert not [name for name in exact if name.lower() in loose]
+    named = {k for v in (*loose.values(), *exact.values()) for k in v}
+    assert named == set(alias_kind.values())
+    assert all(n.strip() == n and n for n in (*loose, *exact, *alias_kind))
+    assert {a for a in alias_kind if a in loose and alias_kind[a] not in loose[a]} == set()

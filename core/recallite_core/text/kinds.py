@@ -110,7 +110,7 @@ colour theme | colour theme, color theme, theme, editor theme, colour scheme, co
 Catppuccin, Night Owl, GitHub Dark, Ayu, Material Theme, Tomorrow Night, Zenburn, Cobalt2, Rosé Pine, \
 dark mode, light mode, dark theme, light theme, high-contrast mode, high contrast
 runtime | runtime, javascript runtime, js runtime, node runtime, language runtime \
-| Node.js, =Node, Deno, =Bun, GraalVM, CPython, PyPy, Python, Java, JVM, .NET, Ruby, Erlang/OTP, BEAM
+| Node.js, =Node, Deno, =Bun, GraalVM, CPython, PyPy, Python, Java, JVM, .NET, =Ruby, Erlang/OTP, BEAM
 docs tool | docs tool, documentation tool, docs generator, documentation generator, static site generator, \
 wiki | Sphinx, MkDocs, Docusaurus, Read the Docs, Confluence, =Notion, GitBook, Jekyll, =Hugo, =Gatsby, \
 =Eleventy, Docsify, VitePress, Javadoc, Doxygen, pdoc
