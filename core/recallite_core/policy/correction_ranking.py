@@ -111,6 +111,8 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
         if pair_ids:
             loaded = {mid: m for mid, m in loaded.items() if mid in in_window}
         fits = kind_fits(session, loaded, ids, query, flagged)
+        # An unsure conflict the question tells apart: it asks for the kind of tool only the older names.
+        conflicts = [(n, o) for n, o in conflicts if not (fits.get(n) is False and fits.get(o) is True)]
         unsure, named = _question_pairs(loaded, window, query, linked, cosine or {}, spread, fits)
         above += unsure
         if turns:

@@ -104,8 +104,11 @@ def _parts(old: str, new: str) -> list[tuple[str, Verdict | None]]:
 
 
 def _compare(old: str, new: str) -> Verdict | None:
-    if not has_cue(new) and other_kinds(old, new):
-        return None  # "Tariq runs zsh." / "Tariq runs WezTerm.": a shell and a terminal, both held
+    if not has_cue(new) and other_kinds(old, new) and _first_relation(old) != _first_relation(new):
+        # "Zara writes code in Vim." / "Zara uses Chrome.": two relations, to tools of two kinds.
+        # One relation to another kind's tool may be a migration ("Alerts go to Slack." ->
+        # "Alerts go to PagerDuty."): compared as any other.
+        return None
     old, new = holder_voice(old, new)  # "is owned by Carol" against "Alice owns"
     new, replaced_value = named_instead(old, new)  # "Carol, not Alice" names the value it replaces
     if has_cue(old):
