@@ -1471,7 +1471,7 @@ def test_an_editor_and_a_browser_of_one_person_were_linked_as_a_change(mem):
     """What broke (`eval corrections`, dev stray links): "Zara uses Chrome." was linked to "Zara writes
     code in Vim."; two relations to tools of two kinds, with no word of change, are two facts. One
     relation to another kind's tool, or a cue word, is still compared."""
-    editor, browser = store(mem, "Zara writes code in Vim.", "Zara uses Chrome.")
+    _, browser = store(mem, "Zara writes code in Vim.", "Zara uses Chrome.")
     assert not browser.supersedes and browser.correction is None
     a, b = store(mem, "Alerts go to Slack.", "Alerts go to PagerDuty.", scope="t")
     assert b.supersedes == [a.id]
