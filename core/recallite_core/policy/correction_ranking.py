@@ -108,11 +108,11 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
         # One read for every step: the window, and the conflicts' texts.
         loaded = session.memories.load(window + pair_ids) if len(window) >= 2 or pair_ids else {}
         conflicts = _not_partly_asked(loaded, conflicts, query)
-        if pair_ids:
-            loaded = {mid: m for mid, m in loaded.items() if mid in in_window}
-        fits = kind_fits(session, loaded, ids, query, flagged)
+        fits = kind_fits(session, loaded, ids, query, flagged)  # before the conflicts' texts are dropped: no second read
         # An unsure conflict the question tells apart: it asks for the kind of tool only the older names.
         conflicts = [(n, o) for n, o in conflicts if not (fits.get(n) is False and fits.get(o) is True)]
+        if pair_ids:
+            loaded = {mid: m for mid, m in loaded.items() if mid in in_window}
         unsure, named = _question_pairs(loaded, window, query, linked, cosine or {}, spread, fits)
         above += unsure
         if turns:

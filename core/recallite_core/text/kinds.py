@@ -146,8 +146,9 @@ _LONGEST = 4  # words in the longest name ("Red Hat Enterprise Linux")
 @lru_cache(maxsize=1)
 def _tables() -> tuple[re.Pattern, dict[str, frozenset[str]], dict[str, frozenset[str]], dict[str, frozenset[str]],
                       frozenset[str]]:
-    """The question pattern, the kind of each alias, the kinds of each name (matched in lower
-    case, and common words as written), and the words names open with (most words open none)."""
+    """The question pattern, the kinds of each alias ("queue": a message or a task queue), the kinds
+    of each name (matched in lower case, and common words as written), and the words names open
+    with (most words open none)."""
     loose: dict[str, set[str]] = {}
     exact: dict[str, set[str]] = {}
     alias_kind: dict[str, set[str]] = {}
