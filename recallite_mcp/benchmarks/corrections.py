@@ -4,7 +4,10 @@ look-alikes stay apart?
 Our own set (data/corrections_*.jsonl, written by tests/benchmarks/make_corrections_set.py): update pairs (an old
 statement, then a newer one changing its value, with change words or without) and look-alike pairs
 (two statements about different subjects that share most words, both true). Each pair carries its
-questions and its split (dev or holdout, drawn from the pair id before any tuning). Pairs share
+questions and its split (dev or holdout, drawn from the pair id before any tuning). The outsider
+set (data/corrections_outsider_*.jsonl) was written by hand by two writers who had not read the
+detection: outsider-dev and outsider-holdout are the first writer's pairs in halves,
+outsider-final the second's. Pairs share
 scopes with a dozen other pairs of other subjects, so detection must also leave those alone.
 
 Printed per split:
@@ -32,6 +35,18 @@ BUCKET = 12  # pairs per scope
 def load(name: str) -> list[dict]:
     data = resources.files("recallite_mcp.benchmarks").joinpath("data").joinpath(name)
     return [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+# The outsider-written set's parts: its first writer's pairs in halves drawn from the pair id
+# (dev, used to design; holdout), and a second writer's pairs (final: measured, never read).
+OUTSIDER = ("outsider-dev", "outsider-holdout", "outsider-final")
+SPLITS = {"both": ("dev", "holdout"), "outsider": OUTSIDER, "all": ("dev", "holdout", *OUTSIDER)}
+
+
+def pairs_of(kind: str, split: str) -> list[dict]:
+    """The ``kind`` pairs ("updates" or "lookalikes") of one part of our set or the outsiders'."""
+    name = f"corrections_outsider_{kind}.jsonl" if split in OUTSIDER else f"corrections_{kind}.jsonl"
+    return [p for p in load(name) if p["split"] == split]
 
 
 def buckets(pairs: list[dict], prefix: str) -> dict[str, list[dict]]:
@@ -63,8 +78,7 @@ def evaluate(split: str, embedder: str = "default", source: str = "agent", limit
              detection: bool = True) -> dict[str, Any]:
     from recallite_core import Recallite, RecalliteConfig
 
-    ups = [p for p in load("corrections_updates.jsonl") if p["split"] == split]
-    looks = [p for p in load("corrections_lookalikes.jsonl") if p["split"] == split]
+    ups, looks = (pairs_of(kind, split) for kind in ("updates", "lookalikes"))
     mem = Recallite.open(None, embedder=embedder, config=RecalliteConfig(corrections=detection))
     src = {"type": source}
     written = 0
@@ -286,11 +300,11 @@ def format_report(results: list[dict[str, Any]], verbose: bool = False) -> str:
     head = results[0]
     lines = [f"Corrections set, embedder {head['embedder']} (targets: newer first >= 95%, linked >= 90%, "
              "look-alikes failed <= 2%, nothing lost)", "",
-             f"{'split':<9}{'updates':>8}{'questions':>10}{'newer 1st':>10}{'@1':>8}{'linked':>8}{'sup/con':>9}"
+             f"{'split':<17}{'updates':>8}{'questions':>10}{'newer 1st':>10}{'@1':>8}{'linked':>8}{'sup/con':>9}"
              f"{'look-alikes':>12}{'linked':>8}{'under':>8}{'failed':>8}{'stray':>7}{'lost':>6}"]
     for r in results:
         lines.append(
-            f"{r['split']:<9}{r['updates']:>8}{r['update_questions']:>10}{_pct(r['newer_first']):>10}{_pct(r['newer_top1']):>8}"
+            f"{r['split']:<17}{r['updates']:>8}{r['update_questions']:>10}{_pct(r['newer_first']):>10}{_pct(r['newer_top1']):>8}"
             f"{_pct(r['linked']):>8}{str(r['superseded']) + '/' + str(r['contradicts']):>9}{r['lookalikes']:>12}"
             f"{_pct(r['look_linked']):>8}{_pct(r['look_under_twin']):>8}{_pct(r['look_failed']):>8}"
             f"{r['stray_links']:>7}{r['lost']:>6}")
@@ -308,7 +322,9 @@ def format_report(results: list[dict[str, Any]], verbose: bool = False) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="recallite-mcp eval corrections", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=["dev", "holdout", "both"], default="both")
+    ap.add_argument("--split", choices=["dev", "holdout", *OUTSIDER, *SPLITS], default="all",
+                    help="both: dev and holdout of our set; outsider: the three parts of the set written by "
+                         "others; all (default): the five")
     ap.add_argument("--embedder", default="default", help="default (MiniLM), hash, onnx")
     ap.add_argument("--source", default="agent", help="source type of every write (agent: what MCP clients are recorded as)")
     ap.add_argument("--verbose", action="store_true", help="list every miss")
@@ -352,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
                           f"older {_pct(row['newest_first']).strip()}, first {_pct(row['at1']).strip()}, "
                           f"newest outside the top 10: {row['outside']}")
         return 0
-    splits = ["dev", "holdout"] if args.split == "both" else [args.split]
+    splits = list(SPLITS.get(args.split, (args.split,)))
     results = [evaluate(s, args.embedder, args.source, detection=not args.off) for s in splits]
     if args.json:
         print(json.dumps(results, indent=2))

@@ -47,6 +47,7 @@ from recallite_core.policy.corrections import (
     words,
 )
 from recallite_core.policy.kind_ranking import kind_fits, kind_places
+from recallite_core.policy.name_ranking import NAME_LEAD, name_fits, proper_names
 from recallite_core.storage.base import Session
 
 # What the follow-up step is given to read stored vectors with: the cosine of one memory with
@@ -99,6 +100,7 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
         if not failed:  # an unsure conflict: recency decides until outcomes fail the newer one
             conflicts.append((newer, older))
     named: list[tuple[int, int]] = []  # (named, twin)
+    name_fit: dict[int, bool | None] = {}
     lifted: list[tuple[int, int]] = []
     if query:
         linked = {frozenset((p.from_id, p.to_id)) for p in pairs}
@@ -108,7 +110,10 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
         # One read for every step: the window, and the conflicts' texts.
         loaded = session.memories.load(window + pair_ids) if len(window) >= 2 or pair_ids else {}
         conflicts = _not_partly_asked(loaded, conflicts, query)
+        if proper_names(query):  # the name step reads every ranked hit, as the kind step does
+            loaded.update(session.memories.load([i for i in ids if i not in loaded]))
         fits = kind_fits(session, loaded, ids, query, flagged)  # before the conflicts' texts are dropped: no second read
+        name_fit = name_fits(loaded, ids, query, flagged)
         # An unsure conflict the question tells apart: it asks for the kind of tool only the older names.
         conflicts = [(n, o) for n, o in conflicts if not (fits.get(n) is False and fits.get(o) is True)]
         if pair_ids:
@@ -140,13 +145,14 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
     if flagged:
         above, named, lifted = ([(a, b) for a, b in ps if a not in flagged or b in flagged]
                                 for ps in (above, named, lifted))
-    if not above and not named and not fits:
+    if not above and not named and not fits and not name_fit:
         return scored
     above = acyclic(above)
     kept = set(above)
     final = {t[2]: t[0] for t in scored}
     # A memory that caps another keeps its place: moved down, it would carry the other with it.
     kind_places(final, fits, {newer for newer, _ in above if fits.get(newer) is False})
+    kind_places(final, name_fit, {newer for newer, _ in above if name_fit.get(newer) is False}, NAME_LEAD)
     for newer_id, older_id in lifted:  # a turn the window missed takes the place of the one it answers for
         if (newer_id, older_id) in kept and final[older_id] >= final[newer_id]:
             final[newer_id] = final[older_id] / policy.CORRECTION_YIELD
@@ -247,6 +253,7 @@ def _question_pairs(loaded: dict[int, Any], ids: list[int], query: str, linked: 
     if len(rows) < 2:
         return [], []
     asked = {w.key for w in words(query)}
+    names = proper_names(query)
     out: list[tuple[int, int]] = []
     named: list[tuple[int, int]] = []
     rows.sort(key=lambda r: (r[2], r[0]))  # oldest first
@@ -260,7 +267,7 @@ def _question_pairs(loaded: dict[int, Any], ids: list[int], query: str, linked: 
                     and not _asks_older(cosine.get(old_id, 0.0) - cosine.get(new_id, 0.0), spread, old_text, new_text):
                 out.append((new_id, old_id))
                 continue
-            side = 0 if old_id in judged or new_id in judged else named_first(old_text, new_text, asked)
+            side = 0 if old_id in judged or new_id in judged else named_first(old_text, new_text, asked, names)
             if side:
                 named.append((new_id, old_id) if side > 0 else (old_id, new_id))
     return out, named
@@ -763,12 +770,15 @@ def _twins(aw, bw) -> bool:
         and len(common) >= max(2, TWIN_SHARE * min(len(keys_a), len(keys_b)))
 
 
-def named_first(a: str, b: str, asked: set[str]) -> int:
+def named_first(a: str, b: str, asked: set[str], names: AbstractSet[str] = frozenset()) -> int:
     """Of two look-alikes (they share a plain word, or both open with a name: "Zara wants ...", "Omar
     prefers ..."), the one whose own subject the question names goes first when the question names
     nothing of the other's own subject: 1 for ``b``, -1 for ``a``, 0 when the question cannot tell
     them apart. "When are production deploys not allowed?" puts "No production deploys on Mondays"
-    above "Staging deploys are not allowed on Mondays", whatever the wording shared with the other."""
+    above "Staging deploys are not allowed on Mondays", whatever the wording shared with the other.
+    When it names something of both, a name of one (``names``: the question's ``proper_names``)
+    outweighs a plain word of the other: "What does Zara drink?" puts "Zara traded filter coffee for
+    oat latte." above "The user drinks filter coffee every morning." (whose verb is its own word)."""
     aw, bw = words(a), words(b)
     if not aw or not bw or not asked:
         return 0
@@ -778,4 +788,6 @@ def named_first(a: str, b: str, asked: set[str]) -> int:
     if not ma or not mb or not _twins(aw, bw):
         return 0
     hit_a, hit_b = bool(asked & ma), bool(asked & mb)
+    if hit_a and hit_b:
+        hit_a, hit_b = bool(names & ma), bool(names & mb)
     return 0 if hit_a == hit_b else (1 if hit_b else -1)

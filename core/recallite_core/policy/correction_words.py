@@ -26,6 +26,7 @@ we our ours us i my me mine you your yours he his him she her hers they their th
 has have had having do does did doing will would shall should can could may might must also just still
 all any some each every both either neither other another such same own very too quite really
 if when while where because since until after before during up down out off
+i'm i've i'll i'd we're we've we'll we'd you're you've you'll you'd they're they've they'll it'll let's
 """.split())
 
 # Words that announce a change: they carry no value of their own.
@@ -36,7 +37,7 @@ changed changing migrated migrate migrating renamed rename retired retire droppe
 stopped stop left leave leaving quit took taken take takes became become becomes transferred
 relocated updated correction corrected actually newer newest latest revised replacement
 successor superseded supersedes rather raised lowered increased decreased bumped reduced swapped swap
-handed went reverted revert rolled
+handed went reverted revert rolled extended relaxed tightened shortened lengthened expanded doubled halved
 """.split())
 
 # Whole phrases that announce a change (checked on the lower-cased words of the text).
@@ -45,7 +46,7 @@ CUE_PHRASES = ("no longer", "not anymore", "any more", "anymore", "instead of", 
                "is now", "are now", "now", "upgraded", "downgraded", "deprecated", "migrated", "renamed",
                "no more", "stopped", "instead", "updated", "correction", "actually", "went from", "went up",
                "went down", "bumped", "swapped", "scaled", "relocated", "handed", "not any", "raised", "lowered",
-               "increased", "decreased", "reduced", "reverted", "rolled back", "back to")
+               "increased", "decreased", "reduced", "reverted", "rolled back", "back to", "going forward", "extended", "relaxed", "tightened", "shortened", "lengthened", "expanded", "doubled", "halved")
 _FROM_TO = re.compile(r"\bfrom\s+(.{1,40}?)\s+to\s+(.{1,40}?)(?:[.;,!]|\s+(?:and|but|because|since|for|on|in)\b|$)", re.I)
 
 # Moments that say when, not what (weekdays and months are values: "no deploys on Fridays").
@@ -227,7 +228,8 @@ def _parse(text: str) -> tuple[Word, ...]:
         if not skip:
             key = key_of(tok)
             unit = after_number and low in UNITS
-            if key not in _VERB_KEYS or unit:
+            # A verb's word written capitalised past a sentence's start is a name ("switched to Go").
+            if key not in _VERB_KEYS or unit or (tok[:1].isupper() and not first):
                 value = unit or _is_value(tok, first, following) or (first and _named(tok, following))
                 if out and prev_end >= 0 and text[prev_end:m.start()].strip() in ("", "-") and not out[-1].digits:
                     out[-1] = _word(out[-1].text, out[-1].key, out[-1].value, out[-1].lead, out[-1].unit, key)
@@ -274,6 +276,7 @@ _SAID = frozenset({"most", "least", "always", "usually", "often", "mostly", "gen
 # rate limit", "are retained for" and "the retention is", "costs" and "the price is".
 # Only texts with one of these go through the rewordings below (most writes have none).
 _WORDING_HINT = re.compile(r"tim(?:e|es|ed|ing)[ -]out|rate[ -]limit|price|cost|retention|lead|owns|manages|heads|as of|"
+                           r"these days|going forward|now that|"
                            r"(?:changed?|updated?|correction)\b[^:;.]{0,20}:", re.I)
 _SAME_WORDING = [(re.compile(p, re.I), r) for p, r in (
     (r"\btim(?:es|ed|ing)[ -]out\b", "has timeout"),
@@ -285,6 +288,9 @@ _SAME_WORDING = [(re.compile(p, re.I), r) for p, r in (
     (r"\b(?:leads|owns|manages|heads)\b", "is lead of"),
     (r"^[^:;.]{0,40}\b(?:changed?|updated?|correction)\b[^:;.]{0,20}:\s*", ""),
     (r"\bas of (?:this|the|today's|next|last) \w+,?\s*", ""),  # when, not what: "as of this release"
+    (r"\bthese\s+days\b", "nowadays"),  # when, not "days" of a value
+    (r"\bgoing\s+forward\b", "from now on"),
+    (r",?\s*\bnow\s+that\b[^.;]*", " now"),  # why it changed, not what: "now that the upgrade PR landed"
 )]
 
 
@@ -551,3 +557,30 @@ def retirement(text: str) -> tuple[str, str, bool] | None:
                 # "retired from the docs site": what it is said of
                 return gone, _rest(text, m, m.groupdict().get("where")), False
     return None
+
+
+# Plain words of which a thing holds one at a time: one in the place of another is a new value
+# ("uses a light theme" -> "a dark theme", "batched monthly" -> "weekly"), where two other plain
+# words in that place may name two things ("the billing dashboard" / "the sales dashboard").
+_EXCLUSIVE = tuple(frozenset(key_of(w) for w in group.split()) for group in (
+    "light dark",
+    "hourly daily nightly weekly biweekly fortnightly monthly quarterly yearly annually",
+    "tabs spaces",
+    "sync async synchronous asynchronous",
+    "remote onsite on-site hybrid",
+    "formal casual informal",
+    "concise brief short detailed verbose long",
+    "metric imperial",
+    "celsius fahrenheit",
+    "squash rebase",
+    "enabled disabled",
+    "mandatory optional",
+    "manual manually automatic automatically automated",
+    "public private internal",
+    "ascending descending",
+))
+
+
+def exclusive(a: str, b: str) -> bool:
+    """Whether two word keys are two values of one thing that holds one at a time."""
+    return a != b and any(a in group and b in group for group in _EXCLUSIVE)

@@ -27,19 +27,18 @@ from typing import Literal
 
 from recallite_core.policy import rules as policy
 from recallite_core.policy.correction_words import (
-    ON_CALL,
-    RELATION_VERBS,
     Word,
     choice,
     current,
+    exclusive,
     has_cue,
     holder_voice,
-    key_of,
     named_instead,
     negated,
     words,
 )
-from recallite_core.policy.named_changes import clauses, replaced, retired
+from recallite_core.policy.named_changes import clauses, labelled, replaced, retired, succeeded
+from recallite_core.policy.relations import first_relation, relation_before
 from recallite_core.storage.base import Session
 from recallite_core.text.kinds import other_kinds
 
@@ -104,11 +103,14 @@ def _parts(old: str, new: str) -> list[tuple[str, Verdict | None]]:
 
 
 def _compare(old: str, new: str) -> Verdict | None:
-    if not has_cue(new) and other_kinds(old, new) and _first_relation(old) != _first_relation(new):
+    if not has_cue(new) and other_kinds(old, new) and first_relation(old) != first_relation(new):
         # "Zara writes code in Vim." / "Zara uses Chrome.": two relations, to tools of two kinds.
         # One relation to another kind's tool may be a migration ("Alerts go to Slack." ->
         # "Alerts go to PagerDuty."): compared as any other.
         return None
+    label = labelled(old, new)  # "Error tracking: Rollbar." / "Error tracking: Sentry."
+    if label is not False:
+        return None if label is None else Verdict(*label)
     old, new = holder_voice(old, new)  # "is owned by Carol" against "Alice owns"
     new, replaced_value = named_instead(old, new)  # "Carol, not Alice" names the value it replaces
     if has_cue(old):
@@ -132,8 +134,11 @@ def _compare(old: str, new: str) -> Verdict | None:
         # old text's own cue no longer hides the new one's, when the new text names no subject word
         # the old one lacks ("The team switched ..." / "The design team switched ..." stay apart).
         v = _decide(old, new, ow, nw, cue=True)
+    if v is None:
+        came = succeeded(old, new, ow)  # "Nagios got retired; monitoring is Prometheus now"
+        return None if came is None else Verdict(*came)
     # What changed is worded only for a finding (most comparisons find nothing).
-    if v is None or v.why:
+    if v.why:
         return v
     why = _why(ow, nw)
     return Verdict(v.sure, f"{replaced_value} -> {why.split(' -> ', 1)[1]}" if replaced_value else why)
@@ -181,7 +186,7 @@ def _another_of_many(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word])
     uses Pydantic."): no word says it is the same one of the subject's values, so it is another one.
     A text that names the old value ("switched from vim to emacs", "no longer prefers dark mode")
     shares it, and is compared."""
-    if _first_relation(old) not in MANY_VALUED or _first_relation(new) not in MANY_VALUED:
+    if first_relation(old) not in MANY_VALUED or first_relation(new) not in MANY_VALUED:
         return False
     shared = {w.key for w in ow} & {w.key for w in nw}
     vo = [w for w in ow if w.key not in shared and w.value]
@@ -272,7 +277,7 @@ def _decide(old: str, new: str, ow: tuple[Word, ...], nw: tuple[Word, ...], cue:
         or _reworded(ow, nw, diff_o, diff_n, head_o, head_n, why)
 
 
-_DERIVED = ("ation", "ing", "or")  # "indentation" / "indents", "editing" / "editor"
+_DERIVED = ("ation", "ing", "or", "ed", "er")  # "indentation" / "indents", "editing" / "editor", "compiled" / "compiler"
 
 
 @functools.lru_cache(maxsize=8192)
@@ -336,12 +341,17 @@ def _plain_change(old: str, new: str, ow, nw, diff_o: list[int], diff_n: list[in
         if shapes_o != shapes_n or len(shapes_o) != 1:
             return None
         digits = any(w.digits for w in vo + vn)
-        if digits or tails or _relation_before(old, vo[0]):
+        if digits or tails or relation_before(old, vo[0]):
             # Maybe another relation of the subject ("Zara uses Chrome" / "Zara writes code in
             # Vim"): a conflict to resolve, not a supersede that hides a memory still true.
-            return Verdict(digits or not _other_relation(old, new, ow, nw, vo[0], vn[0], bool(po or pn)), why)
+            # A subject word of one's own ("Production database backups are stored in ...") may
+            # name another thing: unsure, so neither is hidden.
+            sure = digits or not _other_relation(old, new, ow, nw, vo[0], vn[0], bool(po or pn))
+            return Verdict(sure and not any(w.lead for w in po + pn), why)
         return None
-    verb = _relation_before(old, ow[diff_o[0]])
+    if not vo and not vn and len(po) == len(pn) == 1 and exclusive(po[0].key, pn[0].key):
+        return Verdict(False, why)  # "uses a light theme" -> "uses a dark theme"
+    verb = relation_before(old, ow[diff_o[0]])
     # The same plain words after the value in both ("prefers tabs for indentation" -> "prefers
     # spaces for indentation"): one occasion, said again, so the value is what changed. Not when
     # the rest holds the value ("keep application logs for 1 year" / "audit logs for 1 year") or
@@ -350,7 +360,7 @@ def _plain_change(old: str, new: str, ow, nw, diff_o: list[int], diff_n: list[in
     same_rest = [w.key for w in rest] == [w.key for w in nw[diff_n[-1] + 1:]] != [] \
         and not any(w.value or w.digits for w in rest) \
         and not any(w.head in {r.key for r in rest} for w in vo + vn + po + pn)
-    if (tails or same_rest) and verb and verb == _relation_before(new, nw[diff_n[0]]) \
+    if (tails or same_rest) and verb and verb == relation_before(new, nw[diff_n[0]]) \
             and not (verb == "prefer" and not same_rest
                      and (_occasion(old, ow[diff_o[0]]) or _occasion(new, nw[diff_n[0]]))):
         # Words at the end, right after the same relation in both ("prefers tabs" -> "prefers
@@ -379,8 +389,8 @@ def _other_relation(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word], 
         return worded
     if lead_o != shared:
         return False
-    ro = _relation_before(old, vo) or _first_relation(old)
-    rn = _relation_before(new, vn) or _first_relation(new)
+    ro = relation_before(old, vo) or first_relation(old)
+    rn = relation_before(new, vn) or first_relation(new)
     return bool(ro and rn and ro != rn)
 
 
@@ -472,6 +482,9 @@ def _holder_swap(ow, nw, diff_o: list[int], diff_n: list[int], why: str) -> Verd
     holds = HOLDERS & keys_o & keys_n
     if not holds or len(thing) < 2:
         return None
+    shared = keys_o & keys_n
+    if rest_o and rest_n and qualifies(ow, rest_o, shared) and qualifies(nw, rest_n, shared):
+        return None  # two roles: "the product manager" / "the engineering manager" of one project
     return Verdict(False, why)
 
 
@@ -527,8 +540,8 @@ def _same_subject(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word], os
     # approvals" -> "we changed the rule: infrastructure changes require a lead's sign-off").
     # Only with the whole old subject said again and no word of its own before the verb: the
     # client from Globex is not the client from Acme, nor Zara's side project Zara.
-    verb = _relation_before(old, predicate[0])
-    if verb and verb not in ("is", "be") and verb == _first_relation(new) and lead <= nset \
+    verb = relation_before(old, predicate[0])
+    if verb and verb not in ("is", "be") and verb == first_relation(new) and lead <= nset \
             and not any(w.lead and w.key not in oset for w in nw):
         return True
     # The old number gave way to another ("region eu-central-1" -> "moved to us-east-1"); a name
@@ -557,7 +570,8 @@ def _name_clash(ow: Sequence[Word], nw: Sequence[Word], oset: set[str], nset: se
     Redis cache" name two things."""
     def qualifiers(ws: Sequence[Word], other: set[str]) -> bool:
         return any(w.value and not w.digits and w.key not in other and not nxt.value and nxt.key in other
-                   for w, nxt in zip(ws, ws[1:]))
+                   and (w.lead or w.head == nxt.key) for w, nxt in zip(ws, ws[1:]))
+    # After the verb only right before it in the text: "prefers Python for scripting" names no thing.
     return qualifiers(ow, nset) and qualifiers(nw, oset)
 
 
@@ -581,46 +595,6 @@ def _plain_clash(ow: Sequence[Word], nw: Sequence[Word], diff_o: list[int], diff
         return True
     return any(not ow[i].lead for i in po) and any(not nw[j].lead for j in pn) \
         and not (value_slot(ow, po) and value_slot(nw, pn))
-
-
-_LINKS = "the|a|an|on|in|at|to|for|with|as|by|of|from|into|its|their|our|his|her"
-_MOVES = frozenset({"relocated", "relocates"})  # a change of place: compared as "based in", "lives in"
-
-
-def _relation_before(text: str, word: Word) -> str | None:
-    """The relation verb right before ``word`` (an article or preposition or two between), as
-    compared (its kind: ``VERB_KINDS``); None when there is none."""
-    for m in _RELATION.finditer(ON_CALL.sub("on-call", text)):
-        if m.group(2).lower() == word.text.lower():
-            return _verb_kind(m.group(1))
-    return None
-
-
-def _first_relation(text: str) -> str | None:
-    """The kind of the first relation verb of ``text`` (None: it has none)."""
-    m = _RELATION.search(ON_CALL.sub("on-call", text))
-    return _verb_kind(m.group(1)) if m else None
-
-
-# Relation verbs that state one relation in other words (written for this comparison): someone
-# who "loves curry" and then "picks ramen", a rule that "needs" and then "requires".
-VERB_KINDS = {
-    **dict.fromkeys(("prefer", "like", "love", "want", "pick", "favourite", "favorite"), "prefer"),
-    **dict.fromkeys(("need", "require"), "need"),
-    **dict.fromkeys(("based", "located", "live", "relocated", "relocate", "relocates"), "place"),
-    **dict.fromkeys(("use", "follow"), "use"),  # a way of working: "we follow GitFlow", "uses release branches"
-}
-
-
-def _verb_kind(verb: str) -> str:
-    key = key_of(verb)
-    return VERB_KINDS.get(key, key)
-
-
-# A lookahead, so that in "is based in Dublin" both "is" and "based" are found, each with what follows.
-_RELATION = re.compile(
-    rf"(?<![\w-])({'|'.join(sorted(RELATION_VERBS | _MOVES, key=len, reverse=True))})"
-    rf"(?=\s+(?:(?:{_LINKS})\s+){{0,2}}([^\s,.;:!?]+))", re.I)
 
 
 def _why(ow: Sequence[Word], nw: Sequence[Word]) -> str:

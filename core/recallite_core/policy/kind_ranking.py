@@ -35,9 +35,9 @@ KIND_LEAD = 4.0
 
 
 def kind_places(final: dict[int, float], fits: Mapping[int, bool | None],
-                pinned: AbstractSet[int] = frozenset()) -> None:
+                pinned: AbstractSet[int] = frozenset(), lead: float = KIND_LEAD) -> None:
     """Each memory of the kind asked passes those above it that name only other kinds, unless one
-    scores more than ``KIND_LEAD`` times its score; both groups keep their own order, and the
+    scores more than ``lead`` times its score (the name step passes its own); both groups keep their own order, and the
     moved memories trade places (scores) among themselves. A memory naming no known tool keeps
     its place, and so does one ``pinned`` (placed by another step). Changes ``final`` in place."""
     order = [mid for mid in sorted(fits, key=lambda m: -final[m]) if fits[mid] is not None and mid not in pinned]
@@ -46,7 +46,7 @@ def kind_places(final: dict[int, float], fits: Mapping[int, bool | None],
     slots = [final[mid] for mid in order]  # best first
     for mid in [m for m in order if fits[m]]:
         at = order.index(mid)
-        while at and not fits[order[at - 1]] and final[order[at - 1]] <= final[mid] * KIND_LEAD:
+        while at and not fits[order[at - 1]] and final[order[at - 1]] <= final[mid] * lead:
             order[at - 1], order[at] = order[at], order[at - 1]
             at -= 1
     for mid, score in zip(order, slots):

@@ -13,9 +13,11 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
-from recallite_core.policy.correction_words import RELATION_VERBS, Word, key_of, replacement, retirement, words
+from recallite_core.policy.correction_words import RELATION_VERBS, Word, has_cue, key_of, replacement, retirement, words
 
 _WHEN = re.compile(r"\b(?:last|this|next|every)\s+(?:week|month|year|sprint|quarter|release|night|time)\b|"
+                   r"\b(?:in|on|by|since)\s+(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?(?:\s+\d+)?\b|"
+                   r"\b(?:in|by)\s+(?:Q[1-4]|(?:19|20)\d\d)\b|"
                    r"\b\w+\s+ago\b|"
                    # why or since when, not what about: "because of the new time zone split", "after the merger"
                    r"\b(?:because|due\s+to|after|starting|as\s+of|since|following)\b[^;.]*", re.IGNORECASE)
@@ -98,6 +100,57 @@ def retired(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word]) -> tuple
         return False
     others = {w.key for w in ow if w.value and not w.lead} - {w.key for w in gws} - {w.key for w in nw}
     return person or not others, f"no longer {gone}"
+
+
+def succeeded(old: str, new: str, ow: Sequence[Word]) -> tuple[bool, str] | None:
+    """"Nagios got retired; monitoring is Prometheus and Grafana now" after "We monitor everything
+    with Nagios": a value the old text states is gone, and the new text names only what came
+    instead (values after a verb): a change, unsure (they may take over a part of its job). For
+    what the usual comparison leaves undecided; None when it is not that."""
+    said = retirement(new)
+    if said is None or said[2]:
+        return None
+    gone, rest, _ = said
+    oset = {w.key for w in ow}
+    core = {w.key for w in words(gone) if w.value} or {w.key for w in words(gone)}
+    own = _own_words(old, rest)
+    came = [w for w in words(rest) if w.key in own]
+    if not core or not core <= oset or not came or not all(w.value and not w.lead for w in came):
+        return None
+    return False, f"{gone} -> {', '.join(w.text for w in came)}"
+
+
+# A note that names what it is about before a colon: "Error tracking: Sentry.", "CI: Jenkins".
+_LABEL_WORDS = 5
+_OPENERS = frozenset({"we", "i", "you", "they", "he", "she", "it", "our", "my", "note", "update", "fyi"})
+_LABEL = re.compile(r"^\s*([^:;.!?]{2,60}?)\s*:\s+(\S.*?)\s*[.!]?\s*$")
+
+
+def _is_label(text: str) -> bool:
+    """A few words that name a thing, not a sentence leading up to a colon ("We changed the rule:")."""
+    tokens = text.split()
+    return len(tokens) <= _LABEL_WORDS and not has_cue(text) \
+        and not any(t.lower() in RELATION_VERBS or t.lower() in _OPENERS for t in tokens)
+
+
+def labelled(old: str, new: str) -> tuple[bool, str] | Literal[False] | None:
+    """Two notes under one label ("Infra repo: Terraform 1.3." / "Infra repo: Terraform 1.6."):
+    another value under it is a change, unsure (a label may hold a list); under two labels, two
+    things (None). False: not two labelled notes, or the labels differ only in wording (compare
+    as usual)."""
+    mo, mn = _LABEL.match(old), _LABEL.match(new)
+    if not (mo and mn) or not (_is_label(mo.group(1)) and _is_label(mn.group(1))):
+        return False
+    lo, ln = {w.key for w in words(mo.group(1))}, {w.key for w in words(mn.group(1))}
+    if not lo or not ln:
+        return False
+    if lo != ln:
+        # "Frontend on-call: Magnus" / "Backend on-call: Nkechi": a word of each label's own.
+        return None if (lo - ln) and (ln - lo) else False
+    vo, vn = {w.key for w in words(mo.group(2))}, {w.key for w in words(mn.group(2))}
+    if not vo or not vn or vo == vn or has_cue(mo.group(2)) or has_cue(mn.group(2)):
+        return False
+    return False, f"{mo.group(2).strip()} -> {mn.group(2).strip()}"
 
 
 _SPLIT = re.compile(r"\s*;\s*|(?<=[.!?])\s+(?=[A-Z])|,?\s+(?:and|while|whereas|but)\s+(?=\w)")
