@@ -5,9 +5,9 @@ Our own set (data/corrections_*.jsonl, written by tests/benchmarks/make_correcti
 statement, then a newer one changing its value, with change words or without) and look-alike pairs
 (two statements about different subjects that share most words, both true). Each pair carries its
 questions and its split (dev or holdout, drawn from the pair id before any tuning). The outsider
-set (data/corrections_outsider_*.jsonl) was written by hand by two writers who had not read the
+set (data/corrections_outsider_*.jsonl) was written by hand by three writers who had not read the
 detection: outsider-dev and outsider-holdout are the first writer's pairs in halves,
-outsider-final the second's. Pairs share
+outsider-dev2 the third's (both dev parts used to design), outsider-final the second's. Pairs share
 scopes with a dozen other pairs of other subjects, so detection must also leave those alone.
 
 Printed per split:
@@ -38,8 +38,9 @@ def load(name: str) -> list[dict]:
 
 
 # The outsider-written set's parts: its first writer's pairs in halves drawn from the pair id
-# (dev, used to design; holdout), and a second writer's pairs (final: measured, never read).
-OUTSIDER = ("outsider-dev", "outsider-holdout", "outsider-final")
+# (dev, used to design; holdout), a third writer's (dev2, used to design) and a second writer's
+# (final: only its totals are read).
+OUTSIDER = ("outsider-dev", "outsider-dev2", "outsider-holdout", "outsider-final")
 SPLITS = {"both": ("dev", "holdout"), "outsider": OUTSIDER, "all": ("dev", "holdout", *OUTSIDER)}
 
 
@@ -323,8 +324,8 @@ def format_report(results: list[dict[str, Any]], verbose: bool = False) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="recallite-mcp eval corrections", description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", choices=["dev", "holdout", *OUTSIDER, *SPLITS], default="all",
-                    help="both: dev and holdout of our set; outsider: the three parts of the set written by "
-                         "others; all (default): the five")
+                    help="both: dev and holdout of our set; outsider: the four parts of the set written by "
+                         "others; all (default): the six")
     ap.add_argument("--embedder", default="default", help="default (MiniLM), hash, onnx")
     ap.add_argument("--source", default="agent", help="source type of every write (agent: what MCP clients are recorded as)")
     ap.add_argument("--verbose", action="store_true", help="list every miss")

@@ -107,16 +107,17 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
         window = ids[:QUERY_WINDOW]
         in_window = set(window)
         pair_ids = list(dict.fromkeys(i for p in conflicts for i in p if i not in in_window))
-        # One read for every step: the window, and the conflicts' texts.
-        loaded = session.memories.load(window + pair_ids) if len(window) >= 2 or pair_ids else {}
+        # One read for every step: the window, and the conflicts' texts (every ranked hit for a
+        # question that names someone: the name step reads them all, as the kind step does).
+        first = [i for i in ids if i not in in_window] if proper_names(query) else []
+        loaded = session.memories.load(window + list(dict.fromkeys(first + pair_ids))) \
+            if len(window) >= 2 or pair_ids else {}
         conflicts = _not_partly_asked(loaded, conflicts, query)
-        if proper_names(query):  # the name step reads every ranked hit, as the kind step does
-            loaded.update(session.memories.load([i for i in ids if i not in loaded]))
         fits = kind_fits(session, loaded, ids, query, flagged)  # before the conflicts' texts are dropped: no second read
         name_fit = name_fits(loaded, ids, query, flagged)
         # An unsure conflict the question tells apart: it asks for the kind of tool only the older names.
         conflicts = [(n, o) for n, o in conflicts if not (fits.get(n) is False and fits.get(o) is True)]
-        if pair_ids:
+        if pair_ids or first:
             loaded = {mid: m for mid, m in loaded.items() if mid in in_window}
         unsure, named = _question_pairs(loaded, window, query, linked, cosine or {}, spread, fits)
         above += unsure

@@ -52,7 +52,7 @@ _FROM_TO = re.compile(r"\bfrom\s+(.{1,40}?)\s+to\s+(.{1,40}?)(?:[.;,!]|\s+(?:and
 # Moments that say when, not what (weekdays and months are values: "no deploys on Fridays").
 TIME = frozenset("""
 today yesterday tomorrow week weeks last next ago recently lately earlier later soon since morning evening
-tonight again
+tonight again weekend overnight
 """.split())
 
 NEGATIONS = frozenset("not no never n't cannot can't don't doesn't isn't aren't won't shouldn't mustn't "
@@ -121,9 +121,21 @@ _DIGIT = re.compile(r"\d")
 
 @functools.lru_cache(maxsize=16384)
 def key_of(token: str) -> str:
+    k = _key(token)
+    return _SHORT.get(k, k)
+
+
+# Short forms teams write for one word: compared as the word.
+_SHORT = {"prod": "production", "k8s": "kubernetes", "repo": "repository", "db": "database", "config": "configuration",
+          "infra": "infrastructure", "env": "environment", "dep": "dependency"}
+
+
+def _key(token: str) -> str:
     t = token.lower().strip(".'’").replace("’", "'")
     if t.endswith("'s"):
         t = t[:-2]
+    if t.endswith(".js") and len(t) > 4:
+        t = t[:-3]  # "Node.js" is Node
     if any(c.isdigit() for c in t):
         return t.rstrip(".,")
     if len(t) > 4 and t.endswith("ies"):
@@ -191,6 +203,10 @@ def words(text: str) -> tuple[Word, ...]:
     return hit
 
 
+# Before a number, words that make it a value even when no verb was recognised (not "on": "the
+# incident on 4 March" names the incident).
+_VALUE_PREPS = frozenset({"after", "to", "at", "within", "every", "than", "under", "over", "for"})
+
 _REDACTED = re.compile(r"\[REDACTED:[\w-]+\]")
 
 
@@ -233,6 +249,8 @@ def _parse(text: str) -> tuple[Word, ...]:
                 value = unit or _is_value(tok, first, following) or (first and _named(tok, following))
                 if out and prev_end >= 0 and text[prev_end:m.start()].strip() in ("", "-") and not out[-1].digits:
                     out[-1] = _word(out[-1].text, out[-1].key, out[-1].value, out[-1].lead, out[-1].unit, key)
+                if not verb_seen and k and _DIGIT.search(tok) and tokens[k - 1].group().lower() in _VALUE_PREPS:
+                    verb_seen = True  # "Sessions expire after 30 minutes": no verb known, the number is the value
                 out.append(_word(tok, key, value, not verb_seen, unit))
                 emitted = True
             else:
@@ -516,11 +534,12 @@ _RETIREMENTS = (
     re.compile(rf"\b(?:do|does|did)\s*(?:not|n't)\s+use\s+(?P<gone>{_FRAGMENT})\s+any\s*(?:more|longer)\b", re.IGNORECASE),
     re.compile(rf"^\W*(?P<gone>{_FRAGMENT})\s+(?:is|are|was|were|has\s+been|have\s+been|got)\s+(?:now\s+)?"
                rf"(?:retired|decommissioned|deprecated|removed|shut\s+down|turned\s+off|sunset|sunsetted|"
-               rf"discontinued|dropped|abandoned|gone|no\s+longer\s+(?:used|in\s+use|needed|maintained|supported))"
+               rf"discontinued|dropped|abandoned|gone|killed|scrapped|out|no\s+longer\s+(?:used|in\s+use|needed|maintained|supported))"
                rf"(?P<where>\s+(?:for|from|in|at|on|by|across)\s+(?:[^.;,!?]|\.(?=\w))+?)?"
                rf"(?:\s+(?:now|yesterday|today|recently|(?:last|this)\s+\w+|\w+\s+ago))?(?=\s*[.;,!](?!\w)|\s*$)",
                re.IGNORECASE),
-    re.compile(rf"\b(?:retired|decommissioned|removed|dropped|abandoned|shut\s+down|got\s+rid\s+of)\s+"
+    re.compile(rf"\b(?:retired|decommissioned|removed|dropped|abandoned|shut\s+down|got\s+rid\s+of|killed|scrapped|"
+               rf"ditched)\s+"
                rf"(?!(?:and|then|so|but|in|on|at|for|last|this|now)\b)(?P<gone>{_FRAGMENT}){_UNTIL}", re.IGNORECASE),
 )
 _LEFT = re.compile(rf"^\W*(?P<gone>{_NAME})\s+(?:has\s+)?(?:left|quit|retired|moved\s+on)\b"

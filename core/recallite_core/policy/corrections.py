@@ -37,7 +37,7 @@ from recallite_core.policy.correction_words import (
     negated,
     words,
 )
-from recallite_core.policy.named_changes import clauses, labelled, replaced, retired, succeeded
+from recallite_core.policy.named_changes import clauses, held_by_another, labelled, replaced, retired, succeeded
 from recallite_core.policy.relations import first_relation, relation_before
 from recallite_core.storage.base import Session
 from recallite_core.text.kinds import other_kinds
@@ -235,6 +235,8 @@ def _decide(old: str, new: str, ow: tuple[Word, ...], nw: tuple[Word, ...], cue:
     # Short statements share little besides their subject: the same opening word (before the
     # verb) in both counts as the same subject whatever the share.
     same_subject = ow[0].key == nw[0].key and ow[0].lead and nw[0].lead
+    if head_o and head_n and not flip and held_by_another(old, new):
+        return Verdict(cue, why)  # "Tariq is our DBA." -> "Amara is our DBA."
     if head_o and head_n and not flip:
         swap = _holder_swap(ow, nw, diff_o, diff_n, why)
         if swap is not None or not cue:  # announced ("Bob owns the staging database now"): sure
@@ -259,7 +261,8 @@ def _decide(old: str, new: str, ow: tuple[Word, ...], nw: tuple[Word, ...], cue:
         # must still be about the old one's subject: most of its subject words (those before its
         # verb, and plain words; not numbers) are repeated, and no plain word of the old subject
         # gives way to a plain word of another (the growth team vs the payments team).
-        if not (_same_subject(old, new, ow, nw, oset, nset) or _role_named(ow, nw)) or _name_clash(ow, nw, oset, nset):
+        if not (_same_subject(old, new, ow, nw, oset, nset) or _role_named(ow, nw)) or _name_clash(ow, nw, oset, nset) \
+                or _other_part(ow, nw, oset, nset):
             return None
         if _plain_clash(ow, nw, diff_o, diff_n) and (not _quoted(ow, nset) or qualifies(ow, diff_o, shared)
                                                      or qualifies(nw, diff_n, shared)):
@@ -318,7 +321,8 @@ def _plain_change(old: str, new: str, ow, nw, diff_o: list[int], diff_n: list[in
     # Two places differ: the subject as well as the value (a number and its unit are one place:
     # "20 requests per second" -> "100 requests per minute").
     def one_place(ws: Sequence[Word], positions: list[int]) -> bool:
-        return _run(positions) or all(w.digits for w in ws[positions[0]: positions[-1] + 1])
+        span = ws[positions[0]: positions[-1] + 1]  # a name may hold a shared word: "AWS Secrets Manager"
+        return _run(positions) or all(w.digits for w in span) or all(w.value for w in span)
     if not (one_place(ow, diff_o) and one_place(nw, diff_n)):
         return None
     tails = _tail(diff_o, len(ow)) and _tail(diff_n, len(nw))
@@ -563,6 +567,15 @@ def _same_subject(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word], os
     typed_o = {w.shape for w in predicate if w.value and not w.unit}
     return bool(came) and len(own) == len(came) and any(not w.value for w in ow if w.lead) \
         and typed_o == {w.shape for w in came} and lead <= nset
+
+
+def _other_part(ow: Sequence[Word], nw: Sequence[Word], oset: set[str], nset: set[str]) -> bool:
+    """"The web app's Storybook was bumped to 8.0" after "The web app uses React 18.2": the change
+    names a part of the subject of its own (a name before its verb) and says nothing of the old
+    text's value: another thing of the subject changed."""
+    own_part = any(w.lead and w.value and not w.digits and w.key not in oset for w in nw)
+    old_values = {w.key for w in ow if not w.lead and w.value}
+    return own_part and bool(old_values) and not old_values & nset
 
 
 def _name_clash(ow: Sequence[Word], nw: Sequence[Word], oset: set[str], nset: set[str]) -> bool:

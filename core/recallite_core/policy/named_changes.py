@@ -102,26 +102,46 @@ def retired(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word]) -> tuple
     return person or not others, f"no longer {gone}"
 
 
+_PASSIVE_BY = re.compile(r"(?:by|for|in|at|on|from|with)\b", re.IGNORECASE)
+
+
 def succeeded(old: str, new: str, ow: Sequence[Word]) -> tuple[bool, str] | None:
     """"Nagios got retired; monitoring is Prometheus and Grafana now" after "We monitor everything
     with Nagios": a value the old text states is gone, and the new text names only what came
-    instead (values after a verb): a change, unsure (they may take over a part of its job). For
+    instead (names after a verb): a change, unsure (they may take over a part of its job). For
     what the usual comparison leaves undecided; None when it is not that."""
     said = retirement(new)
     if said is None or said[2]:
         return None
     gone, rest, _ = said
+    if _PASSIVE_BY.match(gone):
+        return None  # "PostgreSQL is no longer used by the billing API": the API retired nothing
     oset = {w.key for w in ow}
     core = {w.key for w in words(gone) if w.value} or {w.key for w in words(gone)}
     own = _own_words(old, rest)
     came = [w for w in words(rest) if w.key in own]
+    # Names after a verb: one before it is a subject ("Kenji no longer uses Zed; Kenji is on IntelliJ").
     if not core or not core <= oset or not came or not all(w.value and not w.lead for w in came):
         return None
     return False, f"{gone} -> {', '.join(w.text for w in came)}"
 
 
+# "<Name> is the/our/<team>'s <role>": one holder of a role said with a definite article.
+_HELD = re.compile(r"^\s*(?P<who>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)\s+(?:is|are)\s+(?:now\s+)?"
+                   r"(?P<role>(?:the|our|their|\w+'s)\s+[^.;!?]+?)(?:\s+now)?\s*[.!]?\s*$")
+
+
+def held_by_another(old: str, new: str) -> bool:
+    """"Tariq is our DBA." / "Amara is our DBA.": the same role with "the", "our" or a team's, said
+    of two people: one holds it now ("a backend engineer" may be many)."""
+    mo, mn = _HELD.match(old), _HELD.match(new)
+    return bool(mo and mn and mo["who"].lower() != mn["who"].lower()
+                and " ".join(mo["role"].lower().split()) == " ".join(mn["role"].lower().split()))
+
+
 # A note that names what it is about before a colon: "Error tracking: Sentry.", "CI: Jenkins".
 _LABEL_WORDS = 5
+_LABEL_VALUE_WORDS = 6
 _OPENERS = frozenset({"we", "i", "you", "they", "he", "she", "it", "our", "my", "note", "update", "fyi"})
 _LABEL = re.compile(r"^\s*([^:;.!?]{2,60}?)\s*:\s+(\S.*?)\s*[.!]?\s*$")
 
@@ -147,6 +167,8 @@ def labelled(old: str, new: str) -> tuple[bool, str] | Literal[False] | None:
     if lo != ln:
         # "Frontend on-call: Magnus" / "Backend on-call: Nkechi": a word of each label's own.
         return None if (lo - ln) and (ln - lo) else False
+    if max(len(mo.group(2).split()), len(mn.group(2).split())) > _LABEL_VALUE_WORDS:
+        return False  # a sentence after a colon ("Learned: ...") is no value under a label
     vo, vn = {w.key for w in words(mo.group(2))}, {w.key for w in words(mn.group(2))}
     if not vo or not vn or vo == vn or has_cue(mo.group(2)) or has_cue(mn.group(2)):
         return False
