@@ -308,7 +308,9 @@ _SAME_WORDING = [(re.compile(p, re.I), r) for p, r in (
     (r"\bas of (?:this|the|today's|next|last) \w+,?\s*", ""),  # when, not what: "as of this release"
     (r"\bthese\s+days\b", "nowadays"),  # when, not "days" of a value
     (r"\bgoing\s+forward\b", "from now on"),
-    (r",?\s*\bnow\s+that\b[^.;]*", " now"),  # why it changed, not what: "now that the upgrade PR landed"
+    # why it changed, not what ("... uses now that the upgrade PR landed"); not opening the text,
+    # where the statement follows it ("Now that Maria left, the lead is Omar")
+    (r"(?<=\w),?\s+now\s+that\b[^.;]*", " now"),
 )]
 
 

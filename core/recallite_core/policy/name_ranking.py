@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from recallite_core.policy.correction_words import words
+from recallite_core.policy.correction_words import CUES, RELATION_VERBS, words
 
 _FIRST = re.compile(r"\W*([\w'-]+)")
 # "Who leads payments now that Maria left?" is answered by another name than the one it asks with.
@@ -22,15 +22,24 @@ NAME_LEAD = 2.0
 
 
 def proper_names(query: str) -> set[str]:
-    """Keys of the words a question writes capitalised past its first word: names ("Zara", "Redis")."""
+    """Keys of the words a question writes capitalised past its first word: names ("Zara", "Redis");
+    not acronyms ("API", "CI": things more often than someone)."""
     first = _FIRST.match(query)
-    return {w.key for w in words(query) if w.text[:1].isupper() and not (first and w.text == first.group(1))}
+    return {w.key for w in words(query) if w.text[:1].isupper() and not w.text.isupper()
+            and not (first and w.text == first.group(1))}
+
+
+_OPENER = re.compile(r"\W*([A-Z][\w'-]*)\s+([a-z][\w'-]*)")
 
 
 def _opens_with_name(text: str) -> bool:
-    ws = words(text)
-    first = _FIRST.match(text)
-    return bool(ws and first and ws[0].text == first.group(1) and ws[0].text[:1].isupper())
+    """"Priya drinks ...", "Omar replaced ...": a capitalised word and a verb after it. Not a
+    plural ("Deploys happen ...") nor a word before a noun ("Coffee machine on floor 3 ...")."""
+    m = _OPENER.match(text)
+    if not m or m.group(1).lower().endswith("s"):
+        return False
+    verb = m.group(2)
+    return verb.endswith(("s", "ed")) or verb in RELATION_VERBS or verb in CUES
 
 
 def name_fits(loaded: Mapping[int, Any], ids: Sequence[int], query: str,

@@ -16,7 +16,9 @@ from typing import Literal
 from recallite_core.policy.correction_words import RELATION_VERBS, Word, has_cue, key_of, replacement, retirement, words
 
 _WHEN = re.compile(r"\b(?:last|this|next|every)\s+(?:week|month|year|sprint|quarter|release|night|time)\b|"
-                   r"\b(?:in|on|by|since)\s+(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?(?:\s+\d+)?\b|"
+                   # a month written as one (case-sensitive): not "in Marketing", "by Maria"
+                   r"\b(?:in|on|by|since)\s+(?-i:(?:January|February|March|April|May|June|July|August|September|"
+                   r"October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec))\b\.?(?:\s+\d+)?|"
                    r"\b(?:in|by)\s+(?:Q[1-4]|(?:19|20)\d\d)\b|"
                    r"\b\w+\s+ago\b|"
                    # why or since when, not what about: "because of the new time zone split", "after the merger"
@@ -133,24 +135,44 @@ _HELD = re.compile(r"^\s*(?P<who>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)\s+(?:is|are)\
 
 def held_by_another(old: str, new: str) -> bool:
     """"Tariq is our DBA." / "Amara is our DBA.": the same role with "the", "our" or a team's, said
-    of two people: one holds it now ("a backend engineer" may be many)."""
+    of two people: one holds it now ("a backend engineer" may be many; "our friend" is no role)."""
     mo, mn = _HELD.match(old), _HELD.match(new)
     return bool(mo and mn and mo["who"].lower() != mn["who"].lower()
-                and " ".join(mo["role"].lower().split()) == " ".join(mn["role"].lower().split()))
+                and " ".join(mo["role"].lower().split()) == " ".join(mn["role"].lower().split())
+                and {w.key for w in words(mo["role"])} & _ROLE_NOUNS)
+
+
+# Nouns of roles one person holds at a time.
+_ROLE_NOUNS = frozenset(key_of(w) for w in (
+    "lead", "owner", "manager", "maintainer", "dba", "admin", "administrator", "captain", "champion", "contact",
+    "mentor", "approver", "reviewer", "coordinator", "host", "chair", "sponsor", "head", "director", "on-call",
+    "steward", "liaison", "master", "officer", "architect", "buddy", "point"))
 
 
 # A note that names what it is about before a colon: "Error tracking: Sentry.", "CI: Jenkins".
 _LABEL_WORDS = 5
 _LABEL_VALUE_WORDS = 6
 _OPENERS = frozenset({"we", "i", "you", "they", "he", "she", "it", "our", "my", "note", "update", "fyi"})
+# Headings under which notes are items of a list, not one value.
+_LISTS = frozenset({"todo", "to-do", "reminder", "action", "item", "issue", "blocker", "question", "agenda", "goal",
+                    "value", "idea", "tip", "lesson", "learned", "warning", "caveat", "gotcha", "risk", "decision",
+                    "fix", "bug", "done", "next", "lunch", "step", "task", "example", "rule"})
 _LABEL = re.compile(r"^\s*([^:;.!?]{2,60}?)\s*:\s+(\S.*?)\s*[.!]?\s*$")
 
 
 def _is_label(text: str) -> bool:
-    """A few words that name a thing, not a sentence leading up to a colon ("We changed the rule:")."""
+    """A few words that name a thing, not a sentence leading up to a colon ("We changed the rule:")
+    nor a heading of a list ("TODO:", "Known issue:", "Action item:")."""
     tokens = text.split()
     return len(tokens) <= _LABEL_WORDS and not has_cue(text) \
-        and not any(t.lower() in RELATION_VERBS or t.lower() in _OPENERS for t in tokens)
+        and not any(t.lower() in RELATION_VERBS or t.lower() in _OPENERS for t in tokens) \
+        and not {w.key for w in words(text)} & _LISTS
+
+
+def _names(text: str) -> bool:
+    """Whether a value names something: a capitalised word or a number (after a colon a capital
+    is no sentence's start)."""
+    return any(t[:1].isupper() or any(c.isdigit() for c in t) for t in text.split())
 
 
 def labelled(old: str, new: str) -> tuple[bool, str] | Literal[False] | None:
@@ -170,8 +192,9 @@ def labelled(old: str, new: str) -> tuple[bool, str] | Literal[False] | None:
     if max(len(mo.group(2).split()), len(mn.group(2).split())) > _LABEL_VALUE_WORDS:
         return False  # a sentence after a colon ("Learned: ...") is no value under a label
     vo, vn = {w.key for w in words(mo.group(2))}, {w.key for w in words(mn.group(2))}
-    if not vo or not vn or vo == vn or has_cue(mo.group(2)) or has_cue(mn.group(2)):
-        return False
+    if not vo or not vn or vo == vn or has_cue(mo.group(2)) or has_cue(mn.group(2)) \
+            or not (_names(mo.group(2)) and _names(mn.group(2))):
+        return False  # a value under a label names something (a tool, a person, a number)
     return False, f"{mo.group(2).strip()} -> {mn.group(2).strip()}"
 
 
