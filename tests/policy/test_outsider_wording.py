@@ -114,6 +114,10 @@ def test_a_question_about_zara_put_the_users_drink_above_hers():
                        proper_names("What does the user drink in the morning?")) == -1
 
 
+def _fits(loaded, ids, question):
+    return name_fits(loaded, ids, question, proper_names(question))
+
+
 class _Memory:
     def __init__(self, content, episode=None):
         self.content, self.episode = content, episode
@@ -122,10 +126,10 @@ class _Memory:
 def test_the_name_a_question_asks_about_is_read_from_each_memory():
     loaded = {1: _Memory("Kenji drinks filter coffee every morning."), 2: _Memory("Omar replaced espresso with oat latte."),
               3: _Memory("The user drinks tea."), 4: _Memory("Kenji: I drink tea.", episode=object())}
-    fits = name_fits(loaded, [1, 2, 3, 4], "What does Omar drink in the morning?")
+    fits = _fits(loaded, [1, 2, 3, 4], "What does Omar drink in the morning?")
     assert fits == {1: False, 2: True, 3: None, 4: None}  # another person's; his; the user's; a turn
-    assert name_fits(loaded, [1, 2, 3], "Who drinks coffee now that Omar left?") == {}  # the answer is another name
-    assert name_fits(loaded, [1, 3], "What does Omar drink?") == {}  # nothing names him: nothing to tell apart
+    assert _fits(loaded, [1, 2, 3], "Who drinks coffee now that Omar left?") == {}  # the answer is another name
+    assert _fits(loaded, [1, 3], "What does Omar drink?") == {}  # nothing names him: nothing to tell apart
 
 
 @pytest.mark.parametrize("pair_id", ["l-replace-10", "l-replace-21"])
@@ -173,5 +177,5 @@ def test_a_reason_clause_opening_the_text_swallowed_the_change():
 def test_a_capitalised_noun_opening_a_memory_was_read_as_another_persons_name():
     loaded = {1: _Memory("Deploys happen on Fridays."), 2: _Memory("Coffee machine on floor 3 is broken."),
               3: _Memory("Sessions expire after 30 minutes."), 4: _Memory("Omar drinks oat latte.")}
-    assert name_fits(loaded, [1, 2, 3, 4], "What does Omar drink in the morning?") == {}
+    assert _fits(loaded, [1, 2, 3, 4], "What does Omar drink in the morning?") == {}
     assert proper_names("How does the API handle Auth?") == {"auth"}  # an acronym is no one's name

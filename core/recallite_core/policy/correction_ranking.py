@@ -109,17 +109,18 @@ def newer_first(session: Session, scored: list[tuple], query: str | None = None,
         pair_ids = list(dict.fromkeys(i for p in conflicts for i in p if i not in in_window))
         # One read for every step: the window, and the conflicts' texts (every ranked hit for a
         # question that names someone: the name step reads them all, as the kind step does).
-        first = [i for i in ids if i not in in_window] if proper_names(query) else []
-        loaded = session.memories.load(window + list(dict.fromkeys(first + pair_ids))) \
+        names = proper_names(query)
+        rest = [i for i in ids if i not in in_window] if names else []
+        loaded = session.memories.load(window + list(dict.fromkeys(rest + pair_ids))) \
             if len(window) >= 2 or pair_ids else {}
         conflicts = _not_partly_asked(loaded, conflicts, query)
         fits = kind_fits(session, loaded, ids, query, flagged)  # before the conflicts' texts are dropped: no second read
-        name_fit = name_fits(loaded, ids, query, flagged)
+        name_fit = name_fits(loaded, ids, query, names, flagged)
         # An unsure conflict the question tells apart: it asks for the kind of tool only the older names.
         conflicts = [(n, o) for n, o in conflicts if not (fits.get(n) is False and fits.get(o) is True)]
-        if pair_ids or first:
+        if pair_ids or rest:
             loaded = {mid: m for mid, m in loaded.items() if mid in in_window}
-        unsure, named = _question_pairs(loaded, window, query, linked, cosine or {}, spread, fits)
+        unsure, named = _question_pairs(loaded, window, query, linked, cosine or {}, spread, fits, names)
         above += unsure
         if turns:
             # Turns the vector channel puts closest to the question join the window below its
@@ -231,7 +232,8 @@ CLEARLY_NEARER = 1.0
 
 def _question_pairs(loaded: dict[int, Any], ids: list[int], query: str, linked: set[frozenset],
                     cosine: Mapping[int, float], spread: float | None = None,
-                    fits: Mapping[int, bool | None] | None = None) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+                    fits: Mapping[int, bool | None] | None = None,
+                    names: AbstractSet[str] = frozenset()) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """Among ``ids``, unlinked memories of one scope: (newer, older) pairs of two that may state one
     thing two ways, for a question that asks nothing only the older one says; and (named, twin)
     pairs of look-alikes whose own subject the question names for one only (``named_first``).
@@ -254,7 +256,6 @@ def _question_pairs(loaded: dict[int, Any], ids: list[int], query: str, linked: 
     if len(rows) < 2:
         return [], []
     asked = {w.key for w in words(query)}
-    names = proper_names(query)
     out: list[tuple[int, int]] = []
     named: list[tuple[int, int]] = []
     rows.sort(key=lambda r: (r[2], r[0]))  # oldest first

@@ -46,7 +46,8 @@ CUE_PHRASES = ("no longer", "not anymore", "any more", "anymore", "instead of", 
                "is now", "are now", "now", "upgraded", "downgraded", "deprecated", "migrated", "renamed",
                "no more", "stopped", "instead", "updated", "correction", "actually", "went from", "went up",
                "went down", "bumped", "swapped", "scaled", "relocated", "handed", "not any", "raised", "lowered",
-               "increased", "decreased", "reduced", "reverted", "rolled back", "back to", "going forward", "extended", "relaxed", "tightened", "shortened", "lengthened", "expanded", "doubled", "halved")
+               "increased", "decreased", "reduced", "reverted", "rolled back", "back to", "going forward", "extended",
+               "relaxed", "tightened", "shortened", "lengthened", "expanded", "doubled", "halved")
 _FROM_TO = re.compile(r"\bfrom\s+(.{1,40}?)\s+to\s+(.{1,40}?)(?:[.;,!]|\s+(?:and|but|because|since|for|on|in)\b|$)", re.I)
 
 # Moments that say when, not what (weekdays and months are values: "no deploys on Fridays").

@@ -37,8 +37,8 @@ KIND_LEAD = 4.0
 def kind_places(final: dict[int, float], fits: Mapping[int, bool | None],
                 pinned: AbstractSet[int] = frozenset(), lead: float = KIND_LEAD) -> None:
     """Each memory of the kind asked passes those above it that name only other kinds, unless one
-    scores more than ``lead`` times its score (the name step passes its own); both groups keep their own order, and the
-    moved memories trade places (scores) among themselves. A memory naming no known tool keeps
+    scores more than ``lead`` times its score (the name step passes its own); both groups keep
+    their own order, and the moved memories trade places (scores) among themselves. A memory naming no known tool keeps
     its place, and so does one ``pinned`` (placed by another step). Changes ``final`` in place."""
     order = [mid for mid in sorted(fits, key=lambda m: -final[m]) if fits[mid] is not None and mid not in pinned]
     if len(order) < 2:

@@ -42,14 +42,13 @@ def _opens_with_name(text: str) -> bool:
     return verb.endswith(("s", "ed")) or verb in RELATION_VERBS or verb in CUES
 
 
-def name_fits(loaded: Mapping[int, Any], ids: Sequence[int], query: str,
+def name_fits(loaded: Mapping[int, Any], ids: Sequence[int], query: str, names: AbstractSet[str],
               flagged: AbstractSet[int] = frozenset()) -> dict[int, bool | None]:
-    """For a question that names something (``proper_names``), whether each of the ranked ``ids``
+    """For a question that names something (``names``: its ``proper_names``), whether each of the ranked ``ids``
     (texts in ``loaded``) names it too (True), or opens with another name and names none of the
     question's (False: "Priya drinks ..." for a question about Omar); None for the rest (a memory
     about "the user", a conversation turn, a ``flagged`` one). Empty for a "who" question, or when
     the names tell none of them apart."""
-    names = proper_names(query)
     if not names or _ASKS_WHO.search(query):
         return {}
     fits: dict[int, bool | None] = {}

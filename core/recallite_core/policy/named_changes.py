@@ -104,7 +104,7 @@ def retired(old: str, new: str, ow: Sequence[Word], nw: Sequence[Word]) -> tuple
     return person or not others, f"no longer {gone}"
 
 
-_PASSIVE_BY = re.compile(r"(?:by|for|in|at|on|from|with)\b", re.IGNORECASE)
+_PREPOSITION_FIRST = re.compile(r"(?:by|for|in|at|on|from|with)\b", re.IGNORECASE)
 
 
 def succeeded(old: str, new: str, ow: Sequence[Word]) -> tuple[bool, str] | None:
@@ -116,7 +116,7 @@ def succeeded(old: str, new: str, ow: Sequence[Word]) -> tuple[bool, str] | None
     if said is None or said[2]:
         return None
     gone, rest, _ = said
-    if _PASSIVE_BY.match(gone):
+    if _PREPOSITION_FIRST.match(gone):
         return None  # "PostgreSQL is no longer used by the billing API": the API retired nothing
     oset = {w.key for w in ow}
     core = {w.key for w in words(gone) if w.value} or {w.key for w in words(gone)}

@@ -3,6 +3,7 @@ Dublin", "prefers tabs"), read as its kind (``VERB_KINDS``: "loves" and "picks" 
 
 from __future__ import annotations
 
+import functools
 import re
 
 from recallite_core.policy.correction_words import ON_CALL, RELATION_VERBS, Word, key_of
@@ -22,6 +23,7 @@ def relation_before(text: str, word: Word) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=8192)  # a new text is compared with each of its candidates, and they with many
 def first_relation(text: str) -> str | None:
     """The kind of the first relation verb of ``text`` (None: it has none)."""
     text = ON_CALL.sub("on-call", text)
