@@ -248,14 +248,16 @@ def recall(ctx, db, scope, embedder, log_level, query, limit, types, profile, al
 @click.option("--limit", type=click.IntRange(1, 100), default=None,
               help="Max memories (default: tuned from feedback, as recallite_context does).")
 @click.option("--format", "fmt", default="markdown", type=click.Choice(["markdown", "xml", "plain", "compact"]), show_default=True)
+@click.option("--task", default=None, help="Short name of the kind of job (e.g. 'deploy staging'): outcomes under one name carry over.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 @handle_errors
-def context(ctx, db, scope, embedder, log_level, query, max_tokens, limit, fmt, as_json):
+def context(ctx, db, scope, embedder, log_level, query, max_tokens, limit, fmt, task, as_json):
     """Prompt-ready context for a task, within a token budget."""
     s = settings_from(ctx, db=db, scope=scope, embedder=embedder, log_level=log_level)
     with open_engine(s) as mem:
-        r = mem.build_context(query, max_tokens=max_tokens, limit=limit, format=fmt, scope=[s.default_scope, s.user_scope])
+        r = mem.build_context(query, max_tokens=max_tokens, limit=limit, format=fmt, scope=[s.default_scope, s.user_scope],
+                              task=task)
         hint = None if r.memory_ids or r.omitted else scope_hint(mem, s.default_scope)
     if hint:
         click.echo(hint, err=True)  # stderr: stdout stays the context text, ready to paste or pipe

@@ -278,6 +278,7 @@ class Agent:
         self.errors: list[str] = []
         self.day = 0
         self.trace: list[dict[str, Any]] | None = None  # per task, when asked for (--trace)
+        self.task_names = False  # name each task by its kind (recallite_context task=), --task-names
 
     def params(self, scope: str):
         from mcp import StdioServerParameters
@@ -310,7 +311,8 @@ class Agent:
         self.stored.add((pi, m.key))
 
     async def context(self, client, t: Task, tally: Tally) -> dict:
-        ctx = await _call(client, "recallite_context", query=t.query, format=t.format, max_tokens=t.max_tokens)
+        named = {"task": t.kind.kind.replace("-", " ")} if self.task_names else {}
+        ctx = await _call(client, "recallite_context", query=t.query, format=t.format, max_tokens=t.max_tokens, **named)
         served = ctx["memory_ids"]
         own = {f"{t.project}:{k}" for k in t.kind.own_keys}
         if served:
@@ -422,13 +424,14 @@ def _snapshot(db: str, dest: str) -> None:
 
 
 async def _run(projects: list[Project], days: int, tasks_per_day: int, seed: int, embedder: str, workdir: str,
-               progress, trace: list[dict[str, Any]] | None = None, keep: str | None = None) -> dict[str, Any]:
+               progress, trace: list[dict[str, Any]] | None = None, keep: str | None = None,
+               task_names: bool = False) -> dict[str, Any]:
     import anyio
 
     twins = {"feedback": Agent("feedback", projects, os.path.join(workdir, "with-feedback.db"), embedder, True, seed),
              "no_feedback": Agent("no_feedback", projects, os.path.join(workdir, "no-feedback.db"), embedder, False, seed)}
     for ag in twins.values():
-        ag.trace = trace
+        ag.trace, ag.task_names = trace, task_names
     last_phrasing: dict[tuple[int, str], int] = {}
     per_day: list[dict[str, Any]] = []
     for day in range(1, days + 1):
@@ -475,10 +478,11 @@ def check_targets(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 def run_agent_day(set_name: str = "dev", days: int = 5, seed: int = 7, embedder: str = "default",
                   tasks_per_day: int = 10, kinds: int | None = None, catalog: str | None = None,
-                  progress=None, trace: bool = False, keep: str | None = None) -> dict[str, Any]:
+                  progress=None, trace: bool = False, keep: str | None = None, task_names: bool = False) -> dict[str, Any]:
     """Run both twins over the days and return every number (the ``--json`` output). ``trace``: also
     return each task (what was served, by catalog key, the outcome, the needed memories missed) under
-    "trace"; ``keep``: a folder that gets a copy of each twin's database at the end of every day."""
+    "trace"; ``keep``: a folder that gets a copy of each twin's database at the end of every day;
+    ``task_names``: the agent names each task by its kind (recallite_context ``task``)."""
     import anyio
 
     data = load_set(set_name, catalog)
@@ -488,13 +492,14 @@ def run_agent_day(set_name: str = "dev", days: int = 5, seed: int = 7, embedder:
     if keep:
         os.makedirs(keep, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="recallite-agent-day-") as wd:
-        res = anyio.run(_run, projects, days, tasks_per_day, seed, embedder, wd, progress, tasks, keep)
+        res = anyio.run(_run, projects, days, tasks_per_day, seed, embedder, wd, progress, tasks, keep, task_names)
     if tasks is not None:
         res["trace"] = tasks
     res["config"] = {"set": data.get("name", set_name), "days": days, "seed": seed, "embedder": embedder,
                      "tasks_per_day_per_project": tasks_per_day, "projects": [p.scope for p in projects],
                      "task_kinds": {p.scope: len(p.tasks) for p in projects},
                      "catalog_memories": {p.scope: len(p.memories) for p in projects},
+                     "task_names": task_names,
                      "process_model": "per day and twin: two stdio servers (one per project, --scope), one db file"}
     res["checks"] = check_targets(res)
     res["pass"] = all(c["ok"] for c in res["checks"])
@@ -599,6 +604,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--tasks-per-day", type=int, default=10, help="tasks per project per day (default 10)")
     p.add_argument("--kinds", type=int, default=None, help="keep only the first N task kinds per project (a quick run)")
     p.add_argument("--catalog", default=None, help="another catalog file in the same JSON shape")
+    p.add_argument("--task-names", action="store_true",
+                   help="the agent names each task by its kind (recallite_context task=), both twins")
     p.add_argument("--json", action="store_true", help="print everything as JSON")
     p.add_argument("--trace", default=None, metavar="FILE",
                    help="write every task (served memories by key, outcome, needed ones missed) as JSON lines")
@@ -608,7 +615,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.seeds:
         return _main_seeds(args, say)
     res = run_agent_day(args.set_name, args.days, args.seed, args.embedder, args.tasks_per_day, args.kinds,
-                        args.catalog, progress=say, trace=bool(args.trace), keep=args.keep)
+                        args.catalog, progress=say, trace=bool(args.trace), keep=args.keep, task_names=args.task_names)
     if args.trace:
         with open(args.trace, "w", encoding="utf-8") as fh:
             fh.writelines(json.dumps(t) + "\n" for t in res.pop("trace"))
@@ -638,7 +645,7 @@ def _main_seeds(args: argparse.Namespace, say) -> int:
     if args.trace or args.keep:
         raise SystemExit("--trace and --keep go with one --seed, not --seeds.")
     results = [run_agent_day(args.set_name, args.days, seed, args.embedder, args.tasks_per_day, args.kinds,
-                             args.catalog, progress=say) for seed in args.seeds]
+                             args.catalog, progress=say, task_names=args.task_names) for seed in args.seeds]
     summary = seeds_summary(results)
     if args.json:
         print(json.dumps({"summary": summary, "runs": results}, indent=2))

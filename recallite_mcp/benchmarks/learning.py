@@ -176,13 +176,14 @@ def run_learning_benchmark(
     mcp: bool = True, mcp_families: int = 8, mcp_rounds: int = 4, config=None, interference_from: int = 4,
     noise_mode: str = "label", progress: Callable[[str], None] | None = None, catalog: str = "ops",
     via: str = "context", keep_log: bool = False, distractors: int | None = None, phrasings: int | None = None,
-    known_tasks: bool = False,
+    known_tasks: bool = False, task_names: float | None = None,
 ) -> dict[str, Any]:
     """Run the scenarios and return every number (the ``--json`` output).
 
     ``families=None`` plays every family of ``catalog`` (``ops``: 48); ``distractors`` and
     ``phrasings`` keep the first ones of each family (lt.trimmed); ``known_tasks`` tells the learner
-    each query's family (learning_agent.KnownTasks: a bound on telling tasks apart)."""
+    each query's family (learning_agent.KnownTasks: a bound on telling tasks apart); ``task_names``
+    has the agent name its tasks (recall/context ``task``) the same way on that share of its asks."""
     unknown = [s for s in scenarios if s not in SCENARIOS]
     if unknown:
         raise ValueError(f"unknown scenarios {unknown}; choose from {', '.join(SCENARIOS)}")
@@ -218,7 +219,8 @@ def run_learning_benchmark(
                    "attempts": attempts, "limit": limit, "memories": sum(len(f.memories) for f in fams),
                    "distractors": distractors, "phrasings": phrasings,
                    "interference_from": interference_from, "noise_mode": noise_mode,
-                   "learner": learner_name(config) + (", told each task" if known_tasks else "")},
+                   "learner": learner_name(config) + (", told each task" if known_tasks else "")
+                   + ("" if task_names is None else f", agent names its tasks ({task_names:.0%} the same name)")},
         "scenarios": {},
         "skipped": {},
     }
@@ -231,7 +233,7 @@ def run_learning_benchmark(
             continue
         res = run_scenario(sc, fams, rounds, seed, emb, noise=noise, attempts=attempts, limit=limit, config=config,
                            interference_from=interference_from, noise_mode=noise_mode, via=via, pairs=pairs,
-                           keep_log=keep_log, known_tasks=known_tasks)
+                           keep_log=keep_log, known_tasks=known_tasks, task_names=task_names)
         result["scenarios"][sc] = res
         if progress:
             progress(format_scenario(res))
@@ -473,6 +475,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "whatever the query); ema (the usefulness column, the ranking before)")
     p.add_argument("--known-tasks", action="store_true",
                    help="tell the learner each query's task (a bound: telling tasks apart solved)")
+    p.add_argument("--task-names", type=float, metavar="SHARE", nargs="?", const=1.0, default=None,
+                   help="the agent names its task (recall/context task=) with its family's key, on SHARE of its asks "
+                        "(default 1; the rest get a name of the phrasing's own)")
     p.add_argument("--no-mcp", action="store_true", help="skip the short run through the MCP tools")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.add_argument("--oracle", action="store_true",
@@ -487,6 +492,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--plot", metavar="PATH", help="write a PNG of success per round (needs matplotlib)")
     args = p.parse_args(list(argv) if argv is not None else None)
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    if args.task_names is not None and not 0.0 <= args.task_names <= 1.0:
+        p.error(f"--task-names takes the share of asks named alike, 0 to 1; got {args.task_names}")
     if args.seeds and (args.ceiling or args.separation):
         p.error("--seeds goes with the learning runs and --oracle; --ceiling and --separation take --seed")
     if args.oracle:
@@ -521,7 +528,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     common = dict(families=args.families, rounds=args.rounds, scenarios=scenarios, noise=args.noise,
                   attempts=args.attempts, config=config, interference_from=args.interference_from,
                   noise_mode=args.noise_mode, catalog=args.catalog, via=args.via, keep_log=args.explain,
-                  distractors=args.distractors, phrasings=args.phrasings, known_tasks=args.known_tasks)
+                  distractors=args.distractors, phrasings=args.phrasings, known_tasks=args.known_tasks,
+                  task_names=args.task_names)
     if args.seeds:
         res = run_seeds(args.seeds, args.embedder, progress=say, **common)
     else:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import time
+import zlib
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -190,12 +191,14 @@ def run_scenario(
     scenario: str, families: list[lt.TaskFamily], rounds: int, seed: int, embedder, *, noise: float = 0.15,
     attempts: int = 3, limit: int = 3, config=None, interference_from: int = 4, noise_mode: str = "label",
     via: str = "context", pairs: list[tuple[str, str]] | None = None, keep_log: bool = False,
-    known_tasks: bool = False,
+    known_tasks: bool = False, task_names: float | None = None,
 ) -> dict[str, Any]:
     """One scenario on a fresh store. ``via="context"``: ``build_context`` (exploration on);
     ``via="recall"``: ``recall(query, limit)`` (no exploration). ``pairs`` defaults to the
     interference pairs of the families' catalog. ``known_tasks``: the learner is told each
-    query's family (KnownTasks, a bound)."""
+    query's family (KnownTasks, a bound). ``task_names``: the agent names its task (recall/context
+    ``task``) with its family's key on this share of its asks, and with a name of that phrasing's
+    own on the rest (an agent that does not always reuse its names); None: no names."""
     from recallite_core import Recallite
 
     if via not in VIAS:
@@ -219,6 +222,7 @@ def run_scenario(
         pairs = list(pairs) if scenario in ("interference", "clean") else []
         noise_rate = noise if scenario == "noise" else 0.0
         rng = random.Random(f"learning-bench|noise|{seed}|{scenario}")
+        naming = random.Random(f"learning-bench|names|{seed}|{scenario}")
         per_round = []
         seen_rankings: dict[tuple[str, str], list[str]] = {}
         repeats = changed = 0
@@ -234,11 +238,14 @@ def run_scenario(
             for task in tasks_for_round(families, scenario, r, seed, drifted, pairs, interference_from):
                 if told is not None:
                     told.ask(task.query, task.family.key)
+                name = None
+                if task_names is not None:
+                    name = task.family.key if naming.random() < task_names else f"{task.family.key} {zlib.crc32(task.query.encode()):x}"
                 if via == "recall":
-                    got = mem.recall(task.query, limit=limit)
+                    got = mem.recall(task.query, limit=limit, task=name)
                     rid, shown = got.retrieval_id, [h.memory.id for h in got.memories]
                 else:
-                    ctx = mem.build_context(task.query, limit=limit, max_tokens=2000)
+                    ctx = mem.build_context(task.query, limit=limit, max_tokens=2000, task=name)
                     rid, shown = ctx.retrieval_id, ctx.memory_ids
                 send = None if scenario == "none" else (
                     lambda mid, outcome, _rid=rid: mem.feedback(_rid, outcome, used_memory_ids=[mid]))

@@ -30,7 +30,7 @@ ADVANCED = {
     "recallite_remember": {"scope", "importance", "source_id", "cites", "category", "working"},
     "recallite_feedback": {"client_key"},
     "recallite_recall": {"profile", "min_score", "session", "roles", "categories", "window", "min_trust", "include_teams",
-                         "expand_beliefs"},
+                         "expand_beliefs", "task"},
 }
 
 
@@ -74,6 +74,7 @@ def register(server: MCPServer) -> None:
         profile: Annotated[ProfileArg, Field(description="planner: procedures, constraints; coder/debugger: lessons; assistant: preferences.")] = "default",
         scope: Annotated[Optional[str], Field(description="Search another project scope.")] = None,
         format: Annotated[Literal["markdown", "xml", "plain", "compact"], Field(description="compact: one line per memory; open them with recallite_get.")] = "markdown",
+        task: Annotated[str | None, Field(description="Short name of the kind of job, e.g. 'deploy staging'; the same name every time, so what worked carries over.")] = None,
         session: Annotated[Optional[str], Field(description="The conversation you are in (the session you record turns under): its last turns and a running summary come first.")] = None,
         min_trust: Annotated[Optional[float], Field(ge=0, le=1, description="Leave out memories trusted less (0.1..1).")] = None,
         include_teams: Annotated[bool, Field(description="Also search the team scopes this project shares into.")] = False,
@@ -88,7 +89,7 @@ def register(server: MCPServer) -> None:
         r = st.engine.build_context(query, max_tokens=max_tokens, format=format, limit=limit, types=types,
                                     profile=profile, scope=scopes, min_trust=min_trust,
                                     expand_beliefs=expand_beliefs, working_session=working_session(ctx),
-                                    conversation=session)
+                                    conversation=session, task=task)
         st.served(awaiting_key(ctx), r.retrieval_id, redact_text(query)[0], found=bool(r.memory_ids or r.turn_ids))
         return ContextOut(context=r.context, retrieval_id=r.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
                           truncated=r.truncated, omitted=r.omitted, scope=scopes[0], turn_ids=r.turn_ids,
@@ -187,6 +188,7 @@ def register(server: MCPServer) -> None:
         min_trust: Annotated[Optional[float], Field(ge=0, le=1, description="Leave out memories trusted less (0.1..1).")] = None,
         include_teams: Annotated[bool, Field(description="Also search the team scopes this project shares into.")] = False,
         expand_beliefs: Annotated[bool, Field(description="Also add memories linked to the results, marked belief-expansion.")] = False,
+        task: Annotated[str | None, Field(description="Short name of the kind of job (as in recallite_context).")] = None,
         roots: RootsArg = None,
     ) -> RecallOut:
         """Search memories: ranked hits with scores, reasons and contradiction warnings. For a task,
@@ -197,7 +199,7 @@ def register(server: MCPServer) -> None:
                              include_inactive=include_inactive, min_score=min_score, min_trust=min_trust,
                              expand_beliefs=expand_beliefs,
                              working_session=working_session(ctx), session=session, roles=roles,
-                             categories=categories, expand_episodes=window or None)
+                             categories=categories, expand_episodes=window or None, task=task)
         st.served(awaiting_key(ctx), r.retrieval_id, r.query, found=bool(r.memories), task=False)
         return RecallOut(retrieval_id=r.retrieval_id, scope=scopes[0],
                          memories=[HitOut.of(h, st.settings.user_scope) for h in r.memories],

@@ -277,6 +277,14 @@ def test_known_tasks_put_every_phrasing_of_a_family_on_its_own_axis():
     assert res["config"]["learner"] == "contextual, told each task"
 
 
+def test_an_agent_that_names_its_tasks_passes_the_names_to_recall():
+    res = bench.run_learning_benchmark(families=4, rounds=3, seed=7, embedder="hash", scenarios=["clean"], mcp=False,
+                                       attempts=1, distractors=2, phrasings=3, task_names=1.0)
+    assert res["config"]["learner"] == "contextual, agent names its tasks (100% the same name)"
+    with pytest.raises(SystemExit):
+        bench.main(["--task-names", "1.5", "--families", "2", "--rounds", "1", "--no-mcp"])
+
+
 def test_the_published_loop_figure_was_a_mean_over_seeds_that_no_command_printed():
     """The README's learning row is a mean over seeds 7-9 while its command ran one seed: --seeds
     prints the means (targets judged on them) and each seed's values."""

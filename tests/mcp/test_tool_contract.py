@@ -14,7 +14,7 @@ pytestmark = pytest.mark.anyio
 
 # The core set (served by default): (required, advertised parameters, output fields).
 CONTRACT = {
-    "recallite_context": (["query"], ["format", "limit", "max_tokens", "query", "scope", "types"],
+    "recallite_context": (["query"], ["format", "limit", "max_tokens", "query", "scope", "task", "types"],
                           ["context", "hint", "memory_ids", "omitted", "retrieval_id", "scope", "tokens", "truncated",
                            "turn_ids"]),
     "recallite_remember": (["content"], ["content", "level", "metadata", "source", "tags", "title", "type", "valid_until"],
@@ -52,7 +52,7 @@ ADVANCED = {
     "recallite_remember": ["category", "cites", "importance", "scope", "source_id", "working"],
     "recallite_feedback": ["client_key"],
     "recallite_recall": ["categories", "expand_beliefs", "include_teams", "min_score", "min_trust", "profile", "roles",
-                         "session", "window"],
+                         "session", "task", "window"],
     "recallite_update": ["layer", "source", "team_scope"],
     "recallite_forget": ["orphans"],
 }

@@ -477,7 +477,7 @@ def test_retrieval_log_and_tuning_round_trip(seed):
         assert s.retrievals.served_items(rid3) == [(a, 1, 0.6, 7)]
         assert [(bytes(v), sc) for v, sc in s.retrievals.served_vectors(rid, 1)] == [
             (seed.vector(a).astype("<f4").tobytes(), 0.75)]
-        assert s.retrievals.query_of(rid) == ("api keys", False) and s.retrievals.query_of(999_999) is None
+        assert s.retrievals.query_of(rid) == ("api keys", False, None) and s.retrievals.query_of(999_999) is None
         assert [r[0] for r in s.retrievals.page(None, 10, 0)] == [rid3, rid2, rid]
         assert [(r[0], r[7]) for r in s.retrievals.page("default", 10, 0)] == [(rid3, 1), (rid, 2)]  # no scope: searched all
         assert [r[0] for r in s.retrievals.page("sec", 10, 0)] == [rid3, rid2]
@@ -494,7 +494,7 @@ def test_outcomes_and_feedback(seed):
     c = seed.memory("c")
     with seed.store.transaction() as s:
         r1 = s.retrievals.add("q1", "default", None, "recall", NOW, [(a, 1, 0.9, None), (b, 2, 0.8, None), (c, 3, 0.1, None)])
-        r2 = s.retrievals.add("q2", "default", '["default"]', "recall", NOW, [(a, 1, 0.9, None)])
+        r2 = s.retrievals.add("q2", "default", '["default"]', "recall", NOW, [(a, 1, 0.9, None)], "deploy staging")
         mark0 = s.outcomes.outcome_mark()
     assert mark0[0] == 0
     f1 = seed.feedback(r1, "success", 1.0, [(a, 1.0, 1.0, "credit"), (b, 1.0, 1.0, "credit"), (c, 0.2, 0.0, "unused")])
@@ -517,6 +517,7 @@ def test_outcomes_and_feedback(seed):
             (a, 0.0, 0, 0, None), (a, 1.0, 1, 0, b"\x01\x02\x03\x04"),
             (b, 1.0, 0, 1, b"\x01\x02\x03\x04"), (c, 0.0, 0, 1, b"\x01\x02\x03\x04")]
         assert [h[0] for h in s.outcomes.history([a], 1)] == [a]
+        assert [h[7] for h in hist] == ["deploy staging", None, None, None]  # the task key of its retrieval
         mine = s.outcomes.of_memory(a, 10)
         assert [(r[0], r[1], r[2], r[3], r[4]) for r in mine] == [(f2, r2, "q2", "failure", "credit"),
                                                                   (f1, r1, "q1", "success", "credit")]
@@ -525,17 +526,18 @@ def test_outcomes_and_feedback(seed):
         days = s.retrievals.daily_feedback(None, 7)
         assert [tuple(d[:5]) for d in days] == [("2023-11-14", 1, 1, 0, 0), ("2023-11-15", 1, 0, 1, 0)]
         assert [d[0] for d in s.retrievals.daily_feedback("default", 7)] == ["2023-11-14", "2023-11-15"]
-        assert s.retrievals.query_of(r1) == ("q1", True)
+        assert s.retrievals.query_of(r1) == ("q1", True, None)
         assert s.retrievals.has_task_vectors()
-        assert s.retrievals.judged(True) == [(r2, "q2")]
-        assert sorted(s.retrievals.judged(False)) == [(r1, "q1"), (r2, "q2")]
+        assert s.retrievals.judged(True) == [(r2, "q2", "deploy staging")]
+        assert sorted(s.retrievals.judged(False)) == [(r1, "q1", None), (r2, "q2", "deploy staging")]
         assert s.feed.side_tables() == (False, True)
         epoch = s.outcomes.outcome_mark()[1]
     with seed.store.transaction() as s:
         s.retrievals.replace_task_vectors([(r2, b"\x05\x05\x05\x05")], clear=True)
     with seed.store.reading() as s:
         assert s.outcomes.outcome_mark()[1] == epoch + 1
-        assert s.retrievals.query_of(r1) == ("q1", False) and s.retrievals.query_of(r2) == ("q2", True)
+        assert s.retrievals.query_of(r1) == ("q1", False, None)
+        assert s.retrievals.query_of(r2) == ("q2", True, "deploy staging")
 
 
 # -- integrity ------------------------------------------------------------------------------------------
@@ -1078,7 +1080,7 @@ def test_archive_export_and_import(seed):
         assert s.archive.summaries() == [("chat", "s1", '["hi"]', 1, NOW)]
         assert s.archive.team_links(None) == [("Web", "team-x", NOW), ("api", "team-x", NOW), ("web", "team-x", NOW)]
         assert s.archive.team_links("web") == [("web", "team-x", NOW)] and s.teams.of_scopes(["web"]) == ["team-x"]
-        assert s.archive.retrievals() == [(rid, "q", "default", '["chat"]', "context", 100, 50, NOW)]
+        assert s.archive.retrievals() == [(rid, "q", "default", '["chat"]', "context", 100, 50, NOW, None)]
         assert s.archive.items_of(rid) == [(a, 1, 0.9, 1, 1.0), (b, 2, 0.4, 0, None)]
         assert s.archive.feedback() == [(fid, rid, "success", 1.0, "[]", "ok", "k", NOW)]
         assert s.archive.effects_of(fid) == [(a, 1.0, 1.0, 0.5, 0.6, "credit"), (b, 0.2, 0.0, 0.5, 0.5, "unused")]

@@ -328,6 +328,12 @@ class _Model:
     novec_target: float  # their weighted mean target
     run: int
     built_at: float
+    # per row, for a refit under a task name (OutcomeModel.named)
+    credit: np.ndarray
+    rival: np.ndarray
+    explained: np.ndarray | None
+    has: np.ndarray  # the row has a query vector
+    keys: tuple[str | None, ...]  # the task key its retrieval was named with
 
     @property
     def n(self) -> int:
@@ -411,7 +417,8 @@ class OutcomeModel:
         return out
 
     def _fit(self, rs: list, now: float) -> _Model:
-        """Rows newest first: (target, credit, time, newer rival succeeded, older rival succeeded, vector)."""
+        """Rows newest first: (target, credit, time, newer rival succeeded, older rival succeeded, vector[,
+        task key])."""
         cfg, d = self.cfg, self.dimensions
         n = len(rs)
         targets = np.array([r[0] for r in rs], dtype=np.float64)
@@ -419,14 +426,39 @@ class OutcomeModel:
         times = np.array([r[2] for r in rs], dtype=np.float64)
         rival = np.array([bool(r[3]) for r in rs], dtype=bool)
         explained = np.array([bool(r[4]) for r in rs], dtype=bool) if cfg.explained_failures else None
-        has = np.array([v is not None and len(v) == 4 * d for *_, v in rs], dtype=bool)
+        has = np.array([r[5] is not None and len(r[5]) == 4 * d for r in rs], dtype=bool)
         if cfg.mode != "contextual":
             has[:] = False
-        vecs = decode_many([v for (*_, v), h in zip(rs, has) if h], d).astype(np.float64) if has.any() \
-            else np.empty((0, d))
         allvecs = np.zeros((n, d))
         if has.any():
-            allvecs[has] = vecs
+            allvecs[has] = decode_many([r[5] for r, h in zip(rs, has) if h], d)
+        return self._fit_rows(targets, credit, times, rival, explained, has, allvecs, tuple(r[6] if len(r) > 6 else None for r in rs), now)
+
+    def named(self, m: _Model, key: str, q: np.ndarray, now: float) -> _Model:
+        """The model as seen by a query named ``key``. Where the memory has outcomes under that name,
+        they are its record for this job whatever their words (their vectors become the query's
+        own), outcomes under other names are other jobs and left out, unnamed ones count by
+        similarity as always. A memory with no outcome under the name is seen as by an unnamed
+        query: a name the agent has not used before costs nothing. (Leaving other names out of every
+        memory's record once the name is known cost voices-dev .94 -> .81 at round 3 via recall:
+        a memory proven under another name then ranks on its usefulness column, unplaced.)"""
+        mine = np.array([k == key for k in m.keys], dtype=bool)
+        if not mine.any() or self.cfg.mode != "contextual":
+            return m
+        keep = np.array([k is None or k == key for k in m.keys], dtype=bool)
+        allvecs = np.zeros((m.n, self.dimensions))
+        allvecs[m.has] = m.vectors
+        allvecs[mine] = q
+        return self._fit_rows(m.targets[keep], m.credit[keep], m.times[keep], m.rival[keep],
+                              None if m.explained is None else m.explained[keep], (m.has | mine)[keep], allvecs[keep],
+                              tuple(k for k, kept in zip(m.keys, keep) if kept), now)
+
+    def _fit_rows(self, targets: np.ndarray, credit: np.ndarray, times: np.ndarray, rival: np.ndarray,
+                  explained: np.ndarray | None, has: np.ndarray, allvecs: np.ndarray, keys: tuple[str | None, ...],
+                  now: float) -> _Model:
+        cfg = self.cfg
+        n = len(targets)
+        vecs = allvecs[has]
         weights = credit * recency_weights(n, now - times, cfg.decay, cfg.half_life_days)
         run, rows = failure_run(allvecs, targets, weights, has, cfg.ridge, min_reach=cfg.change_reach, confirmed=rival,
                                 explained=explained, confirmed_count=cfg.change_after) if n else (0, 0)
@@ -443,7 +475,9 @@ class OutcomeModel:
         nt = float(np.dot(weights[~has], targets[~has]) / nw) if nw > 0 else 0.5
         return _Model(targets=targets, weights=weights, times=times, vectors=vecs.astype(np.float32), dual=dual,
                       support=support, dir_support=dir_support,
-                      vec_weights=vw, vec_targets=targets[has], vec_full=credit[has] >= FULL_CREDIT, novec_weight=nw, novec_target=nt, run=run, built_at=now)
+                      vec_weights=vw, vec_targets=targets[has], vec_full=credit[has] >= FULL_CREDIT, novec_weight=nw,
+                      novec_target=nt, run=run, built_at=now, credit=credit, rival=rival, explained=explained, has=has,
+                      keys=keys)
 
     def success_closeness(self, m: _Model, sims: np.ndarray) -> float | None:
         """How close the memory's successes come to the query: a soft maximum (log-sum-exp at
@@ -526,14 +560,18 @@ class OutcomeModel:
     def assess(
         self, session: Session, qvec: np.ndarray | None, candidates: dict[int, float],
         explore: bool, now: float | None = None, unexplored: AbstractSet[int] = frozenset(),
+        task_key: str | None = None,
     ) -> dict[int, Assessment]:
         """Assessment of each candidate: id -> its usefulness column (the prior of a memory
-        without outcome rows). ``unexplored``: ids that get no exploration bonus (flagged text)."""
+        without outcome rows). ``unexplored``: ids that get no exploration bonus (flagged text).
+        ``task_key``: the caller's name for the task; rows logged under it count as this very task."""
         if not self.enabled or not candidates:
             return {}
         now = time.time() if now is None else now
         models = self.models(session, list(candidates), now)
         q = None if qvec is None else np.asarray(qvec, dtype=np.float32)
+        if task_key is not None and q is not None:
+            models = {mid: self.named(m, task_key, q, now) for mid, m in models.items()}
         # Never tried: a newcomer (created after its rivals started being judged, never offered in
         # a retrieval that succeeded since), passed over (shown where other memories did the job), or
         # just untried.
@@ -643,19 +681,20 @@ class Learning:
         if row is None or row[1]:
             return None
         task = self.outcomes.task_of(retrieval_id)
-        return task if task is not None else self.rebuild_tasks([(retrieval_id, row[0])])[0]
+        return task if task is not None else self.rebuild_tasks([(retrieval_id, row[0], row[2])])[0]
 
-    def rebuild_tasks(self, rows: Sequence[tuple[int, str]]) -> list[np.ndarray]:
-        """Task vectors of logged retrievals (id, query), from their query and top logged items: close
-        to what ranking used (the log holds the served order, after learning). Embeds outside the lock."""
+    def rebuild_tasks(self, rows: Sequence[tuple[int, str, str | None]]) -> list[np.ndarray]:
+        """Task vectors of logged retrievals (id, query, task key), from their query and top logged
+        items: close to what ranking used (the log holds the served order, after learning). The task
+        key is not in the vector (OutcomeModel.named reads it). Embeds outside the lock."""
         depth, d = self.cfg.task_depth, self.embedder.dimensions
         with self.store.reading() as session:
-            items = [session.retrievals.served_vectors(rid, depth) for rid, _ in rows]
+            items = [session.retrievals.served_vectors(rid, depth) for rid, _, _ in rows]
         out: list[np.ndarray] = []
         for start in range(0, len(rows), 256):
             chunk = rows[start : start + 256]
             # embedded as recall embedded them (an embedder may have a query side of its own)
-            out.extend(np.asarray(embed_queries(self.embedder, [q for _, q in chunk]), dtype=np.float32))
+            out.extend(np.asarray(embed_queries(self.embedder, [q for _, q, _ in chunk]), dtype=np.float32))
         return [blend_task(q, decode_many([b for b, _ in got], d), np.array([sc for _, sc in got]), self.cfg.task_weight)
                 if got else q for q, got in zip(out, items)]
 
@@ -675,7 +714,7 @@ class Learning:
         vecs = self.rebuild_tasks(rows)
         with self.store.transaction() as session:
             session.retrievals.replace_task_vectors(
-                [(rid, encode_vector(v, self.embedder.dimensions)) for (rid, _), v in zip(rows, vecs)], clear=rebuild)
+                [(rid, encode_vector(v, self.embedder.dimensions)) for (rid, _, _), v in zip(rows, vecs)], clear=rebuild)
         with self.store.lock:
             self.outcomes.invalidate()
         return len(rows)

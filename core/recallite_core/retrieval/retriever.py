@@ -578,8 +578,8 @@ class Retriever:
 
     def rank(
         self, query: str, flt: RecallFilter, limit: int, profile: str, min_score: float | None,
-        min_trust: float | None = None, qvec: np.ndarray | None = None,
-        explore: bool = False, min_score_ratio: float | None = None, aside: bool = False,
+        min_trust: float | None = None, qvec: np.ndarray | None = None, explore: bool = False,
+        min_score_ratio: float | None = None, aside: bool = False, task_name: str | None = None,
     ) -> list[RecallHit]:
         cfg = self.config
         self._cut_pending = self._cut_pending if aside else None  # aside: a second look; the first one is logged
@@ -679,7 +679,7 @@ class Retriever:
             if self.learning is not None and self.learning.enabled and use_vec:
                 task = self.task_vector(session, qvec, pool)
                 self._task_pending = self._task_pending if aside else (query, task)  # log() hands it to the learner
-            learned = self._assess(session, qvec if task is None else task, columns, explore, flagged)
+            learned = self._assess(session, qvec if task is None else task, columns, explore, flagged, task_name)
             scored: list[tuple[float, str, int, float, tuple]] = []
             for mid, mtype, status, confidence, usefulness, importance in columns:
                 judged = learned.get(mid)
@@ -763,15 +763,16 @@ class Retriever:
         return hits
 
     def _assess(self, session: Session, qvec: np.ndarray, columns: list[tuple], explore: bool,
-                flagged: set[int]) -> dict[int, Assessment]:
+                flagged: set[int], task_name: str | None = None) -> dict[int, Assessment]:
         """What outcomes say about each candidate for this query (empty: rank by the usefulness column).
         Text flagged as a possible prompt injection is never explored into a context: it comes first
         only on its own match and its own record."""
         if self.learning is None or not self.learning.enabled:
             return {}
-        return self.learning.assess(session, qvec, {c[0]: c[4] for c in columns}, explore, unexplored=flagged)
+        return self.learning.assess(session, qvec, {c[0]: c[4] for c in columns}, explore, unexplored=flagged, task_key=task_name)
 
-    def log(self, session: Session, query: str, profile: str, scopes, hits: list[RecallHit], kind: str) -> int:
+    def log(self, session: Session, query: str, profile: str, scopes, hits: list[RecallHit], kind: str,
+            task_name: str | None = None) -> int:
         now = time.time()
         ids = [int(h.memory.id[4:]) for h in hits]
         # A context that was cut logs beside each score the largest floor at which its cut keeps the
@@ -780,7 +781,7 @@ class Retriever:
         floors = cut[1] if cut is not None and cut[0] == query else {}
         rid = session.retrievals.add(
             query, profile, None if scopes is None else json.dumps(list(scopes)), kind, now,
-            [(mid, h.rank, h.score, floors.get(mid)) for mid, h in zip(ids, hits)])
+            [(mid, h.rank, h.score, floors.get(mid)) for mid, h in zip(ids, hits)], task_name)
         pending, self._task_pending = self._task_pending, None
         if pending is not None and pending[0] == query and self.learning is not None:
             self.learning.note_task(rid, pending[1])

@@ -49,6 +49,7 @@ from recallite_core.retrieval.rerank import rerank_hits, resolve_reranker
 from recallite_core.storage.base import Session
 from recallite_core.text.concepts import concepts_query
 from recallite_core.text.redaction import redact_text
+from recallite_core.text.task_names import task_key
 from recallite_core.text.tokens import estimate_tokens
 from recallite_core.text.validation import check_limit, check_query, check_scope, check_unit, fmt_id, parse_id
 
@@ -89,6 +90,7 @@ class Searcher:
         working_session: str | None = None,
         explore: bool = False,
         min_score_ratio: float | None = None,
+        task: str | None = None,
         _kind: str = "recall",
         _exclude: set[int] | None = None,
         _tuning: tuple[str, Any, int] | None = None,
@@ -110,7 +112,9 @@ class Searcher:
         ``belief-expansion``); ``working_session`` merges that session's working memory.
         Learning: ``explore`` adds the learner's optimism bonus
         (memories with little evidence get their chance; build_context turns it on);
-        ``min_score_ratio`` drops hits scoring below that fraction of the best hit.
+        ``min_score_ratio`` drops hits scoring below that fraction of the best hit. ``task``: the
+        caller's short name for the job ("deploy staging"); outcomes under one name count for each
+        other whatever the query's words (OutcomeModel.named).
         """
         self.core.live()
         q = check_query(query, self.core.limits)
@@ -128,6 +132,7 @@ class Searcher:
             if not math.isfinite(min_score):
                 raise InvalidInputError("min_score must be a finite number.")
         ratio = None if min_score_ratio is None else check_unit("min_score_ratio", min_score_ratio, 0.0)
+        task_name = None if task is None else task_key(task)
         mt = None if min_trust is None else check_unit("min_trust", min_trust, 0.0)
         if expand_episodes is not None:
             expand_episodes = check_window(expand_episodes)
@@ -139,7 +144,7 @@ class Searcher:
         # recalls every lock hand-off costs a thread wake-up, so take it once.
         with self.core.store.lock:
             hits = self.core.retriever.rank(q, flt, depth, profile, min_score, mt, qvec=qvec,
-                                       explore=bool(explore), min_score_ratio=ratio)
+                                       explore=bool(explore), min_score_ratio=ratio, task_name=task_name)
             if len(hits) < n and "superseded" not in flt.statuses and self.core.index.holds("superseded"):
                 hits = self._replacements(q, flt, hits, n, profile, min_score, mt, qvec)
             if working_session is not None:
@@ -148,7 +153,8 @@ class Searcher:
             if expand_beliefs:
                 hits = hits + self.slm.belief_neighbours(hits, flt, n, mt)
             with self.core.store.transaction(concurrent=True) as conn:
-                rid = self.core.retriever.log(conn, q, profile, flt.scopes, [h for h in hits if h.memory.layer != "working"], _kind)
+                rid = self.core.retriever.log(conn, q, profile, flt.scopes, [h for h in hits if h.memory.layer != "working"], _kind,
+                                              task_name)
                 if q_redacted:
                     conn.stats.count_redactions(Counter(q_redacted))
                 if _tuning is not None:  # build_context: which auto-tuned setting served this retrieval

@@ -555,6 +555,11 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         "0008_retrievals_created_at",
         ["CREATE INDEX retrievals_created_at ON retrievals (created_at)"],
     ),
+    (
+        # As SQLite's 0017: the caller's name for the task, so that a rebuilt task vector carries it.
+        "0009_retrievals_task",
+        ["ALTER TABLE retrievals ADD COLUMN task text"],
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -51,7 +51,7 @@ class PostgresOutcomes:
 
     def history(self, ids: Sequence[int], limit: int) -> list[tuple]:
         """The latest ``limit`` outcome rows of each memory, newest first per memory:
-        (memory id, target, weight, created_at, rival, explained, task vector bytes or None);
+        (memory id, target, weight, created_at, rival, explained, task vector bytes or None, task key or None);
         see SqliteOutcomes.history for rival / explained."""
         if not ids:
             return []
@@ -59,15 +59,16 @@ class PostgresOutcomes:
                  " JOIN memory_outcomes mo2 ON mo2.feedback_id = f2.id JOIN memories m2 ON m2.id = mo2.memory_id"
                  " WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id <> mo.memory_id AND mo2.target >= 0.5)")
         return self._conn.execute(
-            "SELECT memory_id, target, weight, created_at, rival, explained, vector FROM ("
+            "SELECT memory_id, target, weight, created_at, rival, explained, vector, task FROM ("
             " SELECT mo.memory_id, mo.target, mo.weight, mo.created_at,"
             f"  CASE WHEN mo.kind = 'unused' THEN 0 ELSE {peers.format(cmp='m2.created_at > me.created_at')} END AS rival,"
             f"  CASE WHEN mo.kind = 'unused' THEN 1 ELSE {peers.format(cmp='m2.created_at <= me.created_at')} END AS explained,"
-            "  rv.vector,"
+            "  rv.vector, r.task,"
             "  row_number() OVER (PARTITION BY mo.memory_id ORDER BY mo.row_id DESC) AS rn"
             " FROM memory_outcomes mo JOIN memories me ON me.id = mo.memory_id"
             " LEFT JOIN feedback f ON f.id = mo.feedback_id"
             " LEFT JOIN retrieval_vectors rv ON rv.retrieval_id = f.retrieval_id"
+            " LEFT JOIN retrievals r ON r.id = f.retrieval_id"
             " WHERE mo.memory_id = ANY(%s)"
             ") h WHERE rn <= %s ORDER BY memory_id, rn", (list(ids), limit)).fetchall()
 
@@ -143,8 +144,9 @@ class PostgresRetrievals:
         self._conn = conn
 
     def add(self, query: str, profile: str, scopes: str | None, kind: str, now: float,
-            items: Sequence[tuple[int, int, float, float | None]]) -> int:
-        """Log one retrieval and its items (memory id, rank, score, keep ratio or None); returns its id."""
+            items: Sequence[tuple[int, int, float, float | None]], task: str | None = None) -> int:
+        """Log one retrieval (``task``: the caller's task key) and its items (memory id, rank, score,
+        keep ratio or None); returns its id."""
         # One statement for the retrieval and its items (one round trip; the items' rows were an
         # executemany of their own): the items' columns travel as one array each.
         # The unit that logs a recall commits without waiting for its WAL to reach the disk
@@ -155,13 +157,13 @@ class PostgresRetrievals:
         mids, ranks, scores, keeps = (list(c) for c in zip(*items)) if items else ([], [], [], [])
         return self._conn.execute(
             "WITH lazy AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)), "
-            "r AS (INSERT INTO retrievals (query, profile, scope, kind, created_at) "
-            "VALUES (%s, %s, %s, %s, %s) RETURNING id), "
+            "r AS (INSERT INTO retrievals (query, profile, scope, kind, created_at, task) "
+            "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id), "
             "i AS (INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score, keep) "
             "SELECT r.id, u.m, u.k, u.s, u.p FROM r, "
             "unnest(%s::bigint[], %s::integer[], %s::float8[], %s::float8[]) AS u(m, k, s, p)) "
             "SELECT r.id FROM r, lazy",
-            (query, profile, scopes, kind, now, mids, ranks, scores, keeps)).fetchone()[0]
+            (query, profile, scopes, kind, now, task, mids, ranks, scores, keeps)).fetchone()[0]
 
     def page(self, scope: str | None, limit: int, offset: int) -> list[tuple]:
         """(id, query, kind, profile, scopes JSON, created_at, tokens served, items) of logged
@@ -204,12 +206,12 @@ class PostgresRetrievals:
             f"JOIN retrievals r ON r.id = f.retrieval_id WHERE {where} AND f.created_at > %s "
             "GROUP BY day ORDER BY day", [*params, latest - days * 86400.0]).fetchall()
 
-    def query_of(self, rid: int) -> tuple[str, bool] | None:
-        """(query, whether a task vector is stored) of a logged retrieval; None if there is none."""
+    def query_of(self, rid: int) -> tuple[str, bool, str | None] | None:
+        """(query, whether a task vector is stored, task key) of a logged retrieval; None if there is none."""
         row = self._conn.execute(
-            "SELECT r.query, rv.retrieval_id FROM retrievals r LEFT JOIN retrieval_vectors rv ON rv.retrieval_id = r.id "
-            "WHERE r.id = %s", (rid,)).fetchone()
-        return None if row is None else (row[0], row[1] is not None)
+            "SELECT r.query, rv.retrieval_id, r.task FROM retrievals r LEFT JOIN retrieval_vectors rv "
+            "ON rv.retrieval_id = r.id WHERE r.id = %s", (rid,)).fetchone()
+        return None if row is None else (row[0], row[1] is not None, row[2])
 
     def served_vectors(self, rid: int, depth: int) -> list[tuple[bytes, float]]:
         """(vector bytes, score) of a retrieval's first ``depth`` logged items that have a vector."""
@@ -235,9 +237,9 @@ class PostgresRetrievals:
         self._conn.execute("INSERT INTO retrieval_vectors (retrieval_id, vector) VALUES (%s, %s) "
                            "ON CONFLICT (retrieval_id) DO NOTHING", (rid, vector))
 
-    def judged(self, without_vector: bool) -> list[tuple[int, str]]:
-        """(id, query) of the retrievals that got feedback (only those without a task vector)."""
-        sql = "SELECT DISTINCT r.id, r.query FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id"
+    def judged(self, without_vector: bool) -> list[tuple[int, str, str | None]]:
+        """(id, query, task key) of the retrievals that got feedback (only those without a task vector)."""
+        sql = "SELECT DISTINCT r.id, r.query, r.task FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id"
         if without_vector:
             sql += " WHERE r.id NOT IN (SELECT retrieval_id FROM retrieval_vectors)"
         return self._conn.execute(sql + " ORDER BY r.id").fetchall()

@@ -416,6 +416,15 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX retrievals_created_at ON retrievals(created_at);
         """,
     ),
+    (
+        # The caller's name for the task (recall/context ``task``, its key: task_names.task_key), which
+        # its task vector carries; kept so that a vector rebuilt later (feedback after a restart,
+        # reindex) carries it too. NULL: no name given.
+        "0017_retrievals_task",
+        """
+        ALTER TABLE retrievals ADD COLUMN task TEXT;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

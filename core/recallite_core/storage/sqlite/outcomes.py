@@ -53,13 +53,13 @@ class SqliteOutcomes:
 
     def history(self, ids: Sequence[int], limit: int) -> list[tuple]:
         """The latest ``limit`` outcome rows of each memory, newest first per memory:
-        (memory id, target, weight, created_at, rival, explained, task vector bytes or None).
+        (memory id, target, weight, created_at, rival, explained, task vector bytes or None, task key or None).
         ``rival``/``explained``: how many other memories succeeded on the same retrieval and are
         newer / not newer (an 'unused' row counts as explained, never as a rival)."""
         out: list[tuple] = []
         for chunk in chunked(ids):
             out += self._conn.execute(
-                "SELECT memory_id, target, weight, created_at, rival, explained, vector FROM ("
+                "SELECT memory_id, target, weight, created_at, rival, explained, vector, task FROM ("
                 " SELECT mo.memory_id, mo.target, mo.weight, mo.created_at,"
                 "  CASE WHEN mo.kind = 'unused' THEN 0 ELSE"
                 "  (SELECT coalesce(sum(m2.created_at > me.created_at), 0) FROM feedback f2"
@@ -69,11 +69,12 @@ class SqliteOutcomes:
                 "  (SELECT coalesce(sum(m2.created_at <= me.created_at), 0) FROM feedback f2"
                 "   JOIN memory_outcomes mo2 ON mo2.feedback_id = f2.id JOIN memories m2 ON m2.id = mo2.memory_id"
                 "   WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id != mo.memory_id AND mo2.target >= 0.5) END AS explained,"
-                "  rv.vector,"
+                "  rv.vector, r.task,"
                 "  ROW_NUMBER() OVER (PARTITION BY mo.memory_id ORDER BY mo.rowid DESC) AS rn"
                 " FROM memory_outcomes mo JOIN memories me ON me.id = mo.memory_id"
                 " LEFT JOIN feedback f ON f.id = mo.feedback_id"
                 " LEFT JOIN retrieval_vectors rv ON rv.retrieval_id = f.retrieval_id"
+                " LEFT JOIN retrievals r ON r.id = f.retrieval_id"
                 f" WHERE mo.memory_id IN ({marks(len(chunk))})"
                 ") WHERE rn <= ? ORDER BY memory_id, rn",
                 [*chunk, limit],
@@ -154,11 +155,12 @@ class SqliteRetrievals:
         self._conn = conn
 
     def add(self, query: str, profile: str, scopes: str | None, kind: str, now: float,
-                      items: Sequence[tuple[int, int, float, float | None]]) -> int:
-        """Log one retrieval and its items (memory id, rank, score, keep ratio or None); returns its id."""
+                      items: Sequence[tuple[int, int, float, float | None]], task: str | None = None) -> int:
+        """Log one retrieval (``task``: the caller's task key) and its items (memory id, rank, score,
+        keep ratio or None); returns its id."""
         rid = self._conn.execute(
-            "INSERT INTO retrievals (query, profile, scope, kind, created_at) VALUES (?, ?, ?, ?, ?)",
-            (query, profile, scopes, kind, now)).lastrowid
+            "INSERT INTO retrievals (query, profile, scope, kind, created_at, task) VALUES (?, ?, ?, ?, ?, ?)",
+            (query, profile, scopes, kind, now, task)).lastrowid
         assert rid is not None, "an INSERT sets lastrowid"
         if items:
             self._conn.executemany(
@@ -208,12 +210,12 @@ class SqliteRetrievals:
             f"JOIN retrievals r ON r.id = f.retrieval_id WHERE {where} AND f.created_at > ? "
             "GROUP BY day ORDER BY day", [*params, latest - days * 86400.0]).fetchall()
 
-    def query_of(self, rid: int) -> tuple[str, bool] | None:
-        """(query, whether a task vector is stored) of a logged retrieval; None if there is none."""
+    def query_of(self, rid: int) -> tuple[str, bool, str | None] | None:
+        """(query, whether a task vector is stored, task key) of a logged retrieval; None if there is none."""
         row = self._conn.execute(
-            "SELECT r.query, rv.retrieval_id FROM retrievals r LEFT JOIN retrieval_vectors rv ON rv.retrieval_id = r.id "
-            "WHERE r.id = ?", (rid,)).fetchone()
-        return None if row is None else (row[0], row[1] is not None)
+            "SELECT r.query, rv.retrieval_id, r.task FROM retrievals r LEFT JOIN retrieval_vectors rv "
+            "ON rv.retrieval_id = r.id WHERE r.id = ?", (rid,)).fetchone()
+        return None if row is None else (row[0], row[1] is not None, row[2])
 
     def served_vectors(self, rid: int, depth: int) -> list[tuple[bytes, float]]:
         """(vector bytes, score) of a retrieval's first ``depth`` logged items that have a vector."""
@@ -235,9 +237,9 @@ class SqliteRetrievals:
         """Keep a retrieval's task vector (the first one written stays)."""
         self._conn.execute("INSERT OR IGNORE INTO retrieval_vectors (retrieval_id, vector) VALUES (?, ?)", (rid, vector))
 
-    def judged(self, without_vector: bool) -> list[tuple[int, str]]:
-        """(id, query) of the retrievals that got feedback (only those without a task vector)."""
-        sql = "SELECT DISTINCT r.id, r.query FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id"
+    def judged(self, without_vector: bool) -> list[tuple[int, str, str | None]]:
+        """(id, query, task key) of the retrievals that got feedback (only those without a task vector)."""
+        sql = "SELECT DISTINCT r.id, r.query, r.task FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id"
         if without_vector:
             sql += " WHERE r.id NOT IN (SELECT retrieval_id FROM retrieval_vectors)"
         return self._conn.execute(sql).fetchall()

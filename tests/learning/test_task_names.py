@@ -1,0 +1,139 @@
+"""Task names (recall/context ``task``): outcomes under one name count for each other whatever the
+query's words, and not for another name (issue 13: learning did not transfer across phrasings).
+
+The hash embedder and ``task_weight=0`` make the unnamed case exact: two queries with no word in
+common have task vectors at cosine 0, so no evidence passes between them without a name."""
+
+import json
+
+import pytest
+from mcp import Client
+
+from recallite_core import Recallite, RecalliteConfig
+from recallite_core.errors import InvalidInputError
+from recallite_core.learning.learner import LearningConfig
+from recallite_core.text.task_names import task_key
+from recallite_core.text.validation import parse_id
+from recallite_mcp.server import build_server
+from recallite_mcp.settings import Settings
+from tests.mcp_helpers import call, error_text
+
+CFG = RecalliteConfig(learning=LearningConfig(task_weight=0.0))
+
+
+def _store(path=None):
+    m = Recallite.open(path, embedder="hash", config=CFG)
+    wrong = m.remember("alpha beta gamma", type="procedure")  # ranks first for both queries
+    right = m.remember("alpha beta gamma delta", type="procedure")
+    return m, wrong, right
+
+
+def _teach(m, wrong, right, name):
+    """Feedback on the first phrasing only: the first memory failed, the second worked."""
+    r = m.recall("alpha gamma", limit=2, task=name)
+    m.feedback(r.retrieval_id, "failure", used_memory_ids=[wrong.id])
+    r = m.recall("alpha gamma", limit=2, task=name)
+    m.feedback(r.retrieval_id, "success", used_memory_ids=[right.id])
+
+
+def _first(m, query, name):
+    return m.recall(query, limit=2, task=name).memories[0].memory.id
+
+
+def test_task_keys_ignore_case_small_words_plurals_and_order():
+    assert task_key("Deploy to staging") == task_key("staging deploys") == task_key("deploy-staging") == "deploy staging"
+    assert task_key("Rotate the DB password") != task_key("rotate the db passwords of prod")
+    for bad in ("", "the to of", "x" * 200):
+        with pytest.raises(InvalidInputError, match="task"):
+            task_key(bad)
+
+
+def test_learning_did_not_transfer_between_phrasings_of_one_task():
+    m, wrong, right = _store()
+    assert _first(m, "beta", None) == wrong.id
+    _teach(m, wrong, right, None)
+    assert _first(m, "beta", None) == wrong.id  # without a name: "beta" is another task
+
+    m, wrong, right = _store()
+    _teach(m, wrong, right, "deploy service")
+    assert _first(m, "beta", "Deploy the services") == right.id
+
+
+def test_one_wording_for_two_named_jobs_keeps_each_record_apart():
+    """Interference: the same words asked for two jobs, where each needs the other memory."""
+    m, wrong, right = _store()
+    _teach(m, wrong, right, "deploy service")
+    r = m.recall("alpha gamma", limit=2, task="rotate key")
+    m.feedback(r.retrieval_id, "failure", used_memory_ids=[r.memories[0].memory.id])
+    r = m.recall("alpha gamma", limit=2, task="rotate key")
+    m.feedback(r.retrieval_id, "success", used_memory_ids=[wrong.id])
+    assert _first(m, "alpha gamma", "deploy service") == right.id
+    assert _first(m, "alpha gamma", "rotate key") == wrong.id
+
+
+def test_a_name_never_used_before_ranks_as_an_unnamed_query():
+    m, wrong, right = _store()
+    _teach(m, wrong, right, None)
+    assert [h.memory.id for h in m.recall("alpha gamma", limit=2, task="brand new job").memories] == \
+        [h.memory.id for h in m.recall("alpha gamma", limit=2).memories] == [right.id, wrong.id]
+
+
+def test_a_task_name_survived_a_restart_between_context_and_feedback(tmp_path):
+    path = str(tmp_path / "m.db")
+    m, wrong, right = _store(path)
+    r1 = m.recall("alpha gamma", limit=2, task="deploy service")
+    m.close()
+    m = Recallite.open(path, embedder="hash", config=CFG)  # the task vector is rebuilt from the log
+    m.feedback(r1.retrieval_id, "failure", used_memory_ids=[wrong.id])
+    r2 = m.build_context("alpha gamma", limit=2, task="deploy service")
+    m.feedback(r2.retrieval_id, "success", used_memory_ids=[right.id])
+    m.close()
+    m = Recallite.open(path, embedder="hash", config=CFG)
+    assert _first(m, "beta", "deploy service") == right.id
+    with m.core.store.reading() as s:
+        assert s.retrievals.query_of(parse_id(r1.retrieval_id, "ret"))[2] == "deploy service"
+
+
+def test_export_and_restore_keep_task_names(tmp_path):
+    m, wrong, right = _store()
+    _teach(m, wrong, right, "deploy service")
+    out = tmp_path / "dump.jsonl"
+    m.export_jsonl(str(out))
+    assert '"task": "deploy service"' in out.read_text()
+    dst = Recallite.open(None, embedder="hash", config=CFG)
+    dst.import_jsonl(str(out), trust="restore")
+    moved = {h.memory.content: h.memory.id for h in dst.recall("beta", limit=2, task="deploy service").memories}
+    assert next(iter(moved)) == "alpha beta gamma delta"
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_context_takes_a_task_name_and_says_what_a_bad_one_needs():
+    async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False))) as c:
+        await call(c, "recallite_remember", content="Deploy with make release.", type="procedure")
+        got = await call(c, "recallite_context", query="ship it", task="deploy service")
+        assert got["retrieval_id"].startswith("ret_")
+        text = await error_text(c, "recallite_context", query="ship it", task="the")
+        assert "task" in text and "\n" not in text.strip()
+
+
+def test_the_cli_context_takes_a_task_name(tmp_path):
+    from click.testing import CliRunner
+
+    from recallite_mcp.cli import main
+
+    db = str(tmp_path / "cli.db")
+    runner = CliRunner()
+    assert runner.invoke(main, ["add", "Deploy with make release.", "--db", db, "--embedder", "hash"]).exit_code == 0
+    ok = runner.invoke(main, ["context", "ship it", "--task", "deploy service", "--db", db, "--embedder", "hash", "--json"])
+    assert ok.exit_code == 0, ok.output
+    rid = parse_id(json.loads(ok.stdout)["retrieval_id"], "ret")
+    m = Recallite.open(db, embedder="hash")
+    with m.core.store.reading() as s:
+        assert s.retrievals.query_of(rid)[2] == "deploy service"
+    bad = runner.invoke(main, ["context", "ship it", "--task", "the", "--db", db, "--embedder", "hash"])
+    assert bad.exit_code != 0 and "task" in bad.output
