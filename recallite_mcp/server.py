@@ -39,7 +39,8 @@ from .tools.curation import stats_out
 log = logging.getLogger("recallite.server")
 
 INSTRUCTIONS = (
-    "Persistent memory that learns from outcomes. At the start of a task call recallite_context with the task; "
+    "Persistent memory that learns from outcomes. At the start of a task call recallite_context with the task "
+    "and `task`, a short name for that kind of job, the same each time; "
     "when you learn a durable rule, preference, lesson or fix call recallite_remember; when the task ends call "
     "recallite_feedback with success/failure and the memory ids you used."
 )

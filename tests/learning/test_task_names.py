@@ -42,6 +42,10 @@ def _first(m, query, name):
 
 def test_task_keys_ignore_case_small_words_plurals_and_order():
     assert task_key("Deploy to staging") == task_key("staging deploys") == task_key("deploy-staging") == "deploy staging"
+    assert task_key("Café builds") == task_key("cafe\u0301 build") == task_key("ＣＡＦＥ build")  # one key per spelling
+    assert task_key("patch policies") == task_key("patch policy") and task_key("processes") == "process"
+    for name in ("deploy others", "Istanbul releases", "statuses"):
+        assert task_key(task_key(name)) == task_key(name)  # a key is its own key
     assert task_key("Rotate the DB password") != task_key("rotate the db passwords of prod")
     for bad in ("", "the to of", "x" * 200):
         with pytest.raises(InvalidInputError, match="task"):
@@ -92,6 +96,28 @@ def test_a_task_name_survived_a_restart_between_context_and_feedback(tmp_path):
     assert _first(m, "beta", "deploy service") == right.id
     with m.core.store.reading() as s:
         assert s.retrievals.query_of(parse_id(r1.retrieval_id, "ret"))[2] == "deploy service"
+
+
+def test_a_restore_stored_keys_as_written_not_normalised_again(tmp_path):
+    """An exported key went through task_key once more on import: "other" (a stop word once its
+    plural s is gone) failed the whole restore, "deploy other" quietly became "deploy"."""
+    m, _, right = _store()
+    r = m.recall("alpha gamma", limit=2, task="deploy service")
+    m.feedback(r.retrieval_id, "success", used_memory_ids=[right.id])
+    out = tmp_path / "dump.jsonl"
+    m.export_jsonl(str(out))
+    out.write_text(out.read_text().replace('"task": "deploy service"', '"task": "deploy other"'))
+    dst = Recallite.open(None, embedder="hash", config=CFG)
+    dst.import_jsonl(str(out), trust="restore")
+    with dst.core.store.reading() as s:
+        assert [row[8] for row in s.archive.retrievals()] == ["deploy other"]
+
+
+def test_an_empty_task_name_is_no_name():
+    m = _store()[0]
+    r = m.recall("alpha gamma", limit=2, task="  ")
+    with m.core.store.reading() as s:
+        assert s.retrievals.query_of(parse_id(r.retrieval_id, "ret"))[2] is None
 
 
 def test_export_and_restore_keep_task_names(tmp_path):

@@ -21,6 +21,7 @@ rebuilds. Pure functions first, the store side below.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections import OrderedDict
@@ -353,6 +354,7 @@ class OutcomeModel:
         self.cfg = cfg
         self.gain = cfg.gain if cfg.gain is not None else gain
         self._cache: OrderedDict[int, _Model] = OrderedDict()
+        self._named: OrderedDict[tuple[int, str], tuple[_Model, _Model]] = OrderedDict()  # (source, fit under a name)
         self._offered: set[int] = set()  # memories known to have been passed over (offered())
         self._seen_rowid = -1
         self._epoch: int | None = None
@@ -377,6 +379,7 @@ class OutcomeModel:
 
     def invalidate(self) -> None:
         self._cache.clear()
+        self._named.clear()
         self._offered.clear()
         self._seen_rowid = -1
         self._epoch = None
@@ -385,6 +388,7 @@ class OutcomeModel:
         top, epoch = session.outcomes.outcome_mark()
         if epoch != self._epoch or top < self._seen_rowid:
             self._cache.clear()
+            self._named.clear()
             self._offered.clear()
         elif top > self._seen_rowid:
             for mid in session.outcomes.judged_since(self._seen_rowid):
@@ -434,24 +438,31 @@ class OutcomeModel:
             allvecs[has] = decode_many([r[5] for r, h in zip(rs, has) if h], d)
         return self._fit_rows(targets, credit, times, rival, explained, has, allvecs, tuple(r[6] if len(r) > 6 else None for r in rs), now)
 
-    def named(self, m: _Model, key: str, q: np.ndarray, now: float) -> _Model:
-        """The model as seen by a query named ``key``. Where the memory has outcomes under that name,
-        they are its record for this job whatever their words (their vectors become the query's
-        own), outcomes under other names are other jobs and left out, unnamed ones count by
-        similarity as always. A memory with no outcome under the name is seen as by an unnamed
-        query: a name the agent has not used before costs nothing. (Leaving other names out of every
-        memory's record once the name is known cost voices-dev .94 -> .81 at round 3 via recall:
-        a memory proven under another name then ranks on its usefulness column, unplaced.)"""
-        mine = np.array([k == key for k in m.keys], dtype=bool)
-        if not mine.any() or self.cfg.mode != "contextual":
+    def named(self, mid: int, m: _Model, key: str, q: np.ndarray, now: float) -> _Model:
+        """The model of memory ``mid`` as seen by a query named ``key``. Where it has outcomes under
+        that name, they alone are its record for this job, whatever their words: all at the query's
+        own task vector (cosine 1); its other outcomes (unnamed, other names) are other jobs or
+        guesses about this one. A memory with no outcome under the name is seen as by an unnamed
+        query: a name the agent has not used before costs nothing. (Keeping the unnamed outcomes
+        beside the named ones meant a refit per candidate per query, about 0.6 ms each; leaving
+        other names out of every memory once the name is known cost voices-dev .94 -> .81 at round
+        3 via recall: a memory proven under another name then ranks on its usefulness column.)"""
+        if self.cfg.mode != "contextual" or key not in m.keys:
             return m
-        keep = np.array([k is None or k == key for k in m.keys], dtype=bool)
-        allvecs = np.zeros((m.n, self.dimensions))
-        allvecs[m.has] = m.vectors
-        allvecs[mine] = q
-        return self._fit_rows(m.targets[keep], m.credit[keep], m.times[keep], m.rival[keep],
-                              None if m.explained is None else m.explained[keep], (m.has | mine)[keep], allvecs[keep],
-                              tuple(k for k, kept in zip(m.keys, keep) if kept), now)
+        hit = self._named.get((mid, key))
+        if hit is None or hit[0] is not m:
+            # Rows at one point: the kernel is all ones, so the fit holds wherever that point is.
+            mine = np.array([k == key for k in m.keys], dtype=bool)
+            point = np.zeros((int(mine.sum()), self.dimensions))
+            point[:, 0] = 1.0
+            hit = (m, self._fit_rows(m.targets[mine], m.credit[mine], m.times[mine], m.rival[mine],
+                                     None if m.explained is None else m.explained[mine], np.ones(len(point), dtype=bool),
+                                     point, (key,) * len(point), now))
+            self._named[(mid, key)] = hit
+            while len(self._named) > self.cfg.cache_size:
+                self._named.popitem(last=False)
+        fitted = hit[1]
+        return dataclasses.replace(fitted, vectors=np.tile(np.asarray(q, dtype=np.float32), (fitted.vectors.shape[0], 1)))
 
     def _fit_rows(self, targets: np.ndarray, credit: np.ndarray, times: np.ndarray, rival: np.ndarray,
                   explained: np.ndarray | None, has: np.ndarray, allvecs: np.ndarray, keys: tuple[str | None, ...],
@@ -571,7 +582,7 @@ class OutcomeModel:
         models = self.models(session, list(candidates), now)
         q = None if qvec is None else np.asarray(qvec, dtype=np.float32)
         if task_key is not None and q is not None:
-            models = {mid: self.named(m, task_key, q, now) for mid, m in models.items()}
+            models = {mid: self.named(mid, m, task_key, q, now) for mid, m in models.items()}
         # Never tried: a newcomer (created after its rivals started being judged, never offered in
         # a retrieval that succeeded since), passed over (shown where other memories did the job), or
         # just untried.

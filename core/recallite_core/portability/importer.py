@@ -34,7 +34,7 @@ from recallite_core.errors import InvalidInputError
 from recallite_core.models import OUTCOMES, RELATION_TYPES
 from recallite_core.policy import rules as policy
 from recallite_core.storage.codec import decode_vector
-from recallite_core.text.task_names import task_key
+from recallite_core.text.task_names import stored_key
 from recallite_core.text.validation import check_scope, parse_id
 
 Progress = Callable[[int, int], None]
@@ -476,7 +476,7 @@ class BatchImport:
             return 0
         new_rid = conn.archive.add_retrieval(
             query, str(r.get("profile", "default")), None if searched is None else json.dumps(searched), kind,
-            r.get("tokens_served"), r.get("tokens_matched"), at, task_key(r["task"]) if r.get("task") else None)
+            r.get("tokens_served"), r.get("tokens_matched"), at, stored_key(r.get("task")))
         retmap[parse_id(r.get("id"), "ret")] = new_rid
         rows = []
         for it in r.get("items", []):

@@ -132,7 +132,7 @@ class Searcher:
             if not math.isfinite(min_score):
                 raise InvalidInputError("min_score must be a finite number.")
         ratio = None if min_score_ratio is None else check_unit("min_score_ratio", min_score_ratio, 0.0)
-        task_name = None if task is None else task_key(task)
+        task_name = None if task is None or not str(task).strip() else task_key(task)  # "" is no name
         mt = None if min_trust is None else check_unit("min_trust", min_trust, 0.0)
         if expand_episodes is not None:
             expand_episodes = check_window(expand_episodes)
@@ -146,7 +146,7 @@ class Searcher:
             hits = self.core.retriever.rank(q, flt, depth, profile, min_score, mt, qvec=qvec,
                                        explore=bool(explore), min_score_ratio=ratio, task_name=task_name)
             if len(hits) < n and "superseded" not in flt.statuses and self.core.index.holds("superseded"):
-                hits = self._replacements(q, flt, hits, n, profile, min_score, mt, qvec)
+                hits = self._replacements(q, flt, hits, n, profile, min_score, mt, qvec, task_name)
             if working_session is not None:
                 hits = self.layers.merge_working(hits, q, flt, depth, profile, working_session, mt, min_score)
             hits = self._post_rank(q, hits, n, expand_episodes, _exclude)
@@ -256,7 +256,8 @@ class Searcher:
 
     # -- recall post-processing ---------------------------------------------------------------------------------------
     def _replacements(self, query: str, flt: RecallFilter, hits: list[RecallHit], limit: int, profile: str,
-                      min_score: float | None, min_trust: float | None, qvec: Any) -> list[RecallHit]:
+                      min_score: float | None, min_trust: float | None, qvec: Any,
+                      task_name: str | None = None) -> list[RecallHit]:
         """A question worded like a memory that was replaced finds what replaced it: "Which CI
         system does the team use?" matches "The team uses Jenkins." (superseded, left out) and not
         "We replaced Jenkins with GitHub Actions.". When the recall found fewer than ``limit``
@@ -265,7 +266,7 @@ class Searcher:
         live replacement (the end of the supersedes chain), when it is not found already and passes
         the filter. Only then: a full result needs no second look."""
         old = self.core.retriever.rank(query, dataclasses.replace(flt, statuses=("superseded",)), limit - len(hits),
-                                       profile, min_score, min_trust, qvec=qvec, aside=True)
+                                       profile, min_score, min_trust, qvec=qvec, aside=True, task_name=task_name)
         # Only a replaced memory the question matches better than all it found: the cosine,
         # which (unlike the fused score) means the same in both passes.
         best = max((h.breakdown.vector_similarity or 0.0 for h in hits), default=-1.0)

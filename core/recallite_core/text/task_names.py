@@ -1,6 +1,6 @@
 """Task names: the caller's own name for the kind of job it is doing ("deploy staging"), as a key.
 
-Names are compared as keys: lower case, punctuation, small words, plural s and word order ignored
+Names are compared as keys: case, accents, punctuation, small words, plurals and word order ignored
 ("Deploy to staging" = "staging deploys"), so an agent that reuses its names gets one key every
 time. What a key does to learning: learner.OutcomeModel.named (the outcomes logged under one name
 count as this very task whatever their words).
@@ -9,6 +9,7 @@ count as this very task whatever their words).
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from recallite_core.errors import InvalidInputError
 from recallite_core.storage.fts import STOPWORDS
@@ -24,17 +25,28 @@ def task_key(name: str) -> str:
     if len(name) > MAX_NAME_CHARS:
         raise InvalidInputError(f"task is a short name of the kind of job (at most {MAX_NAME_CHARS} characters, "
                                 "e.g. 'deploy staging'); put the details in query.")
-    words = [w for w in _WORD.findall(name.lower()) if w not in STOPWORDS]
-    key = " ".join(sorted({_singular(w) for w in words}))
+    folded = "".join(c for c in unicodedata.normalize("NFKD", name.casefold()) if not unicodedata.combining(c))
+    words = {_singular(w) for w in _WORD.findall(folded)}
+    key = " ".join(sorted(w for w in words if w not in STOPWORDS))
     if not key:
         raise InvalidInputError(f"task {name!r} has no words to tell it by: name the job, e.g. 'deploy staging'.")
     return key
 
 
+def stored_key(key: object) -> str | None:
+    """A key read back from an export: kept as it was written (keys are not normalised twice), if
+    it is a short string; anything else is no name."""
+    return key if isinstance(key, str) and 0 < len(key) <= MAX_NAME_CHARS else None
+
+
 def _singular(word: str) -> str:
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
+    if len(word) <= 3 or not word.endswith("s") or word.endswith(("ss", "us", "is")):
+        return word
+    if word.endswith(("sses", "ches", "shes", "xes")):
+        return word[:-2]
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    return word[:-1]
 
 
-__all__ = ["MAX_NAME_CHARS", "task_key"]
+__all__ = ["MAX_NAME_CHARS", "stored_key", "task_key"]
