@@ -49,7 +49,7 @@ def test_task_vectors_rebuilt_from_the_log_use_the_query_side():
         mem.remember("Run ruff format before every commit.")
         rid = int(mem.recall("formatting before a commit", limit=3).retrieval_id[4:])
         emb.queries.clear()
-        mem.learning.rebuild_tasks([(rid, "formatting before a commit", None)])
+        mem.learning.rebuild_tasks([(rid, "formatting before a commit")])
     assert emb.queries == ["formatting before a commit"]
 
 

@@ -36,6 +36,13 @@ def _teach(m, wrong, right, name):
     m.feedback(r.retrieval_id, "success", used_memory_ids=[right.id])
 
 
+def _stored_task(m, retrieval_id):
+    """The task key the retrieval log holds for a retrieval."""
+    rid = parse_id(retrieval_id, "ret") if isinstance(retrieval_id, str) else retrieval_id
+    with m.core.store.reading() as s:
+        return {row[0]: row[8] for row in s.archive.retrievals()}[rid]
+
+
 def _first(m, query, name):
     return m.recall(query, limit=2, task=name).memories[0].memory.id
 
@@ -94,8 +101,7 @@ def test_a_task_name_survived_a_restart_between_context_and_feedback(tmp_path):
     m.close()
     m = Recallite.open(path, embedder="hash", config=CFG)
     assert _first(m, "beta", "deploy service") == right.id
-    with m.core.store.reading() as s:
-        assert s.retrievals.query_of(parse_id(r1.retrieval_id, "ret"))[2] == "deploy service"
+    assert _stored_task(m, r1.retrieval_id) == "deploy service"
 
 
 def test_a_restore_stored_keys_as_written_not_normalised_again(tmp_path):
@@ -116,8 +122,7 @@ def test_a_restore_stored_keys_as_written_not_normalised_again(tmp_path):
 def test_an_empty_task_name_is_no_name():
     m = _store()[0]
     r = m.recall("alpha gamma", limit=2, task="  ")
-    with m.core.store.reading() as s:
-        assert s.retrievals.query_of(parse_id(r.retrieval_id, "ret"))[2] is None
+    assert _stored_task(m, r.retrieval_id) is None
 
 
 def test_export_and_restore_keep_task_names(tmp_path):
@@ -159,7 +164,6 @@ def test_the_cli_context_takes_a_task_name(tmp_path):
     assert ok.exit_code == 0, ok.output
     rid = parse_id(json.loads(ok.stdout)["retrieval_id"], "ret")
     m = Recallite.open(db, embedder="hash")
-    with m.core.store.reading() as s:
-        assert s.retrievals.query_of(rid)[2] == "deploy service"
+    assert _stored_task(m, rid) == "deploy service"
     bad = runner.invoke(main, ["context", "ship it", "--task", "the", "--db", db, "--embedder", "hash"])
     assert bad.exit_code != 0 and "task" in bad.output

@@ -224,7 +224,7 @@ def test_retrieval_log_and_tuning_round_trip(mem):
     with mem.store.reading() as s:
         assert s.retrievals.get(rid)[:3] == (rid, "api keys", "recall")
         assert s.retrievals.items(rid) == [(_id(a), 1, 0.75, 1, 0)]
-        assert s.retrievals.query_of(rid) == ("api keys", False, None)
+        assert s.retrievals.query_of(rid) == ("api keys", False)
         assert s.tuning.arm_of(rid) == ("default", "10:0.0", 2000, None)
         assert s.tuning.arms("default") == {"10:0.0": (1.0, 0.5)}
 

@@ -477,7 +477,7 @@ def test_retrieval_log_and_tuning_round_trip(seed):
         assert s.retrievals.served_items(rid3) == [(a, 1, 0.6, 7)]
         assert [(bytes(v), sc) for v, sc in s.retrievals.served_vectors(rid, 1)] == [
             (seed.vector(a).astype("<f4").tobytes(), 0.75)]
-        assert s.retrievals.query_of(rid) == ("api keys", False, None) and s.retrievals.query_of(999_999) is None
+        assert s.retrievals.query_of(rid) == ("api keys", False) and s.retrievals.query_of(999_999) is None
         assert [r[0] for r in s.retrievals.page(None, 10, 0)] == [rid3, rid2, rid]
         assert [(r[0], r[7]) for r in s.retrievals.page("default", 10, 0)] == [(rid3, 1), (rid, 2)]  # no scope: searched all
         assert [r[0] for r in s.retrievals.page("sec", 10, 0)] == [rid3, rid2]
@@ -526,18 +526,17 @@ def test_outcomes_and_feedback(seed):
         days = s.retrievals.daily_feedback(None, 7)
         assert [tuple(d[:5]) for d in days] == [("2023-11-14", 1, 1, 0, 0), ("2023-11-15", 1, 0, 1, 0)]
         assert [d[0] for d in s.retrievals.daily_feedback("default", 7)] == ["2023-11-14", "2023-11-15"]
-        assert s.retrievals.query_of(r1) == ("q1", True, None)
+        assert s.retrievals.query_of(r1) == ("q1", True)
         assert s.retrievals.has_task_vectors()
-        assert s.retrievals.judged(True) == [(r2, "q2", "deploy staging")]
-        assert sorted(s.retrievals.judged(False)) == [(r1, "q1", None), (r2, "q2", "deploy staging")]
+        assert s.retrievals.judged(True) == [(r2, "q2")]
+        assert sorted(s.retrievals.judged(False)) == [(r1, "q1"), (r2, "q2")]
         assert s.feed.side_tables() == (False, True)
         epoch = s.outcomes.outcome_mark()[1]
     with seed.store.transaction() as s:
         s.retrievals.replace_task_vectors([(r2, b"\x05\x05\x05\x05")], clear=True)
     with seed.store.reading() as s:
         assert s.outcomes.outcome_mark()[1] == epoch + 1
-        assert s.retrievals.query_of(r1) == ("q1", False, None)
-        assert s.retrievals.query_of(r2) == ("q2", True, "deploy staging")
+        assert s.retrievals.query_of(r1) == ("q1", False) and s.retrievals.query_of(r2) == ("q2", True)
 
 
 # -- integrity ------------------------------------------------------------------------------------------

@@ -333,7 +333,6 @@ class _Model:
     credit: np.ndarray
     rival: np.ndarray
     explained: np.ndarray | None
-    has: np.ndarray  # the row has a query vector
     keys: tuple[str | None, ...]  # the task key its retrieval was named with
 
     @property
@@ -444,7 +443,7 @@ class OutcomeModel:
         own task vector (cosine 1); its other outcomes (unnamed, other names) are other jobs or
         guesses about this one. A memory with no outcome under the name is seen as by an unnamed
         query: a name the agent has not used before costs nothing. (Keeping the unnamed outcomes
-        beside the named ones meant a refit per candidate per query, about 0.6 ms each; leaving
+        beside the named ones meant a refit per candidate per query; leaving
         other names out of every memory once the name is known cost voices-dev .94 -> .81 at round
         3 via recall: a memory proven under another name then ranks on its usefulness column.)"""
         if self.cfg.mode != "contextual" or key not in m.keys:
@@ -487,8 +486,7 @@ class OutcomeModel:
         return _Model(targets=targets, weights=weights, times=times, vectors=vecs.astype(np.float32), dual=dual,
                       support=support, dir_support=dir_support,
                       vec_weights=vw, vec_targets=targets[has], vec_full=credit[has] >= FULL_CREDIT, novec_weight=nw,
-                      novec_target=nt, run=run, built_at=now, credit=credit, rival=rival, explained=explained, has=has,
-                      keys=keys)
+                      novec_target=nt, run=run, built_at=now, credit=credit, rival=rival, explained=explained, keys=keys)
 
     def success_closeness(self, m: _Model, sims: np.ndarray) -> float | None:
         """How close the memory's successes come to the query: a soft maximum (log-sum-exp at
@@ -692,20 +690,19 @@ class Learning:
         if row is None or row[1]:
             return None
         task = self.outcomes.task_of(retrieval_id)
-        return task if task is not None else self.rebuild_tasks([(retrieval_id, row[0], row[2])])[0]
+        return task if task is not None else self.rebuild_tasks([(retrieval_id, row[0])])[0]
 
-    def rebuild_tasks(self, rows: Sequence[tuple[int, str, str | None]]) -> list[np.ndarray]:
-        """Task vectors of logged retrievals (id, query, task key), from their query and top logged
-        items: close to what ranking used (the log holds the served order, after learning). The task
-        key is not in the vector (OutcomeModel.named reads it). Embeds outside the lock."""
+    def rebuild_tasks(self, rows: Sequence[tuple[int, str]]) -> list[np.ndarray]:
+        """Task vectors of logged retrievals (id, query), from their query and top logged items: close
+        to what ranking used (the log holds the served order, after learning). Embeds outside the lock."""
         depth, d = self.cfg.task_depth, self.embedder.dimensions
         with self.store.reading() as session:
-            items = [session.retrievals.served_vectors(rid, depth) for rid, _, _ in rows]
+            items = [session.retrievals.served_vectors(rid, depth) for rid, _ in rows]
         out: list[np.ndarray] = []
         for start in range(0, len(rows), 256):
             chunk = rows[start : start + 256]
             # embedded as recall embedded them (an embedder may have a query side of its own)
-            out.extend(np.asarray(embed_queries(self.embedder, [q for _, q, _ in chunk]), dtype=np.float32))
+            out.extend(np.asarray(embed_queries(self.embedder, [q for _, q in chunk]), dtype=np.float32))
         return [blend_task(q, decode_many([b for b, _ in got], d), np.array([sc for _, sc in got]), self.cfg.task_weight)
                 if got else q for q, got in zip(out, items)]
 
@@ -725,7 +722,7 @@ class Learning:
         vecs = self.rebuild_tasks(rows)
         with self.store.transaction() as session:
             session.retrievals.replace_task_vectors(
-                [(rid, encode_vector(v, self.embedder.dimensions)) for (rid, _, _), v in zip(rows, vecs)], clear=rebuild)
+                [(rid, encode_vector(v, self.embedder.dimensions)) for (rid, _), v in zip(rows, vecs)], clear=rebuild)
         with self.store.lock:
             self.outcomes.invalidate()
         return len(rows)

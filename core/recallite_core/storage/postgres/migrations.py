@@ -556,7 +556,7 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         ["CREATE INDEX retrievals_created_at ON retrievals (created_at)"],
     ),
     (
-        # As SQLite's 0017: the caller's name for the task, so that a rebuilt task vector carries it.
+        # As SQLite's 0017: the caller's name for the task, read with each outcome row.
         "0009_retrievals_task",
         ["ALTER TABLE retrievals ADD COLUMN task text"],
     ),

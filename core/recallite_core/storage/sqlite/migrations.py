@@ -417,9 +417,8 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
-        # The caller's name for the task (recall/context ``task``, its key: task_names.task_key), which
-        # its task vector carries; kept so that a vector rebuilt later (feedback after a restart,
-        # reindex) carries it too. NULL: no name given.
+        # The caller's name for the task (recall/context ``task``, its key: text/task_names.task_key):
+        # the outcome history reads it with each row (learner.OutcomeModel.named). NULL: no name given.
         "0017_retrievals_task",
         """
         ALTER TABLE retrievals ADD COLUMN task TEXT;

@@ -210,12 +210,12 @@ class SqliteRetrievals:
             f"JOIN retrievals r ON r.id = f.retrieval_id WHERE {where} AND f.created_at > ? "
             "GROUP BY day ORDER BY day", [*params, latest - days * 86400.0]).fetchall()
 
-    def query_of(self, rid: int) -> tuple[str, bool, str | None] | None:
-        """(query, whether a task vector is stored, task key) of a logged retrieval; None if there is none."""
+    def query_of(self, rid: int) -> tuple[str, bool] | None:
+        """(query, whether a task vector is stored) of a logged retrieval; None if there is none."""
         row = self._conn.execute(
-            "SELECT r.query, rv.retrieval_id, r.task FROM retrievals r LEFT JOIN retrieval_vectors rv "
-            "ON rv.retrieval_id = r.id WHERE r.id = ?", (rid,)).fetchone()
-        return None if row is None else (row[0], row[1] is not None, row[2])
+            "SELECT r.query, rv.retrieval_id FROM retrievals r LEFT JOIN retrieval_vectors rv ON rv.retrieval_id = r.id "
+            "WHERE r.id = ?", (rid,)).fetchone()
+        return None if row is None else (row[0], row[1] is not None)
 
     def served_vectors(self, rid: int, depth: int) -> list[tuple[bytes, float]]:
         """(vector bytes, score) of a retrieval's first ``depth`` logged items that have a vector."""
@@ -237,9 +237,9 @@ class SqliteRetrievals:
         """Keep a retrieval's task vector (the first one written stays)."""
         self._conn.execute("INSERT OR IGNORE INTO retrieval_vectors (retrieval_id, vector) VALUES (?, ?)", (rid, vector))
 
-    def judged(self, without_vector: bool) -> list[tuple[int, str, str | None]]:
-        """(id, query, task key) of the retrievals that got feedback (only those without a task vector)."""
-        sql = "SELECT DISTINCT r.id, r.query, r.task FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id"
+    def judged(self, without_vector: bool) -> list[tuple[int, str]]:
+        """(id, query) of the retrievals that got feedback (only those without a task vector)."""
+        sql = "SELECT DISTINCT r.id, r.query FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id"
         if without_vector:
             sql += " WHERE r.id NOT IN (SELECT retrieval_id FROM retrieval_vectors)"
         return self._conn.execute(sql).fetchall()
