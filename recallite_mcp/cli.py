@@ -266,6 +266,8 @@ def context(ctx, db, scope, embedder, log_level, query, max_tokens, limit, fmt, 
     else:
         click.echo(r.context.rstrip("\n"))
         click.echo(f"\n[{r.retrieval_id}, {r.tokens}/{max_tokens} tokens, {counted(len(r.memory_ids), 'memory', 'memories')}]", err=True)
+        if r.task_names:
+            click.echo(f"[worked before as task: {', '.join(repr(n) for n in r.task_names)}]", err=True)
 
 
 TYPES = ["observation", "preference", "fact", "constraint", "lesson", "procedure", "episode"]

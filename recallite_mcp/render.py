@@ -52,6 +52,15 @@ def _with_hint(text: str, d: dict) -> str:
     return f"{text}\n{d['hint']}" if d.get("hint") else text
 
 
+def _with_names(text: str, d: dict) -> str:
+    """The names of jobs the results worked for, when the agent's own name is new to them."""
+    names = d.get("task_names")
+    if not names:
+        return text
+    return (f"{text}\nThese memories worked before as task {', '.join(repr(n) for n in names)}: if one is this job, "
+            "pass it as task to recallite_feedback (and next time to recallite_context).")
+
+
 def context(d: dict) -> str:
     text = d.get("context", "").rstrip()
     n = len(d.get("memory_ids", []))
@@ -67,7 +76,7 @@ def context(d: dict) -> str:
             return (f"Nothing fit the token budget: {counted(d['omitted'], 'matching memory', 'matching memories')} "
                     f"left out; raise max_tokens. ({tail})")
         return _with_hint(f"No stored memory matches this task. ({tail})", d)
-    return _with_hint(f"{text}\n\n({tail}; report the outcome with recallite_feedback)", d)
+    return _with_names(_with_hint(f"{text}\n\n({tail}; report the outcome with recallite_feedback)", d), d)
 
 
 def remember(d: dict) -> str:
@@ -136,7 +145,7 @@ def recall(d: dict) -> str:
     head = _meta(f"retrieval_id {d['retrieval_id']}", f"scope {d.get('scope')}", counted(len(hits), "hit"))
     if not hits:
         return _with_hint(f"Nothing relevant found. ({head})", d)
-    return "\n".join([head, *(_hit(i, h) for i, h in enumerate(hits, 1))])
+    return _with_names("\n".join([head, *(_hit(i, h) for i, h in enumerate(hits, 1))]), d)
 
 
 def _memory(m: dict) -> str:

@@ -37,6 +37,9 @@ def cut(text: str, start: int, width: int) -> tuple[str, Optional[int]]:
     return text[start:end], (end if end < len(text) else None)
 
 
+TASK_NAMES = "Names of jobs these memories worked for, nearest first: if one is yours, pass it as task."
+
+
 class ContextOut(Out):
     context: str = Field(description="Prompt-ready text of the memories that matter; paste it into your working context.")
     retrieval_id: str = Field(description="Pass this to recallite_feedback when the task ends.")
@@ -47,6 +50,7 @@ class ContextOut(Out):
     scope: str = Field(description="The scope that was searched.")
     turn_ids: list[str] = Field([], description="With session: the conversation turns shown first (not in memory_ids).")
     hint: str | None = Field(None, description="Set when the scope searched holds no memory at all: the scopes that do.")
+    task_names: list[str] = Field(default_factory=list, exclude_if=lambda v: not v, description=TASK_NAMES)
 
 
 class RememberOut(Out):
@@ -155,6 +159,7 @@ class RecallOut(Out):
     memories: list[HitOut]
     scope: str
     hint: str | None = Field(None, description="Set when the scope searched holds no memory at all: the scopes that do.")
+    task_names: list[str] = Field(default_factory=list, exclude_if=lambda v: not v, description=TASK_NAMES)
 
 
 class MemoryOut(Out):

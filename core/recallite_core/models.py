@@ -176,6 +176,8 @@ class RecallResult(BaseModel):
     query: str
     profile: str
     memories: list[RecallHit] = Field(default_factory=list)
+    task_names: list[str] = Field(default_factory=list, description="Task names under which these memories "
+                                  "worked, nearest first; empty when the query's own name has outcomes on them.")
 
     @property
     def ids(self) -> list[str]:
@@ -197,6 +199,7 @@ class ContextResult(BaseModel):
                                               "turns that session has (0: none here, served without it).")
     turn_ids: list[str] = Field(default_factory=list, description="With build_context(conversation=...): the "
                                 "session's turns shown before the memories (not in memory_ids).")
+    task_names: list[str] = Field(default_factory=list, description="As RecallResult.task_names.")
 
 
 class UsefulnessChange(BaseModel):

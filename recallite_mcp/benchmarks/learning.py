@@ -176,14 +176,15 @@ def run_learning_benchmark(
     mcp: bool = True, mcp_families: int = 8, mcp_rounds: int = 4, config=None, interference_from: int = 4,
     noise_mode: str = "label", progress: Callable[[str], None] | None = None, catalog: str = "ops",
     via: str = "context", keep_log: bool = False, distractors: int | None = None, phrasings: int | None = None,
-    known_tasks: bool = False, task_names: float | None = None,
+    known_tasks: bool = False, task_names: float | None = None, adopt_names: bool = False,
 ) -> dict[str, Any]:
     """Run the scenarios and return every number (the ``--json`` output).
 
     ``families=None`` plays every family of ``catalog`` (``ops``: 48); ``distractors`` and
     ``phrasings`` keep the first ones of each family (lt.trimmed); ``known_tasks`` tells the learner
     each query's family (learning_agent.KnownTasks: a bound on telling tasks apart); ``task_names``
-    has the agent name its tasks (recall/context ``task``) the same way on that share of its asks."""
+    has the agent name its tasks (recall/context ``task``) the same way on that share of its asks;
+    ``adopt_names``: on the other asks it reports under its family's name when ``task_names`` lists it."""
     unknown = [s for s in scenarios if s not in SCENARIOS]
     if unknown:
         raise ValueError(f"unknown scenarios {unknown}; choose from {', '.join(SCENARIOS)}")
@@ -220,7 +221,8 @@ def run_learning_benchmark(
                    "distractors": distractors, "phrasings": phrasings,
                    "interference_from": interference_from, "noise_mode": noise_mode,
                    "learner": learner_name(config) + (", told each task" if known_tasks else "")
-                   + ("" if task_names is None else f", agent names its tasks ({task_names:.0%} the same name)")},
+                   + ("" if task_names is None else f", agent names its tasks ({task_names:.0%} the same name)")
+                   + (", reports under a listed name of its own" if adopt_names else "")},
         "scenarios": {},
         "skipped": {},
     }
@@ -233,7 +235,8 @@ def run_learning_benchmark(
             continue
         res = run_scenario(sc, fams, rounds, seed, emb, noise=noise, attempts=attempts, limit=limit, config=config,
                            interference_from=interference_from, noise_mode=noise_mode, via=via, pairs=pairs,
-                           keep_log=keep_log, known_tasks=known_tasks, task_names=task_names)
+                           keep_log=keep_log, known_tasks=known_tasks, task_names=task_names,
+                           adopt_names=adopt_names)
         result["scenarios"][sc] = res
         if progress:
             progress(format_scenario(res))
@@ -295,6 +298,9 @@ def seed_means(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
                               "targets": evaluate(name, rounds, cfg["interference_from"], regressions=regr),
                               "per_seed": {t["name"]: [next((u["value"] for u in g["targets"] if u["name"] == t["name"]),
                                                             None) for g in got] for t in got[0]["targets"]}}
+        if "own_names" in got[0]:
+            sc["own_names"] = {k: (got[0]["own_names"][k] if k == "adopted" else sum(g["own_names"][k] for g in got))
+                               for k in got[0]["own_names"]}
         if name == "none":
             sc["repeated_queries"] = sum(g["repeated_queries"] for g in got)
             sc["rankings_changed_by_reads"] = sum(g["rankings_changed_by_reads"] for g in got)
@@ -478,6 +484,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--task-names", type=float, metavar="SHARE", nargs="?", const=1.0, default=None,
                    help="the agent names its task (recall/context task=) with its family's key, on SHARE of its asks "
                         "(default 1; the rest get a name of the phrasing's own)")
+    p.add_argument("--adopt-names", action="store_true",
+                   help="with --task-names SHARE < 1: an ask under a name of its own reports its outcome under its "
+                        "family's name when the result lists it in task_names")
     p.add_argument("--no-mcp", action="store_true", help="skip the short run through the MCP tools")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.add_argument("--oracle", action="store_true",
@@ -494,6 +503,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     if args.task_names is not None and not 0.0 <= args.task_names <= 1.0:
         p.error(f"--task-names takes the share of asks named alike, 0 to 1; got {args.task_names}")
+    if args.adopt_names and args.task_names is None:
+        p.error("--adopt-names goes with --task-names SHARE (the agent's own names are what it may change)")
     if args.seeds and (args.ceiling or args.separation):
         p.error("--seeds goes with the learning runs and --oracle; --ceiling and --separation take --seed")
     if args.oracle:
@@ -529,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   attempts=args.attempts, config=config, interference_from=args.interference_from,
                   noise_mode=args.noise_mode, catalog=args.catalog, via=args.via, keep_log=args.explain,
                   distractors=args.distractors, phrasings=args.phrasings, known_tasks=args.known_tasks,
-                  task_names=args.task_names)
+                  task_names=args.task_names, adopt_names=args.adopt_names)
     if args.seeds:
         res = run_seeds(args.seeds, args.embedder, progress=say, **common)
     else:
@@ -552,6 +563,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(final_table(res))
         for note in res["skipped"].values():
             print(note)
+        own = [(name, sc["own_names"]) for name, sc in res["scenarios"].items() if sc.get("own_names", {}).get("asks")]
+        if own:
+            print("asks under a name of their own, their family's name listed in task_names (first): " + "; ".join(
+                f"{name} {o['family_listed'] / o['asks']:.3f} ({o['family_first'] / o['asks']:.3f}) of {o['asks']}"
+                for name, o in own))
         if args.seeds:
             print("\nby seed (" + ", ".join(map(str, args.seeds)) + "):")
             for name, sc in res["scenarios"].items():

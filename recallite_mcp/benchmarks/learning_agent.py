@@ -13,6 +13,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from recallite_core.text.task_names import task_key
+
 from . import learning_tasks as lt
 
 SCENARIOS = ("clean", "noise", "drift", "interference", "none")
@@ -191,14 +193,17 @@ def run_scenario(
     scenario: str, families: list[lt.TaskFamily], rounds: int, seed: int, embedder, *, noise: float = 0.15,
     attempts: int = 3, limit: int = 3, config=None, interference_from: int = 4, noise_mode: str = "label",
     via: str = "context", pairs: list[tuple[str, str]] | None = None, keep_log: bool = False,
-    known_tasks: bool = False, task_names: float | None = None,
+    known_tasks: bool = False, task_names: float | None = None, adopt_names: bool = False,
 ) -> dict[str, Any]:
     """One scenario on a fresh store. ``via="context"``: ``build_context`` (exploration on);
     ``via="recall"``: ``recall(query, limit)`` (no exploration). ``pairs`` defaults to the
     interference pairs of the families' catalog. ``known_tasks``: the learner is told each
     query's family (KnownTasks, a bound). ``task_names``: the agent names its task (recall/context
     ``task``) with its family's key on this share of its asks, and with a name of that phrasing's
-    own on the rest (an agent that does not always reuse its names); None: no names."""
+    own on the rest (an agent that does not always reuse its names); None: no names.
+    ``adopt_names``: an agent that used a name of its own reads the result's ``task_names`` and,
+    when its family's name is listed, reports the outcome under it (feedback ``task``), as an agent
+    that recognises its job by its name would."""
     from recallite_core import Recallite
 
     if via not in VIAS:
@@ -231,6 +236,7 @@ def run_scenario(
         prev_ok: dict[str, bool] = {}
         regressions = later_rounds = 0
         log: list[dict[str, Any]] = []
+        own_names = listed = first = 0  # asks under a name of their own; own family's name listed; listed first
         for r in range(rounds):
             if scenario == "drift" and r == lt.DRIFT_AFTER_ROUND:
                 insert([f.drift_replacement for f in families if f.key in drifted])
@@ -243,12 +249,19 @@ def run_scenario(
                     name = task.family.key if naming.random() < task_names else f"{task.family.key} {zlib.crc32(task.query.encode()):x}"
                 if via == "recall":
                     got = mem.recall(task.query, limit=limit, task=name)
-                    rid, shown = got.retrieval_id, [h.memory.id for h in got.memories]
+                    rid, shown, names = got.retrieval_id, [h.memory.id for h in got.memories], got.task_names
                 else:
                     ctx = mem.build_context(task.query, limit=limit, max_tokens=2000, task=name)
-                    rid, shown = ctx.retrieval_id, ctx.memory_ids
+                    rid, shown, names = ctx.retrieval_id, ctx.memory_ids, ctx.task_names
+                report_as = None
+                if name is not None and name != task.family.key:
+                    own = task_key(task.family.key)
+                    own_names += 1
+                    listed += own in names
+                    first += bool(names) and names[0] == own
+                    report_as = task.family.key if adopt_names and own in names else None
                 send = None if scenario == "none" else (
-                    lambda mid, outcome, _rid=rid: mem.feedback(_rid, outcome, used_memory_ids=[mid]))
+                    lambda mid, outcome, _rid=rid, _as=report_as: mem.feedback(_rid, outcome, used_memory_ids=[mid], task=_as))
                 ok, rr, sent = agent_turn(shown, key_of, task, rng, noise_rate, attempts, send, noise_mode)
                 feedback_calls += sent
                 if keep_log:
@@ -281,6 +294,8 @@ def run_scenario(
         out: dict[str, Any] = {"scenario": scenario, "via": via, "rounds": per_round, "feedback_calls": feedback_calls,
                                "regressions": round(regressions / later_rounds, 4) if later_rounds else float("nan"),
                                "regression_count": regressions, "family_rounds_after_first": later_rounds}
+        if task_names is not None:
+            out["own_names"] = {"asks": own_names, "family_listed": listed, "family_first": first, "adopted": adopt_names}
         if keep_log:
             out["log"] = log
             out["regression_cases"] = regression_cases(log)

@@ -90,13 +90,13 @@ def log(ctx, scope: str) -> Safe:
     for e in entries:
         fb = join((h("{} {} ", badge("outcome", f.outcome), num(f.score)) for f in e.feedback)) if e.feedback else "—"
         rows.append([h('<a href="{}">{}</a>', f"/learning/retrieval/{e.id}", e.id), when(e.created_at), e.kind,
-                     shorten(e.query, 90), ", ".join(e.scopes) if e.scopes else "all", e.hits, fb])
+                     shorten(e.query, 90), e.task or "—", ", ".join(e.scopes) if e.scopes else "all", e.hits, fb])
     nav = []
     if offset:
         nav.append(h('<a href="{}">← newer</a>', url("/learning", scope=scope, offset=max(0, offset - LOG_PAGE) or None)))
     if more:
         nav.append(h('<a href="{}">older →</a>', url("/learning", scope=scope, offset=offset + LOG_PAGE)))
-    return join([table(["id", "when", "kind", "query", "scopes", "hits", "feedback"], rows),
+    return join([table(["id", "when", "kind", "query", "task", "scopes", "hits", "feedback"], rows),
                  h('<p class="pages">{}</p>', join(nav, " "))])
 
 
@@ -107,7 +107,8 @@ def retrieval_page(ctx):
     rows = [[i.rank, mem_link(i.memory_id), i.memory.title if i.memory else "(forgotten)", num(i.score, 4),
              "yes" if i.served else "no (budget)", "yes" if i.expanded else ""] for i in items]
     body = join([
-        h('<p><q>{}</q> · {} · profile {} · scopes {} · {}{}</p>', entry.query, entry.kind, entry.profile,
+        h('<p><q>{}</q> · {}{} · profile {} · scopes {} · {}{}</p>', entry.query, entry.kind,
+          f" · task {entry.task}" if entry.task else "", entry.profile,
           ", ".join(entry.scopes) if entry.scopes else "all", when(entry.created_at),
           f" · {entry.tokens_served} tokens served" if entry.tokens_served is not None else ""),
         h("<h2>Feedback</h2>{}", table(["id", "outcome", "score", "used", "reason", "when"], fb) if fb

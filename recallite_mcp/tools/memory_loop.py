@@ -93,6 +93,7 @@ def register(server: MCPServer) -> None:
         st.served(awaiting_key(ctx), r.retrieval_id, redact_text(query)[0], found=bool(r.memory_ids or r.turn_ids))
         return ContextOut(context=r.context, retrieval_id=r.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
                           truncated=r.truncated, omitted=r.omitted, scope=scopes[0], turn_ids=r.turn_ids,
+                          task_names=r.task_names,
                           hint=st.scope_hint(ctx, scopes[0], bool(r.memory_ids or r.omitted))
                           or (session_hint(session) if r.conversation_turns == 0 else None))
 
@@ -155,6 +156,7 @@ def register(server: MCPServer) -> None:
         used_memory_ids: Annotated[Optional[list[str]], Field(description="The memories you relied on.")] = None,
         reason: Annotated[Optional[str], Field(description="Why, in a sentence.")] = None,
         client_key: Annotated[Optional[str], Field(description="Optional idempotency key: a retried call with the same key is applied once.")] = None,
+        task: Annotated[Optional[str], Field(description="The job's name, if the context had none (or one of its task_names).")] = None,
     ) -> FeedbackOut:
         """Call when a task ends, failures too. Memories that helped rise, ones that misled fall;
         candidates that keep helping are validated (promoted)."""
@@ -162,7 +164,8 @@ def register(server: MCPServer) -> None:
         rid = retrieval_id or st.default_retrieval(awaiting_key(ctx))
         st.guard_retrieval(ctx, rid)
         st.guard_memories(ctx, [i for i in used_memory_ids or [] if not i.strip().startswith("wm_")])
-        r = st.engine.feedback(rid, outcome, score=score, used_memory_ids=used_memory_ids, reason=reason, client_key=client_key)
+        r = st.engine.feedback(rid, outcome, score=score, used_memory_ids=used_memory_ids, reason=reason, client_key=client_key,
+                              task=task)
         st.awaiting.settle(r.retrieval_id)
         return FeedbackOut(
             feedback_id=r.feedback_id, retrieval_id=r.retrieval_id, outcome=r.outcome, score=r.score, duplicate=r.duplicate,
@@ -201,6 +204,6 @@ def register(server: MCPServer) -> None:
                              working_session=working_session(ctx), session=session, roles=roles,
                              categories=categories, expand_episodes=window or None, task=task)
         st.served(awaiting_key(ctx), r.retrieval_id, r.query, found=bool(r.memories), task=False)
-        return RecallOut(retrieval_id=r.retrieval_id, scope=scopes[0],
+        return RecallOut(retrieval_id=r.retrieval_id, scope=scopes[0], task_names=r.task_names,
                          memories=[HitOut.of(h, st.settings.user_scope) for h in r.memories],
                          hint=st.scope_hint(ctx, scopes[0], bool(r.memories)))

@@ -528,7 +528,7 @@ def test_browser_messages_named_python_calls_a_browser_user_cannot_make(client, 
 
 # -- Learning and Health --------------------------------------------------------------------------------------------
 def test_learning_shows_the_log_feedback_curve_and_contradictions(client, seeded, store):
-    r1 = store.recall("pytest failure", scope="proj")
+    r1 = store.recall("pytest failure", scope="proj", task="fix failing tests")
     store.feedback(r1.retrieval_id, "success", used_memory_ids=[seeded["lesson"].id], reason="it worked")
     r2 = store.recall("push review", scope="proj")
     store.feedback(r2.retrieval_id, "failure")
@@ -540,6 +540,7 @@ def test_learning_shows_the_log_feedback_curve_and_contradictions(client, seeded
     assert "Contradictions to resolve" in html and "contradicts" in html and seeded["guess"].id in html
     detail = client.get(f"/learning/retrieval/{r1.retrieval_id}").text
     assert "it worked" in detail and seeded["lesson"].id in detail and "Ranked" in detail
+    assert "task failing fix test" in detail and "<td>failing fix test</td>" in html  # the task key, as stored
     assert client.get("/learning?scope=other").text.count("outcome-success") == 0
 
 

@@ -468,7 +468,7 @@ def test_retrieval_log_and_tuning_round_trip(seed):
         s.tuning.reward("default", "10:0.0", 1.0, 1001.0, 0.9)
         s.tuning.reward("b-scope", "x", 1.0, 1001.0, 0.9)
     with seed.store.reading() as s:
-        assert s.retrievals.get(rid) == (rid, "api keys", "recall", "default", '["default"]', 1000.0, None)
+        assert s.retrievals.get(rid) == (rid, "api keys", "recall", "default", '["default"]', 1000.0, None, None)
         assert s.retrievals.get(999_999) is None
         assert s.retrievals.items(rid) == [(a, 1, 0.75, 1, 0), (b, 2, 0.5, 1, 0)]
         # the tuner replays floors on keep ratios where the context was cut, else on scores;
@@ -518,6 +518,7 @@ def test_outcomes_and_feedback(seed):
             (b, 1.0, 0, 1, b"\x01\x02\x03\x04"), (c, 0.0, 0, 1, b"\x01\x02\x03\x04")]
         assert [h[0] for h in s.outcomes.history([a], 1)] == [a]
         assert [h[7] for h in hist] == ["deploy staging", None, None, None]  # the task key of its retrieval
+        assert (s.retrievals.task(r1), s.retrievals.task(r2), s.retrievals.task(999_999)) == (None, "deploy staging", None)
         mine = s.outcomes.of_memory(a, 10)
         assert [(r[0], r[1], r[2], r[3], r[4]) for r in mine] == [(f2, r2, "q2", "failure", "credit"),
                                                                   (f1, r1, "q1", "success", "credit")]
@@ -534,8 +535,11 @@ def test_outcomes_and_feedback(seed):
         epoch = s.outcomes.outcome_mark()[1]
     with seed.store.transaction() as s:
         s.retrievals.replace_task_vectors([(r2, b"\x05\x05\x05\x05")], clear=True)
+        s.retrievals.name_task(r1, "rotate key")  # named at feedback: its outcomes now count under it
     with seed.store.reading() as s:
         assert s.outcomes.outcome_mark()[1] == epoch + 1
+        assert s.retrievals.task(r1) == "rotate key"
+        assert [h[7] for h in s.outcomes.history([b], 5)] == ["rotate key"]
         assert s.retrievals.query_of(r1) == ("q1", False) and s.retrievals.query_of(r2) == ("q2", True)
 
 

@@ -53,6 +53,7 @@ class RetrievalEntry:
     hits: int
     tokens_served: int | None
     feedback: list[FeedbackEntry] = field(default_factory=list)
+    task: str | None = None  # the task key it was named with (recall/context/feedback ``task``)
 
 
 @dataclass
@@ -160,8 +161,8 @@ class Inspection:
             rows = session.retrievals.page(searched, lim, off)
             fb = _feedback_of(session, [r[0] for r in rows])
         return [RetrievalEntry(id=f"ret_{rid}", query=q, kind=kind, profile=prof, scopes=_scopes(sc), created_at=ts(at),
-                               hits=n, tokens_served=served, feedback=fb.get(rid, []))
-                for rid, q, kind, prof, sc, at, served, n in rows]
+                               hits=n, tokens_served=served, feedback=fb.get(rid, []), task=task)
+                for rid, q, kind, prof, sc, at, served, n, task in rows]
 
     def retrieval(self, retrieval_id: str | int) -> tuple[RetrievalEntry, list[RetrievalItem]]:
         """One retrieval with its feedback and the memories it ranked, in rank order."""
@@ -173,9 +174,9 @@ class Inspection:
             items = session.retrievals.items(rid)
             found = session.memories.load([i[0] for i in items])
             fb = _feedback_of(session, [rid])
-        _, q, kind, prof, sc, at, served = row
+        _, q, kind, prof, sc, at, served, task = row
         entry = RetrievalEntry(id=f"ret_{rid}", query=q, kind=kind, profile=prof, scopes=_scopes(sc), created_at=ts(at),
-                               hits=len(items), tokens_served=served, feedback=fb.get(rid, []))
+                               hits=len(items), tokens_served=served, feedback=fb.get(rid, []), task=task)
         return entry, [RetrievalItem(memory_id=f"mem_{m}", rank=r, score=s, served=bool(sv), expanded=bool(ex),
                                      memory=found.get(m)) for m, r, s, sv, ex in items]
 

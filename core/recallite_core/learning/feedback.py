@@ -5,7 +5,7 @@ ids in the feedback credit those entries. One transaction per call; a repeated c
 applied once.
 
 May import the plumbing, the catalog, the working layer, policy, promotion, learning (through
-the plumbing), models and validation; never the facade or another service.
+the plumbing), models, validation and task names; never the facade or another service.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from recallite_core.policy import rules as policy
 from recallite_core.policy.lifecycle import check_optional_reason
 from recallite_core.policy.promotion import promote_earned
 from recallite_core.storage.base import MemoryFilter
+from recallite_core.text.task_names import task_key
 from recallite_core.text.validation import check_optional_name, check_unit, fmt_id, parse_id
 
 
@@ -44,6 +45,7 @@ class FeedbackRecorder:
         reason: str | None = None,
         *,
         client_key: str | None = None,
+        task: str | None = None,
     ) -> FeedbackResult:
         """Report how the task went. Used memories (or, if none are named, the ones the agent
         opened, else every memory it was shown, with rank-decayed weight; hits a context left
@@ -52,9 +54,11 @@ class FeedbackRecorder:
         A success may validate candidates that earned it (policy.earns_validation; listed in
         ``promoted``); nothing else changes status.
         A repeated ``client_key`` is applied once. Working-memory ids (``wm_…``) in
-        ``used_memory_ids`` credit those entries (and count toward their promotion)."""
+        ``used_memory_ids`` credit those entries (and count toward their promotion).
+        ``task``: the job's name, when the retrieval had none or another one (e.g. a name the
+        context listed in ``task_names``): this outcome, and any later one on it, counts under it."""
         used_memory_ids, working_used = self.layers.split_working_ids(used_memory_ids)
-        result = self.record(retrieval_id, outcome, score, used_memory_ids, reason, client_key=client_key)
+        result = self.record(retrieval_id, outcome, score, used_memory_ids, reason, client_key=client_key, task=task)
         if not result.duplicate:
             self.layers.credit_working(result.retrieval_id, outcome, score, working_used)
         return result
@@ -68,6 +72,7 @@ class FeedbackRecorder:
         reason: str | None = None,
         *,
         client_key: str | None = None,
+        task: str | None = None,
     ) -> FeedbackResult:
         """Apply an outcome to the stored memories of a retrieval (``feedback`` without the
         working-memory ids), in one transaction."""
@@ -79,6 +84,7 @@ class FeedbackRecorder:
         used = None if used_memory_ids is None else list(dict.fromkeys(parse_id(i) for i in used_memory_ids))
         reason_text = None if reason is None else check_optional_reason(reason)
         key = None if client_key is None else check_optional_name(client_key, "client_key", self.core.limits)
+        name = None if task is None or not str(task).strip() else task_key(task)  # "" is no name
         target = policy.outcome_target(outcome, sc)
         recorded_score = target if sc is None else sc
         qvec = self.core.learning.query_vector(rid)  # embedded outside the write lock
@@ -93,6 +99,8 @@ class FeedbackRecorder:
                 prev = conn.outcomes.feedback_with_key(key)
                 if prev is not None:
                     return self._feedback_result(conn, prev, duplicate=True)
+            if name is not None:
+                _name_task(conn, rid, name)
             shown = conn.retrievals.shown(rid)
             opened = [mid for mid, _, e, _ in shown if e]
             seen = {mid for mid, _, e, s in shown if e or s}
@@ -215,6 +223,19 @@ def judged_on(conn, rid: int) -> set[int]:
     for _fid, _rid, _outcome, _score, used, *_ in conn.retrievals.feedback_of([rid]):
         out.update(parse_id(i) for i in json.loads(used or "[]"))
     return out
+
+
+def _name_task(conn, rid: int, name: str) -> None:
+    """Name the retrieval's task before its outcome is written. Its earlier outcomes were learned
+    under the old name: renaming under them would move evidence the caches already fitted, and
+    split one retrieval's outcomes across two jobs; such a call is refused."""
+    old = conn.retrievals.task(rid)
+    if old == name:
+        return
+    if conn.retrievals.feedback_of([rid]):
+        was = f"task '{old}'" if old else "no task name"
+        raise InvalidInputError(f"ret_{rid} already has feedback under {was}: report this outcome without task.")
+    conn.retrievals.name_task(rid, name)
 
 
 def _refuse_another_guess(conn, rid: int, outcome: str) -> None:

@@ -334,6 +334,7 @@ class _Model:
     rival: np.ndarray
     explained: np.ndarray | None
     keys: tuple[str | None, ...]  # the task key its retrieval was named with
+    vec_keys: tuple[str | None, ...] = ()  # the keys of the rows in ``vectors``
 
     @property
     def n(self) -> int:
@@ -463,6 +464,28 @@ class OutcomeModel:
         fitted = hit[1]
         return dataclasses.replace(fitted, vectors=np.tile(np.asarray(q, dtype=np.float32), (fitted.vectors.shape[0], 1)))
 
+    def names_near(self, ids: Sequence[int], q: np.ndarray | None, key: str | None, limit: int = 3) -> list[str]:
+        """Task names under which memories ``ids`` worked, the name whose success lies nearest to task
+        vector ``q`` first: what the agent may already call the job it is doing. Empty when ``key``
+        has outcomes on one of them (the agent's own name is known here), or in mode "global".
+        Read from the models the ranking of these ids just fitted (no store query: a recall on
+        PostgreSQL makes no extra round trip for it)."""
+        if self.cfg.mode != "contextual" or q is None or not ids:
+            return []
+        best: dict[str, float] = {}
+        for m in (self._cache.get(i) for i in ids):
+            if m is None:
+                continue
+            if key is not None and key in m.keys:
+                return []
+            if not any(m.vec_keys):
+                continue
+            sims = m.vectors @ np.asarray(q, dtype=np.float32)
+            for k, sim, target in zip(m.vec_keys, sims.tolist(), m.vec_targets.tolist()):
+                if k is not None and target > 0.5 and sim > best.get(k, -2.0):
+                    best[k] = sim
+        return sorted(best, key=lambda k: (-best[k], k))[:limit]
+
     def _fit_rows(self, targets: np.ndarray, credit: np.ndarray, times: np.ndarray, rival: np.ndarray,
                   explained: np.ndarray | None, has: np.ndarray, allvecs: np.ndarray, keys: tuple[str | None, ...],
                   now: float) -> _Model:
@@ -486,7 +509,8 @@ class OutcomeModel:
         return _Model(targets=targets, weights=weights, times=times, vectors=vecs.astype(np.float32), dual=dual,
                       support=support, dir_support=dir_support,
                       vec_weights=vw, vec_targets=targets[has], vec_full=credit[has] >= FULL_CREDIT, novec_weight=nw,
-                      novec_target=nt, run=run, built_at=now, credit=credit, rival=rival, explained=explained, keys=keys)
+                      novec_target=nt, run=run, built_at=now, credit=credit, rival=rival, explained=explained, keys=keys,
+                      vec_keys=tuple(k for k, h in zip(keys, has) if h))
 
     def success_closeness(self, m: _Model, sims: np.ndarray) -> float | None:
         """How close the memory's successes come to the query: a soft maximum (log-sum-exp at

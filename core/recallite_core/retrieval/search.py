@@ -159,9 +159,19 @@ class Searcher:
                     conn.stats.count_redactions(Counter(q_redacted))
                 if _tuning is not None:  # build_context: which auto-tuned setting served this retrieval
                     self.core.learning.tuner.log(conn, rid, *_tuning)
-        result = RecallResult(retrieval_id=fmt_id("ret", rid), query=q, profile=profile, memories=hits)
+                names = self._names_near(rid, hits, qvec, task_name)
+        result = RecallResult(retrieval_id=fmt_id("ret", rid), query=q, profile=profile, memories=hits,
+                              task_names=names)
         self.layers.after_recall(result.retrieval_id, hits)
         return result
+
+    def _names_near(self, rid: int, hits: list[RecallHit], qvec: Any, task_name: str | None) -> list[str]:
+        """Names under which the hits worked before (OutcomeModel.names_near), for an agent whose
+        name for this job is new to them, or who gave none: reusing one keeps the job's record whole."""
+        outcomes = self.core.learning.outcomes
+        task = outcomes.task_of(rid)
+        ids = [int(h.memory.id[4:]) for h in hits if h.memory.layer != "working"]  # as log() reads them
+        return outcomes.names_near(ids, qvec if task is None else task, task_name)
 
     def format_context(self, result: RecallResult, max_tokens: int = 2000, format: str = "markdown") -> str:
         """Render a recall result as prompt text; the budget (see tokens.py) is never exceeded."""
@@ -191,6 +201,7 @@ class Searcher:
         return ContextResult(
             context=r.text, retrieval_id=result.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
             max_tokens=max_tokens, format=format, truncated=r.truncated, omitted=r.omitted,  # type: ignore[arg-type]  # render() above rejected any other format
+            task_names=result.task_names,
         )
 
     def build_context(
@@ -252,7 +263,7 @@ class Searcher:
             s.retrievals.mark_context(parse_id(result.retrieval_id, "ret"), tokens, None)
         return ContextResult(context=text, retrieval_id=result.retrieval_id, memory_ids=r.memory_ids, tokens=tokens,
                              max_tokens=max_tokens, format=format, truncated=r.truncated, omitted=r.omitted,
-                             conversation_turns=sc.total_turns, turn_ids=shown)
+                             conversation_turns=sc.total_turns, turn_ids=shown, task_names=result.task_names)
 
     # -- recall post-processing ---------------------------------------------------------------------------------------
     def _replacements(self, query: str, flt: RecallFilter, hits: list[RecallHit], limit: int, profile: str,

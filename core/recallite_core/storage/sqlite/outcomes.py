@@ -169,18 +169,27 @@ class SqliteRetrievals:
         return rid
 
     def page(self, scope: str | None, limit: int, offset: int) -> list[tuple]:
-        """(id, query, kind, profile, scopes JSON, created_at, tokens served, items) of logged
-        retrievals, newest first; ``scope``: those that searched it."""
+        """(id, query, kind, profile, scopes JSON, created_at, tokens served, items, task key) of
+        logged retrievals, newest first; ``scope``: those that searched it."""
         where, params = _searched(scope)
         return self._conn.execute(
             "SELECT r.id, r.query, r.kind, r.profile, r.scope, r.created_at, r.tokens_served, "
-            "(SELECT count(*) FROM retrieval_items i WHERE i.retrieval_id = r.id) "
+            "(SELECT count(*) FROM retrieval_items i WHERE i.retrieval_id = r.id), r.task "
             f"FROM retrievals r WHERE {where} ORDER BY r.id DESC LIMIT ? OFFSET ?", [*params, limit, offset]).fetchall()
 
     def get(self, rid: int) -> tuple | None:
-        """(id, query, kind, profile, scopes JSON, created_at, tokens served) of one retrieval."""
-        return self._conn.execute("SELECT id, query, kind, profile, scope, created_at, tokens_served FROM retrievals "
+        """(id, query, kind, profile, scopes JSON, created_at, tokens served, task key) of one retrieval."""
+        return self._conn.execute("SELECT id, query, kind, profile, scope, created_at, tokens_served, task FROM retrievals "
                                   "WHERE id = ?", (rid,)).fetchone()
+
+    def task(self, rid: int) -> str | None:
+        """The task key a retrieval was named with (None: unnamed)."""
+        row = self._conn.execute("SELECT task FROM retrievals WHERE id = ?", (rid,)).fetchone()
+        return row[0] if row else None
+
+    def name_task(self, rid: int, key: str) -> None:
+        """Name a retrieval's task after the fact (feedback ``task``): its outcomes count under ``key``."""
+        self._conn.execute("UPDATE retrievals SET task = ? WHERE id = ?", (key, rid))
 
     def items(self, rid: int) -> list[tuple[int, int, float, int, int]]:
         """(memory id, rank, score, served, expanded) of a retrieval's items, by rank."""

@@ -1,0 +1,109 @@
+"""Names for the job (issue 13: nothing helped an agent name its tasks consistently, so a job asked
+under a new name started its record from nothing): a result lists the names its memories worked
+under when the agent's own name is new to them, and feedback can report an outcome under one."""
+
+import pytest
+from mcp import Client
+
+from recallite_core import Recallite, RecalliteConfig
+from recallite_core.errors import InvalidInputError
+from recallite_core.learning.learner import LearningConfig
+from recallite_core.text.validation import parse_id
+from recallite_mcp.server import build_server
+from recallite_mcp.settings import Settings
+from tests.mcp_helpers import call, error_text
+
+CFG = RecalliteConfig(learning=LearningConfig(task_weight=0.0))
+
+
+def _store(config=CFG):
+    m = Recallite.open(None, embedder="hash", config=config)
+    wrong = m.remember("alpha beta gamma", type="procedure")  # ranks first for both queries
+    right = m.remember("alpha beta gamma delta", type="procedure")
+    return m, wrong, right
+
+
+def _worked(m, query, memory, name):
+    r = m.recall(query, limit=2, task=name)
+    m.feedback(r.retrieval_id, "success", used_memory_ids=[memory.id])
+
+
+def _stored_task(m, retrieval_id):
+    with m.core.store.reading() as s:
+        return s.retrievals.task(parse_id(retrieval_id, "ret"))
+
+
+def test_a_name_new_to_the_results_was_told_nothing_of_the_names_they_worked_under():
+    m, wrong, right = _store()
+    _worked(m, "alpha gamma", right, "deploy service")
+    assert m.recall("beta", limit=2, task="ship build").task_names == ["deploy service"]
+    assert m.recall("beta", limit=2).task_names == ["deploy service"]  # no name given: the same
+    assert m.build_context("beta", limit=2, task="ship build").task_names == ["deploy service"]
+    assert m.recall("beta", limit=2, task="Deploy the services").task_names == []  # its own name is known here
+
+
+def test_task_names_come_nearest_first_and_only_from_successes():
+    m, wrong, right = _store()
+    _worked(m, "alpha gamma", right, "deploy service")
+    _worked(m, "delta", right, "release app")
+    r = m.recall("beta", limit=2, task="rotate key")
+    m.feedback(r.retrieval_id, "failure", used_memory_ids=[wrong.id])
+    assert m.recall("alpha gamma", limit=2).task_names == ["deploy service", "app release"]
+    assert m.recall("delta", limit=2).task_names == ["app release", "deploy service"]  # keys: words in order  # "rotate key" only failed
+
+
+def test_a_global_learner_lists_no_task_names():
+    m, wrong, right = _store(RecalliteConfig(learning=LearningConfig(mode="global")))
+    _worked(m, "alpha gamma", right, "deploy service")
+    assert m.recall("beta", limit=2).task_names == []
+
+
+def test_an_outcome_reported_under_a_name_counts_for_that_name():
+    """The agent asked without a name (or a new one), then reported under the name it was listed."""
+    m, wrong, right = _store()
+    r = m.recall("alpha gamma", limit=2)
+    m.feedback(r.retrieval_id, "failure", used_memory_ids=[wrong.id], task="deploy service")
+    r = m.recall("alpha gamma", limit=2, task="ship build")
+    m.feedback(r.retrieval_id, "success", used_memory_ids=[right.id], task="Deploy the services")
+    assert _stored_task(m, r.retrieval_id) == "deploy service"
+    assert m.recall("beta", limit=2, task="deploy service").memories[0].memory.id == right.id
+    assert m.recall("beta", limit=2).memories[0].memory.id == wrong.id  # unnamed: "beta" is another task
+
+
+def test_a_retrieval_with_feedback_was_not_renamed_under_it():
+    m, wrong, right = _store()
+    r = m.recall("alpha gamma", limit=2, task="deploy service")
+    m.feedback(r.retrieval_id, "failure", used_memory_ids=[wrong.id])
+    with pytest.raises(InvalidInputError, match="already has feedback under task 'deploy service'"):
+        m.feedback(r.retrieval_id, "success", used_memory_ids=[right.id], task="rotate key")
+    assert _stored_task(m, r.retrieval_id) == "deploy service"
+    with m.core.store.reading() as s:
+        assert len(s.retrievals.feedback_of([parse_id(r.retrieval_id, "ret")])) == 1  # nothing half-written
+    fb = m.feedback(r.retrieval_id, "success", used_memory_ids=[right.id], task="deploy services")  # its own name
+    assert [c.id for c in fb.changes] == [right.id]
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_mcp_context_lists_task_names_and_feedback_reports_under_one():
+    async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False))) as c:
+        got = await call(c, "recallite_remember", content="Deploy with make release.", type="procedure")
+        first = await call(c, "recallite_context", query="deploy with make", task="deploy service")
+        await call(c, "recallite_feedback", outcome="success", retrieval_id=first["retrieval_id"],
+                   used_memory_ids=[got["id"]])
+        second = await call(c, "recallite_context", query="ship it with make release")
+        assert second["task_names"] == ["deploy service"]
+        text = (await c.call_tool("recallite_context", {"query": "ship it with make release"})).content[0].text
+        assert "worked before as task 'deploy service'" in text
+        fb = await call(c, "recallite_feedback", outcome="success", retrieval_id=second["retrieval_id"],
+                        used_memory_ids=[got["id"]], task="deploy service")
+        assert fb["outcome"] == "success"
+        again = await call(c, "recallite_context", query="ship it with make release", task="deploy service")
+        assert "task_names" not in again  # empty lists are left out of results
+        bad = await error_text(c, "recallite_feedback", outcome="success", retrieval_id=second["retrieval_id"],
+                               used_memory_ids=[got["id"]], task="other job")
+        assert "already has feedback" in bad and "\n" not in bad.strip()
