@@ -176,7 +176,7 @@ def run_learning_benchmark(
     mcp: bool = True, mcp_families: int = 8, mcp_rounds: int = 4, config=None, interference_from: int = 4,
     noise_mode: str = "label", progress: Callable[[str], None] | None = None, catalog: str = "ops",
     via: str = "context", keep_log: bool = False, distractors: int | None = None, phrasings: int | None = None,
-    known_tasks: bool = False, task_names: float | None = None, adopt_names: bool = False,
+    known_tasks: bool = False, task_names: float | None = None, adopt_names: str | None = None,
 ) -> dict[str, Any]:
     """Run the scenarios and return every number (the ``--json`` output).
 
@@ -184,7 +184,8 @@ def run_learning_benchmark(
     ``phrasings`` keep the first ones of each family (lt.trimmed); ``known_tasks`` tells the learner
     each query's family (learning_agent.KnownTasks: a bound on telling tasks apart); ``task_names``
     has the agent name its tasks (recall/context ``task``) the same way on that share of its asks;
-    ``adopt_names``: on the other asks it reports under its family's name when ``task_names`` lists it."""
+    ``adopt_names``: on the other asks it reports under a name ``task_names`` lists ("own": its
+    family's, when listed; "first": the first listed, whatever job it names)."""
     unknown = [s for s in scenarios if s not in SCENARIOS]
     if unknown:
         raise ValueError(f"unknown scenarios {unknown}; choose from {', '.join(SCENARIOS)}")
@@ -222,7 +223,8 @@ def run_learning_benchmark(
                    "interference_from": interference_from, "noise_mode": noise_mode,
                    "learner": learner_name(config) + (", told each task" if known_tasks else "")
                    + ("" if task_names is None else f", agent names its tasks ({task_names:.0%} the same name)")
-                   + (", reports under a listed name of its own" if adopt_names else "")},
+                   + ({"own": ", reports under its family's name when listed",
+                       "first": ", reports under the first name listed"}.get(adopt_names or "", ""))},
         "scenarios": {},
         "skipped": {},
     }
@@ -484,9 +486,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--task-names", type=float, metavar="SHARE", nargs="?", const=1.0, default=None,
                    help="the agent names its task (recall/context task=) with its family's key, on SHARE of its asks "
                         "(default 1; the rest get a name of the phrasing's own)")
-    p.add_argument("--adopt-names", action="store_true",
-                   help="with --task-names SHARE < 1: an ask under a name of its own reports its outcome under its "
-                        "family's name when the result lists it in task_names")
+    p.add_argument("--adopt-names", choices=["own", "first"], nargs="?", const="own", default=None,
+                   help="with --task-names SHARE < 1: an ask under a name of its own reports its outcome under a "
+                        "name the result lists in task_names: own (default) its family's, when listed; first the "
+                        "first listed, whatever job it names (an agent that takes any offered name)")
     p.add_argument("--no-mcp", action="store_true", help="skip the short run through the MCP tools")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.add_argument("--oracle", action="store_true",

@@ -193,7 +193,7 @@ def run_scenario(
     scenario: str, families: list[lt.TaskFamily], rounds: int, seed: int, embedder, *, noise: float = 0.15,
     attempts: int = 3, limit: int = 3, config=None, interference_from: int = 4, noise_mode: str = "label",
     via: str = "context", pairs: list[tuple[str, str]] | None = None, keep_log: bool = False,
-    known_tasks: bool = False, task_names: float | None = None, adopt_names: bool = False,
+    known_tasks: bool = False, task_names: float | None = None, adopt_names: str | None = None,
 ) -> dict[str, Any]:
     """One scenario on a fresh store. ``via="context"``: ``build_context`` (exploration on);
     ``via="recall"``: ``recall(query, limit)`` (no exploration). ``pairs`` defaults to the
@@ -201,9 +201,9 @@ def run_scenario(
     query's family (KnownTasks, a bound). ``task_names``: the agent names its task (recall/context
     ``task``) with its family's key on this share of its asks, and with a name of that phrasing's
     own on the rest (an agent that does not always reuse its names); None: no names.
-    ``adopt_names``: an agent that used a name of its own reads the result's ``task_names`` and,
-    when its family's name is listed, reports the outcome under it (feedback ``task``), as an agent
-    that recognises its job by its name would."""
+    ``adopt_names``: an agent that used a name of its own reads the result's ``task_names`` and
+    reports the outcome under one (feedback ``task``): "own", its family's name when listed (an
+    agent that recognises its job by its name); "first", the first listed whatever job it names."""
     from recallite_core import Recallite
 
     if via not in VIAS:
@@ -259,7 +259,10 @@ def run_scenario(
                     own_names += 1
                     listed += own in names
                     first += bool(names) and names[0] == own
-                    report_as = task.family.key if adopt_names and own in names else None
+                    if adopt_names == "own" and own in names:
+                        report_as = task.family.key
+                    elif adopt_names == "first" and names:
+                        report_as = names[0]
                 send = None if scenario == "none" else (
                     lambda mid, outcome, _rid=rid, _as=report_as: mem.feedback(_rid, outcome, used_memory_ids=[mid], task=_as))
                 ok, rr, sent = agent_turn(shown, key_of, task, rng, noise_rate, attempts, send, noise_mode)
@@ -295,7 +298,7 @@ def run_scenario(
                                "regressions": round(regressions / later_rounds, 4) if later_rounds else float("nan"),
                                "regression_count": regressions, "family_rounds_after_first": later_rounds}
         if task_names is not None:
-            out["own_names"] = {"asks": own_names, "family_listed": listed, "family_first": first, "adopted": adopt_names}
+            out["own_names"] = {"asks": own_names, "family_listed": listed, "family_first": first, "adopted": adopt_names or ""}
         if keep_log:
             out["log"] = log
             out["regression_cases"] = regression_cases(log)

@@ -39,7 +39,7 @@ def format_scenario(res: dict[str, Any]) -> str:
     if own and own["asks"]:
         lines.append(f"   asks under a name of their own: {own['asks']}; their family's name listed in task_names "
                      f"{own['family_listed'] / own['asks']:.3f}, first {own['family_first'] / own['asks']:.3f}"
-                     + ("; outcomes reported under it" if own["adopted"] else ""))
+                     + (f"; outcomes reported under a listed name ({own['adopted']})" if own["adopted"] else ""))
     if res["scenario"] == "none":
         lines.append(f"   reads moved no ranking: {res['rankings_changed_by_reads']} of {res['repeated_queries']} repeated "
                      f"queries ranked differently ({res['access_counts']} accesses counted)")

@@ -204,6 +204,7 @@ def register(server: MCPServer) -> None:
                              working_session=working_session(ctx), session=session, roles=roles,
                              categories=categories, expand_episodes=window or None, task=task)
         st.served(awaiting_key(ctx), r.retrieval_id, r.query, found=bool(r.memories), task=False)
-        return RecallOut(retrieval_id=r.retrieval_id, scope=scopes[0], task_names=r.task_names,
+        # Names only for a named search: a plain search's listing cost tokens and invited a rename of the context
+        return RecallOut(retrieval_id=r.retrieval_id, scope=scopes[0], task_names=r.task_names if task else [],
                          memories=[HitOut.of(h, st.settings.user_scope) for h in r.memories],
                          hint=st.scope_hint(ctx, scopes[0], bool(r.memories)))

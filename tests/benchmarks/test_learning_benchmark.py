@@ -288,12 +288,14 @@ def test_an_agent_that_names_its_tasks_passes_the_names_to_recall():
 def test_an_agent_with_names_of_its_own_reports_under_a_listed_family_name():
     kw = dict(rounds=4, embedder="hash", scenarios=["clean"], attempts=1, distractors=2, phrasings=3, families=4,
               task_names=0.5)
-    res = bench.run_seeds([7, 8], adopt_names=True, **kw)
+    res = bench.run_seeds([7, 8], adopt_names="own", **kw)
     own = res["scenarios"]["clean"]["own_names"]
     per_seed = [r["scenarios"]["clean"]["own_names"] for r in res["per_seed_runs"]]
     assert own["adopted"] and own["asks"] == sum(o["asks"] for o in per_seed) > 0
     assert 0 < own["family_listed"] <= own["asks"] and own["family_first"] <= own["family_listed"]
-    assert "reports under a listed name of its own" in res["config"]["learner"]
+    assert "reports under its family's name when listed" in res["config"]["learner"]
+    naive = bench.run_learning_benchmark(seed=7, mcp=False, adopt_names="first", **kw)
+    assert naive["scenarios"]["clean"]["own_names"]["adopted"] == "first"
     with pytest.raises(SystemExit):
         bench.main(["--adopt-names", "--families", "2", "--rounds", "1", "--no-mcp"])  # needs --task-names
 

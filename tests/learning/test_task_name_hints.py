@@ -83,6 +83,41 @@ def test_a_retrieval_with_feedback_was_not_renamed_under_it():
     assert [c.id for c in fb.changes] == [right.id]
 
 
+def test_another_projects_task_names_were_listed():
+    """A user-level memory proven in project A listed A's job names to project B (a review)."""
+    m = Recallite.open(None, embedder="hash", config=CFG)
+    shared = m.remember("alpha beta gamma delta", type="procedure", scope="user")
+    r = m.recall("alpha gamma", limit=2, task="acme payroll migration", scope=["acme", "user"])
+    m.feedback(r.retrieval_id, "success", used_memory_ids=[shared.id])
+    assert m.recall("alpha gamma", limit=2, scope=["acme", "user"]).task_names == ["acme migration payroll"]
+    assert m.recall("alpha gamma", limit=2, scope=["globex", "user"]).task_names == []
+    assert m.recall("zeta omega", limit=2, task="acme payroll migration", scope=["globex", "user"]).memories == []
+
+
+def test_a_context_listed_the_names_of_memories_its_budget_left_out():
+    m, wrong, right = _store()
+    _worked(m, "alpha gamma", wrong, "rotate key")
+    _worked(m, "alpha gamma", right, "deploy service")
+    both = m.build_context("alpha gamma", limit=2, max_tokens=2000)
+    one = m.build_context("alpha gamma", limit=2, max_tokens=40)  # room for one of the two
+    assert sorted(both.task_names) == ["deploy service", "key rotate"]
+    assert one.omitted == 1 and len(one.memory_ids) == 1
+    assert one.task_names == (["deploy service"] if one.memory_ids == [right.id] else ["key rotate"])
+
+
+def test_a_listed_name_could_not_be_passed_back(tmp_path):
+    """A key restored from an older export is kept as written ("deploy other"); passed back, it
+    names another job ("deploy"), so it is not listed."""
+    m, _, right = _store()
+    _worked(m, "alpha gamma", right, "deploy service")
+    out = tmp_path / "dump.jsonl"
+    m.export_jsonl(str(out))
+    out.write_text(out.read_text().replace('"task": "deploy service"', '"task": "deploy other"'))
+    dst = Recallite.open(None, embedder="hash", config=CFG)
+    dst.import_jsonl(str(out), trust="restore")
+    assert dst.recall("alpha gamma", limit=2).task_names == []
+
+
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
@@ -104,6 +139,33 @@ async def test_mcp_context_lists_task_names_and_feedback_reports_under_one():
         assert fb["outcome"] == "success"
         again = await call(c, "recallite_context", query="ship it with make release", task="deploy service")
         assert "task_names" not in again  # empty lists are left out of results
+        plain = await call(c, "recallite_recall", query="ship it with make release")
+        assert "task_names" not in plain  # a search without a name lists none (tokens; a rename of the context)
+        named = await call(c, "recallite_recall", query="ship it with make release", task="ship build")
+        assert named["task_names"] == ["deploy service"]
         bad = await error_text(c, "recallite_feedback", outcome="success", retrieval_id=second["retrieval_id"],
                                used_memory_ids=[got["id"]], task="other job")
         assert "already has feedback" in bad and "\n" not in bad.strip()
+
+
+def test_a_name_found_what_worked_under_it_when_the_words_did_not():
+    """A job worded with none of its memory's words (an outsider's phrasings: 15% never retrieved
+    their working memory) got nothing, though the agent named the job that memory had done."""
+    m, wrong, right = _store()
+    assert m.recall("zeta omega", limit=2, task="deploy service").memories == []
+    _worked(m, "alpha gamma", right, "deploy service")
+    assert [h.memory.id for h in m.recall("zeta omega", limit=2, task="Deploy the services").memories] == [right.id]
+    assert m.recall("zeta omega", limit=2).memories == []  # without the name: no evidence, nothing served
+    assert m.recall("zeta omega", limit=2, task="rotate key").memories == []  # another job's name
+    r = m.recall("alpha gamma", limit=2, task="deploy service")
+    m.feedback(r.retrieval_id, "failure", used_memory_ids=[right.id])  # it stopped working for the job
+    assert m.recall("zeta omega", limit=2, task="deploy service").memories == []
+
+
+def test_a_proven_memory_of_another_scope_stays_out():
+    m = Recallite.open(None, embedder="hash", config=CFG)
+    right = m.remember("alpha beta gamma delta", type="procedure", scope="web")
+    r = m.recall("alpha gamma", limit=2, task="deploy service", scope="web")
+    m.feedback(r.retrieval_id, "success", used_memory_ids=[right.id])
+    assert m.recall("zeta omega", limit=2, task="deploy service", scope="mobile").memories == []
+    assert [h.memory.id for h in m.recall("zeta omega", limit=2, task="deploy service", scope="web").memories] == [right.id]

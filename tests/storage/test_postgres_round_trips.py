@@ -163,3 +163,14 @@ def test_a_remember_sent_its_duplicate_check_inside_a_transaction_of_its_own(mem
     assert sum(s.startswith("SELECT id FROM memories WHERE content_hash") for s in spy.sent) == 2
     assert sum(s == "COMMIT" for s in spy.sent) == 1
     assert mem.remember("The staging server runs on port 8080.").duplicate_of == new.id
+
+
+def test_a_feedback_read_its_task_name_before_taking_the_learning_lock(mem):
+    """Two processes' feedbacks on one retrieval, under two names, both read 'no feedback yet' and
+    the second renamed what the first had reported: the lock now comes before the checks."""
+    r = mem.recall("redis cache")
+    with _spying(mem) as spy:
+        mem.feedback(r.retrieval_id, "success", task="warm the cache")
+    lock = next(i for i, s in enumerate(spy.sent) if s.startswith("SELECT pg_advisory_xact_lock(%s)"))
+    read = next(i for i, s in enumerate(spy.sent) if s.startswith("SELECT task FROM retrievals"))
+    assert lock < read

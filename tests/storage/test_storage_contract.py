@@ -518,6 +518,7 @@ def test_outcomes_and_feedback(seed):
             (b, 1.0, 0, 1, b"\x01\x02\x03\x04"), (c, 0.0, 0, 1, b"\x01\x02\x03\x04")]
         assert [h[0] for h in s.outcomes.history([a], 1)] == [a]
         assert [h[7] for h in hist] == ["deploy staging", None, None, None]  # the task key of its retrieval
+        assert [h[8] for h in hist] == ['["default"]', None, None, None]  # the scopes it searched (None: all)
         assert (s.retrievals.task(r1), s.retrievals.task(r2), s.retrievals.task(999_999)) == (None, "deploy staging", None)
         mine = s.outcomes.of_memory(a, 10)
         assert [(r[0], r[1], r[2], r[3], r[4]) for r in mine] == [(f2, r2, "q2", "failure", "credit"),
@@ -540,6 +541,8 @@ def test_outcomes_and_feedback(seed):
         assert s.outcomes.outcome_mark()[1] == epoch + 1
         assert s.retrievals.task(r1) == "rotate key"
         assert [h[7] for h in s.outcomes.history([b], 5)] == ["rotate key"]
+        assert s.outcomes.proven_under("rotate key") == [(a, None), (b, None)]  # c: 'unused', not a success
+        assert s.outcomes.proven_under("deploy staging") == [] and s.outcomes.proven_under("nope") == []  # a: failed last
         assert s.retrievals.query_of(r1) == ("q1", False) and s.retrievals.query_of(r2) == ("q2", True)
 
 

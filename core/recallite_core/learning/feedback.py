@@ -91,6 +91,7 @@ class FeedbackRecorder:
         now = time.time()
         # concurrent: on PostgreSQL feedback queues on its own lock, not on remembers (locking.py).
         with self.core.store.transaction(concurrent=True) as conn:
+            conn.outcomes.serialise_feedback()  # what the checks below read stays as read until COMMIT
             if not conn.retrievals.exists(rid):
                 raise RetrievalNotFoundError(
                     f"No retrieval ret_{rid}. Pass the retrieval_id returned by recall/context in this database."

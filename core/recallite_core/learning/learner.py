@@ -22,6 +22,7 @@ rebuilds. Pure functions first, the store side below.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import time
 from collections import OrderedDict
@@ -303,6 +304,16 @@ def beta_mean_sd(alpha: float, beta: float) -> tuple[float, float]:
     return mean, math.sqrt(max(0.0, mean * (1 - mean)) / (n + 1))
 
 
+def searched_scopes(raw: str | None) -> frozenset[str] | None:
+    """The scopes a logged retrieval searched (its scopes JSON; None: every scope)."""
+    return None if raw is None else frozenset(json.loads(raw))
+
+
+def within(searched: frozenset[str] | None, scopes: Sequence[str] | None) -> bool:
+    """Whether a retrieval that searched ``searched`` stayed within ``scopes`` (None: every scope)."""
+    return scopes is None or (searched is not None and searched <= set(scopes))
+
+
 def learned_factor(usefulness: float, gain: float) -> float:
     """exp(gain * (u - 0.5)): the policy's outcome factor applied to the learned usefulness."""
     return math.exp(gain * (min(1.0, max(0.0, usefulness)) - 0.5))
@@ -335,6 +346,7 @@ class _Model:
     explained: np.ndarray | None
     keys: tuple[str | None, ...]  # the task key its retrieval was named with
     vec_keys: tuple[str | None, ...] = ()  # the keys of the rows in ``vectors``
+    vec_scopes: tuple[frozenset[str] | None, ...] = ()  # the scopes their retrievals searched (None: all)
 
     @property
     def n(self) -> int:
@@ -356,6 +368,9 @@ class OutcomeModel:
         self._cache: OrderedDict[int, _Model] = OrderedDict()
         self._named: OrderedDict[tuple[int, str], tuple[_Model, _Model]] = OrderedDict()  # (source, fit under a name)
         self._offered: set[int] = set()  # memories known to have been passed over (offered())
+        # task key -> (outcome mark, (memory id, scopes searched) of what worked last under it)
+        self._proven: OrderedDict[str, tuple[tuple[int, int | None], tuple[tuple[int, frozenset[str] | None], ...]]] = \
+            OrderedDict()
         self._seen_rowid = -1
         self._epoch: int | None = None
         self._empty = self._fit([], 0.0)
@@ -436,7 +451,10 @@ class OutcomeModel:
         allvecs = np.zeros((n, d))
         if has.any():
             allvecs[has] = decode_many([r[5] for r, h in zip(rs, has) if h], d)
-        return self._fit_rows(targets, credit, times, rival, explained, has, allvecs, tuple(r[6] if len(r) > 6 else None for r in rs), now)
+        fitted = self._fit_rows(targets, credit, times, rival, explained, has, allvecs,
+                                tuple(r[6] if len(r) > 6 else None for r in rs), now)
+        fitted.vec_scopes = tuple(searched_scopes(r[7] if len(r) > 7 else None) for r, h in zip(rs, has) if h)
+        return fitted
 
     def named(self, mid: int, m: _Model, key: str, q: np.ndarray, now: float) -> _Model:
         """The model of memory ``mid`` as seen by a query named ``key``. Where it has outcomes under
@@ -464,10 +482,30 @@ class OutcomeModel:
         fitted = hit[1]
         return dataclasses.replace(fitted, vectors=np.tile(np.asarray(q, dtype=np.float32), (fitted.vectors.shape[0], 1)))
 
-    def names_near(self, ids: Sequence[int], q: np.ndarray | None, key: str | None, limit: int = 3) -> list[str]:
-        """Task names under which memories ``ids`` worked, the name whose success lies nearest to task
-        vector ``q`` first: what the agent may already call the job it is doing. Empty when ``key``
-        has outcomes on one of them (the agent's own name is known here), or in mode "global".
+    def proven(self, session: Session, key: str, scopes: Sequence[str] | None) -> frozenset[int]:
+        """Memories whose latest outcome under task name ``key``, in a retrieval within ``scopes``,
+        was a success (outcomes.proven_under), read again only after new outcomes. Recall lets them
+        past the relevance floor for a query of that name: the agent says this is the job they
+        worked for, whatever its words this time."""
+        if self.cfg.mode != "contextual":
+            return frozenset()
+        self._sync(session)
+        mark = (self._seen_rowid, self._epoch)
+        hit = self._proven.get(key)
+        if hit is None or hit[0] != mark:
+            rows = session.outcomes.proven_under(key) if self._seen_rowid > 0 else []
+            hit = (mark, tuple((mid, searched_scopes(raw)) for mid, raw in rows))
+            self._proven[key] = hit
+            while len(self._proven) > self.cfg.cache_size:
+                self._proven.popitem(last=False)
+        return frozenset(mid for mid, where in hit[1] if within(where, scopes))
+
+    def names_near(self, ids: Sequence[int], q: np.ndarray | None, key: str | None, scopes: Sequence[str] | None,
+                   limit: int = 3) -> list[str]:
+        """Task names under which memories ``ids`` worked in retrievals within ``scopes`` (another
+        project's names stay its own), the name whose success lies nearest to task vector ``q``
+        first: what the agent may already call the job it is doing. Empty when ``key`` has
+        outcomes on one of them (the agent's own name is known here), or in mode "global".
         Read from the models the ranking of these ids just fitted (no store query: a recall on
         PostgreSQL makes no extra round trip for it)."""
         if self.cfg.mode != "contextual" or q is None or not ids:
@@ -481,8 +519,8 @@ class OutcomeModel:
             if not any(m.vec_keys):
                 continue
             sims = m.vectors @ np.asarray(q, dtype=np.float32)
-            for k, sim, target in zip(m.vec_keys, sims.tolist(), m.vec_targets.tolist()):
-                if k is not None and target > 0.5 and sim > best.get(k, -2.0):
+            for k, sim, target, where in zip(m.vec_keys, sims.tolist(), m.vec_targets.tolist(), m.vec_scopes):
+                if k is not None and target > 0.5 and sim > best.get(k, -2.0) and within(where, scopes):
                     best[k] = sim
         return sorted(best, key=lambda k: (-best[k], k))[:limit]
 

@@ -654,6 +654,9 @@ class Retriever:
                                      present=self._side_tables(session))
                 ordered = [(i, s) for i, s in ordered if trust.get(i, 0.0) >= min_trust]
             pool = ordered[: max(cfg.rerank_pool, limit * 3)]
+            # A name vouches for what worked the last time under it, however far down the channels found it.
+            proven = self.learning.proven(session, task_name, flt.scopes) if task_name and self.learning else frozenset()
+            pool += [(i, s) for i, s in ordered[len(pool):] if i in proven]
             # The relevance floor: what has no evidence for the query is not returned, nor explored.
             cos = dict(sims) if alpha is not None and use_vec else dict(vec)
             if use_vec:
@@ -662,7 +665,7 @@ class Retriever:
                     cos.update(self.similarities(session, qvec, unseen))
             _, _, nshare, sboost = fz.about([i for i, _ in pool])
             kw_hits = kscore.keys() if alpha is not None else {i for i, _ in kw}
-            keep = self.relevant(session, query, [i for i, _ in pool], cos, kw_hits, sboost.keys())
+            keep = self.relevant(session, query, [i for i, _ in pool], cos, kw_hits, sboost.keys() | proven)
             if keep:  # a neighbour vouches only when something matched (else a whole session came back, password
                 # too), and only above the scope's average (share > 0) unless the question is about the speaker
                 keep |= {i for i, _ in pool if nshare.get(i, 0.0) > 0.0 or (i in nshare and asks_about_speaker(query))}
@@ -673,7 +676,7 @@ class Retriever:
             # The policy factors need a few columns of each pooled memory; whole memories
             # (and their explanations) are built only for the hits that are returned.
             weights = cfg.profiles[profile]
-            columns = _policy_columns(session, pool_ids)
+            columns = session.memories.policy_columns(pool_ids)  # (id, type, status, confidence, usefulness, importance)
             flagged = flagged_among(session, pool_ids)
             task = None
             if self.learning is not None and self.learning.enabled and use_vec:
@@ -788,11 +791,6 @@ class Retriever:
         if ids:
             session.memories.record_access(ids, now)
         return rid
-
-
-def _policy_columns(session: Session, ids: list[int]) -> list[tuple]:
-    """(id, type, status, confidence, usefulness, importance) of the live rows among ``ids``."""
-    return session.memories.policy_columns(ids)
 
 
 def _drop(ids: np.ndarray, sims: np.ndarray, expired: set[int], depth: int) -> list[tuple[int, float]]:

@@ -11,6 +11,7 @@ internals, the facade or another service.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections import Counter
@@ -49,7 +50,7 @@ from recallite_core.retrieval.rerank import rerank_hits, resolve_reranker
 from recallite_core.storage.base import Session
 from recallite_core.text.concepts import concepts_query
 from recallite_core.text.redaction import redact_text
-from recallite_core.text.task_names import task_key
+from recallite_core.text.task_names import is_task_key, task_key
 from recallite_core.text.tokens import estimate_tokens
 from recallite_core.text.validation import check_limit, check_query, check_scope, check_unit, fmt_id, parse_id
 
@@ -159,19 +160,21 @@ class Searcher:
                     conn.stats.count_redactions(Counter(q_redacted))
                 if _tuning is not None:  # build_context: which auto-tuned setting served this retrieval
                     self.core.learning.tuner.log(conn, rid, *_tuning)
-                names = self._names_near(rid, hits, qvec, task_name)
+        names_of = functools.partial(self._names_near, rid, task_name, flt.scopes)
         result = RecallResult(retrieval_id=fmt_id("ret", rid), query=q, profile=profile, memories=hits,
-                              task_names=names)
+                              task_names=names_of([h.memory.id for h in hits if h.memory.layer != "working"]))
+        result._names_of = names_of  # a context lists the names of what it served (render)
         self.layers.after_recall(result.retrieval_id, hits)
         return result
 
-    def _names_near(self, rid: int, hits: list[RecallHit], qvec: Any, task_name: str | None) -> list[str]:
-        """Names under which the hits worked before (OutcomeModel.names_near), for an agent whose
-        name for this job is new to them, or who gave none: reusing one keeps the job's record whole."""
+    def _names_near(self, rid: int, task_name: str | None, scopes: Sequence[str] | None, ids: list[str]) -> list[str]:
+        """Names under which these memories worked before (OutcomeModel.names_near), for an agent
+        whose name for this job is new to them, or who gave none: reusing one keeps the job's record
+        whole. Only names the agent can pass back as they are (a key restored from an older export
+        may not be its own key)."""
         outcomes = self.core.learning.outcomes
-        task = outcomes.task_of(rid)
-        ids = [int(h.memory.id[4:]) for h in hits if h.memory.layer != "working"]  # as log() reads them
-        return outcomes.names_near(ids, qvec if task is None else task, task_name)
+        names = outcomes.names_near([int(i[4:]) for i in ids], outcomes.task_of(rid), task_name, scopes)
+        return [n for n in names if is_task_key(n)]
 
     def format_context(self, result: RecallResult, max_tokens: int = 2000, format: str = "markdown") -> str:
         """Render a recall result as prompt text; the budget (see tokens.py) is never exceeded."""
@@ -201,7 +204,7 @@ class Searcher:
         return ContextResult(
             context=r.text, retrieval_id=result.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
             max_tokens=max_tokens, format=format, truncated=r.truncated, omitted=r.omitted,  # type: ignore[arg-type]  # render() above rejected any other format
-            task_names=result.task_names,
+            task_names=result.task_names if result._names_of is None or not r.omitted else result._names_of(r.memory_ids),
         )
 
     def build_context(
@@ -263,7 +266,7 @@ class Searcher:
             s.retrievals.mark_context(parse_id(result.retrieval_id, "ret"), tokens, None)
         return ContextResult(context=text, retrieval_id=result.retrieval_id, memory_ids=r.memory_ids, tokens=tokens,
                              max_tokens=max_tokens, format=format, truncated=r.truncated, omitted=r.omitted,
-                             conversation_turns=sc.total_turns, turn_ids=shown, task_names=result.task_names)
+                             conversation_turns=sc.total_turns, turn_ids=shown, task_names=r.task_names)
 
     # -- recall post-processing ---------------------------------------------------------------------------------------
     def _replacements(self, query: str, flt: RecallFilter, hits: list[RecallHit], limit: int, profile: str,

@@ -39,6 +39,15 @@ def stored_key(key: object) -> str | None:
     return key if isinstance(key, str) and 0 < len(key) <= MAX_NAME_CHARS else None
 
 
+def is_task_key(key: str) -> bool:
+    """Whether ``key`` is its own key, so that passing it back names the same job (a key restored
+    from an older export may not be)."""
+    try:
+        return task_key(key) == key
+    except InvalidInputError:
+        return False
+
+
 def _singular(word: str) -> str:
     if len(word) <= 3 or not word.endswith("s") or word.endswith(("ss", "us", "is")):
         return word
@@ -49,4 +58,4 @@ def _singular(word: str) -> str:
     return word[:-1]
 
 
-__all__ = ["MAX_NAME_CHARS", "stored_key", "task_key"]
+__all__ = ["MAX_NAME_CHARS", "is_task_key", "stored_key", "task_key"]

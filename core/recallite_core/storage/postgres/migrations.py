@@ -560,6 +560,11 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         "0009_retrievals_task",
         ["ALTER TABLE retrievals ADD COLUMN task text"],
     ),
+    (
+        # As SQLite's 0018: the named recall's lookup of what worked under its name.
+        "0010_retrievals_task_index",
+        ["CREATE INDEX retrievals_task ON retrievals (task) WHERE task IS NOT NULL"],
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

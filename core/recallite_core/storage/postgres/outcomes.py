@@ -21,6 +21,12 @@ class PostgresOutcomes:
         self._conn = conn
         self._locks = locks or UnitLocks(conn)
 
+    def serialise_feedback(self) -> None:
+        """Take the learning lock now, before the feedback's checks read what it then writes (its
+        retrieval's task name, earlier feedback): two feedbacks on one retrieval in two processes
+        had both passed the checks, and the second renamed what the first had reported."""
+        self._locks.learning()
+
     def last_success(self, ids: Sequence[int], min_target: float) -> dict[int, float]:
         return dict(self._conn.execute(
             "SELECT memory_id, max(created_at) FROM memory_outcomes WHERE target >= %s AND memory_id = ANY(%s) "
@@ -51,7 +57,8 @@ class PostgresOutcomes:
 
     def history(self, ids: Sequence[int], limit: int) -> list[tuple]:
         """The latest ``limit`` outcome rows of each memory, newest first per memory:
-        (memory id, target, weight, created_at, rival, explained, task vector bytes or None, task key or None);
+        (memory id, target, weight, created_at, rival, explained, task vector bytes or None, task key or None,
+        scopes JSON its retrieval searched or None);
         see SqliteOutcomes.history for rival / explained."""
         if not ids:
             return []
@@ -59,11 +66,11 @@ class PostgresOutcomes:
                  " JOIN memory_outcomes mo2 ON mo2.feedback_id = f2.id JOIN memories m2 ON m2.id = mo2.memory_id"
                  " WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id <> mo.memory_id AND mo2.target >= 0.5)")
         return self._conn.execute(
-            "SELECT memory_id, target, weight, created_at, rival, explained, vector, task FROM ("
+            "SELECT memory_id, target, weight, created_at, rival, explained, vector, task, searched FROM ("
             " SELECT mo.memory_id, mo.target, mo.weight, mo.created_at,"
             f"  CASE WHEN mo.kind = 'unused' THEN 0 ELSE {peers.format(cmp='m2.created_at > me.created_at')} END AS rival,"
             f"  CASE WHEN mo.kind = 'unused' THEN 1 ELSE {peers.format(cmp='m2.created_at <= me.created_at')} END AS explained,"
-            "  rv.vector, r.task,"
+            "  rv.vector, r.task, r.scope AS searched,"
             "  row_number() OVER (PARTITION BY mo.memory_id ORDER BY mo.row_id DESC) AS rn"
             " FROM memory_outcomes mo JOIN memories me ON me.id = mo.memory_id"
             " LEFT JOIN feedback f ON f.id = mo.feedback_id"
@@ -71,6 +78,18 @@ class PostgresOutcomes:
             " LEFT JOIN retrievals r ON r.id = f.retrieval_id"
             " WHERE mo.memory_id = ANY(%s)"
             ") h WHERE rn <= %s ORDER BY memory_id, rn", (list(ids), limit)).fetchall()
+
+    def proven_under(self, key: str) -> list[tuple[int, str | None]]:
+        """Memories whose latest outcome under task key ``key`` was a success (not a failure, a
+        partial or an 'unused' mark), with the scopes JSON that retrieval searched (None: all):
+        what worked the last time the job of that name was done, and where."""
+        return [(r[0], r[1]) for r in self._conn.execute(
+            "SELECT memory_id, searched FROM ("
+            " SELECT mo.memory_id, mo.target, r.scope AS searched,"
+            "  row_number() OVER (PARTITION BY mo.memory_id ORDER BY mo.row_id DESC) AS rn"
+            " FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id"
+            " JOIN memory_outcomes mo ON mo.feedback_id = f.id WHERE r.task = %s"
+            ") h WHERE rn = 1 AND target > 0.5 ORDER BY memory_id", (key,))]
 
     def offered(self, ids: Sequence[int]) -> list[int]:
         """Which of ``ids`` were served (not left out by a budget) in a retrieval whose feedback was

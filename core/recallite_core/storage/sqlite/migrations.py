@@ -424,6 +424,14 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE retrievals ADD COLUMN task TEXT;
         """,
     ),
+    (
+        # A named recall asks which memories worked the last time under its name
+        # (outcomes.proven_under): without an index, a scan of the whole log once per new outcome.
+        "0018_retrievals_task_index",
+        """
+        CREATE INDEX retrievals_task ON retrievals(task) WHERE task IS NOT NULL;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

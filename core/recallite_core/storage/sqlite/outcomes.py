@@ -20,6 +20,9 @@ class SqliteOutcomes:
     def __init__(self, conn: sqlite3.Connection):
         self._conn = conn
 
+    def serialise_feedback(self) -> None:
+        """Nothing to take: a write transaction here (BEGIN IMMEDIATE) is the only writer."""
+
     def last_success(self, ids: Sequence[int], min_target: float) -> dict[int, float]:
         out: dict[int, float] = {}
         for chunk in chunked(ids):
@@ -53,13 +56,14 @@ class SqliteOutcomes:
 
     def history(self, ids: Sequence[int], limit: int) -> list[tuple]:
         """The latest ``limit`` outcome rows of each memory, newest first per memory:
-        (memory id, target, weight, created_at, rival, explained, task vector bytes or None, task key or None).
+        (memory id, target, weight, created_at, rival, explained, task vector bytes or None, task key or None,
+        scopes JSON its retrieval searched or None).
         ``rival``/``explained``: how many other memories succeeded on the same retrieval and are
         newer / not newer (an 'unused' row counts as explained, never as a rival)."""
         out: list[tuple] = []
         for chunk in chunked(ids):
             out += self._conn.execute(
-                "SELECT memory_id, target, weight, created_at, rival, explained, vector, task FROM ("
+                "SELECT memory_id, target, weight, created_at, rival, explained, vector, task, searched FROM ("
                 " SELECT mo.memory_id, mo.target, mo.weight, mo.created_at,"
                 "  CASE WHEN mo.kind = 'unused' THEN 0 ELSE"
                 "  (SELECT coalesce(sum(m2.created_at > me.created_at), 0) FROM feedback f2"
@@ -69,7 +73,7 @@ class SqliteOutcomes:
                 "  (SELECT coalesce(sum(m2.created_at <= me.created_at), 0) FROM feedback f2"
                 "   JOIN memory_outcomes mo2 ON mo2.feedback_id = f2.id JOIN memories m2 ON m2.id = mo2.memory_id"
                 "   WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id != mo.memory_id AND mo2.target >= 0.5) END AS explained,"
-                "  rv.vector, r.task,"
+                "  rv.vector, r.task, r.scope AS searched,"
                 "  ROW_NUMBER() OVER (PARTITION BY mo.memory_id ORDER BY mo.rowid DESC) AS rn"
                 " FROM memory_outcomes mo JOIN memories me ON me.id = mo.memory_id"
                 " LEFT JOIN feedback f ON f.id = mo.feedback_id"
@@ -80,6 +84,18 @@ class SqliteOutcomes:
                 [*chunk, limit],
             ).fetchall()
         return out
+
+    def proven_under(self, key: str) -> list[tuple[int, str | None]]:
+        """Memories whose latest outcome under task key ``key`` was a success (not a failure, a
+        partial or an 'unused' mark), with the scopes JSON that retrieval searched (None: all):
+        what worked the last time the job of that name was done, and where."""
+        return [(r[0], r[1]) for r in self._conn.execute(
+            "SELECT memory_id, searched FROM ("
+            " SELECT mo.memory_id, mo.target, r.scope AS searched,"
+            "  ROW_NUMBER() OVER (PARTITION BY mo.memory_id ORDER BY mo.rowid DESC) AS rn"
+            " FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id"
+            " JOIN memory_outcomes mo ON mo.feedback_id = f.id WHERE r.task = ?"
+            ") WHERE rn = 1 AND target > 0.5 ORDER BY memory_id", (key,))]
 
     def offered(self, ids: Sequence[int]) -> list[int]:
         """Which of ``ids`` were served (not left out by a budget) in a retrieval whose feedback was
