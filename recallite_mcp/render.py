@@ -103,7 +103,8 @@ def feedback(d: dict) -> str:
                 "(one outcome per memory per retrieval; a new task starts with recallite_context).")
     if d.get("duplicate"):
         return f"Feedback {d.get('feedback_id')} was already applied (same client_key); nothing changed."
-    lines = [f"Recorded {d.get('outcome')} for {d.get('retrieval_id')} ({d.get('feedback_id')})."]
+    lines = [f"Recorded {d.get('outcome')} for {d.get('retrieval_id')} ({d.get('feedback_id')})"
+             + (f", filed under task '{d['task']}'." if d.get("task") else ".")]
     ch = d.get("changes") or []
     if ch:
         lines.append("Usefulness: " + ", ".join(

@@ -89,6 +89,7 @@ class FeedbackOut(Out):
                                       description="Already credited by earlier feedback on this retrieval: not again.")
     not_shown: list[str] = Field(default_factory=list, exclude_if=lambda v: not v,
                                  description="Named but not served here; credited anyway.")
+    task: str | None = Field(None, exclude_if=lambda v: v is None, description="The task name it was filed under.")
 
 
 class TurnOut(Out):

@@ -224,6 +224,7 @@ class FeedbackResult(BaseModel):
                                       "credited: not credited again (one outcome per memory per retrieval).")
     not_shown: list[str] = Field(default_factory=list, description="Memories used_memory_ids named that this retrieval "
                                  "neither served nor opened: credited as named (the agent may have found them elsewhere).")
+    task: str | None = Field(None, description="With feedback(task=...): the task key the outcome was filed under.")
 
 
 class Relation(BaseModel):

@@ -264,7 +264,7 @@ def run_scenario(
                     elif adopt_names == "first" and names:
                         report_as = names[0]
                 send = None if scenario == "none" else (
-                    lambda mid, outcome, _rid=rid, _as=report_as: mem.feedback(_rid, outcome, used_memory_ids=[mid], task=_as))
+                    lambda mid, outcome, _rid=rid, _as=report_as: report(mem, _rid, outcome, mid, _as))
                 ok, rr, sent = agent_turn(shown, key_of, task, rng, noise_rate, attempts, send, noise_mode)
                 feedback_calls += sent
                 if keep_log:
@@ -316,6 +316,20 @@ def run_scenario(
         return out
     finally:
         mem.close()
+
+
+def report(mem, rid: str, outcome: str, mid: str, name: str | None) -> None:
+    """Feedback naming the memory used, under ``name`` when given; where the engine refuses that
+    name for this retrieval (its own name has a record), the agent reports without one, as its
+    error says."""
+    from recallite_core.errors import InvalidInputError
+
+    try:
+        mem.feedback(rid, outcome, used_memory_ids=[mid], task=name)
+    except InvalidInputError:
+        if name is None:
+            raise
+        mem.feedback(rid, outcome, used_memory_ids=[mid])
 
 
 REGRESSION_KINDS = ("working not shown", "another task's memory first", "own distractor first")

@@ -170,7 +170,7 @@ def register(server: MCPServer) -> None:
         return FeedbackOut(
             feedback_id=r.feedback_id, retrieval_id=r.retrieval_id, outcome=r.outcome, score=r.score, duplicate=r.duplicate,
             changes=[UsefulnessChangeOut(**c.model_dump()) for c in r.changes], promoted=r.promoted,
-            already_judged=r.already_judged, not_shown=r.not_shown,
+            already_judged=r.already_judged, not_shown=r.not_shown, task=r.task,
         )
 
     @server.tool(title="Ranked memories as data", annotations=WRITES)

@@ -169,3 +169,32 @@ def test_a_proven_memory_of_another_scope_stays_out():
     m.feedback(r.retrieval_id, "success", used_memory_ids=[right.id])
     assert m.recall("zeta omega", limit=2, task="deploy service", scope="mobile").memories == []
     assert [h.memory.id for h in m.recall("zeta omega", limit=2, task="deploy service", scope="web").memories] == [right.id]
+
+
+def test_a_slip_of_name_filed_a_deploy_under_release():
+    """A context asked as one job with a record, reported as another: the deploy procedure then
+    came into release contexts (a new user's trial). Refused; a new name may still be corrected."""
+    m, wrong, right = _store()
+    _worked(m, "alpha gamma", right, "deploy service")
+    r = m.recall("alpha gamma", limit=2, task="deploy service")
+    with pytest.raises(InvalidInputError, match="asked as task 'deploy service', a job with outcomes"):
+        m.feedback(r.retrieval_id, "success", used_memory_ids=[right.id], task="cut release")
+    assert _stored_task(m, r.retrieval_id) == "deploy service"
+    _worked(m, "alpha gamma", wrong, "ship build")  # 'ship build' worked for a memory r served
+    fb = m.feedback(r.retrieval_id, "success", used_memory_ids=[wrong.id], task="ship build")
+    assert fb.task == "build ship" and _stored_task(m, r.retrieval_id) == "build ship"
+    fresh = m.recall("alpha gamma", limit=2, task="new name")  # a name with no record yet
+    fb = m.feedback(fresh.retrieval_id, "success", used_memory_ids=[right.id], task="deploy service")
+    assert fb.task == "deploy service" and _stored_task(m, fresh.retrieval_id) == "deploy service"
+
+
+def test_a_name_proven_memory_was_cut_from_its_jobs_context():
+    """A new wording sharing few words with the job's proven memory put its match under the
+    context's MATCH_FLOOR, behind an unjudged look-alike, and the relative cut dropped it (a new
+    user's trial: 'is the branch green?' as 'run tests' served only the brand-colour fact)."""
+    from recallite_core.retrieval.cutting import MATCH_FLOOR, keep_ratios
+
+    factors = (1.0, 1.0, 1.0, 1.0, 1.0)
+    look_alike, proven = (10.0, "mem_1", 1, 10.0, factors), (5.0, "mem_2", 2, 10.0 * MATCH_FLOOR / 2, factors)
+    assert keep_ratios([look_alike, proven], None, {})[2] < MATCH_FLOOR  # a tuned ratio of .1 or more cut it
+    assert keep_ratios([look_alike, proven], None, {}, vouched={2})[2] == 1.0  # the name vouches for it

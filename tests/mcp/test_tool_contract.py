@@ -22,7 +22,7 @@ CONTRACT = {
                             "supersedes", "title", "type"]),
     "recallite_feedback": (["outcome"], ["outcome", "reason", "retrieval_id", "score", "task", "used_memory_ids"],
                            ["already_judged", "changes", "duplicate", "feedback_id", "not_shown", "outcome", "promoted", "retrieval_id",
-                            "score"]),
+                            "score", "task"]),
     "recallite_recall": (["query"], ["include_inactive", "limit", "query", "scope", "types"],
                          ["hint", "memories", "retrieval_id", "scope", "task_names"]),
     "recallite_get": (["ids"], ["ids", "offset", "retrieval_id"], ["memories"]),

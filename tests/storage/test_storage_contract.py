@@ -520,6 +520,7 @@ def test_outcomes_and_feedback(seed):
         assert [h[7] for h in hist] == ["deploy staging", None, None, None]  # the task key of its retrieval
         assert [h[8] for h in hist] == ['["default"]', None, None, None]  # the scopes it searched (None: all)
         assert (s.retrievals.task(r1), s.retrievals.task(r2), s.retrievals.task(999_999)) == (None, "deploy staging", None)
+        assert s.retrievals.judged_under("deploy staging") and not s.retrievals.judged_under("rotate key")
         mine = s.outcomes.of_memory(a, 10)
         assert [(r[0], r[1], r[2], r[3], r[4]) for r in mine] == [(f2, r2, "q2", "failure", "credit"),
                                                                   (f1, r1, "q1", "success", "credit")]

@@ -178,7 +178,7 @@ class FeedbackRecorder:
             changes=[UsefulnessChange(id=f"mem_{m}", weight=w, old_usefulness=o, new_usefulness=n)
                      for _f, m, w, _t, o, n, _c in outcomes],
             promoted=[f"mem_{m}" for m in promoted], already_judged=[f"mem_{m}" for m in repeated],
-            not_shown=[f"mem_{m}" for m in used or () if m not in seen and m not in repeated],
+            not_shown=[f"mem_{m}" for m in used or () if m not in seen and m not in repeated], task=name,
         )
 
     def _feedback_result(self, conn, fid: int, duplicate: bool = False) -> FeedbackResult:
@@ -227,15 +227,23 @@ def judged_on(conn, rid: int) -> set[int]:
 
 
 def _name_task(conn, rid: int, name: str) -> None:
-    """Name the retrieval's task before its outcome is written. Its earlier outcomes were learned
-    under the old name: renaming under them would move evidence the caches already fitted, and
-    split one retrieval's outcomes across two jobs; such a call is refused."""
+    """Name the retrieval's task before its outcome is written: an unnamed one, or one asked under
+    a name that has no outcome yet, or under another name when ``name`` worked last for a memory
+    it served (the agent found its job among the names listed). Refused when the retrieval has
+    feedback already (renaming under its outcomes would move evidence the caches fitted and split
+    one retrieval across two jobs), and otherwise for a name with a record: a slip, a deploy
+    reported as a release, put the deploy procedure into release contexts (a new user's trial)."""
     old = conn.retrievals.task(rid)
     if old == name:
         return
     if conn.retrievals.feedback_of([rid]):
         was = f"task '{old}'" if old else "no task name"
         raise InvalidInputError(f"ret_{rid} already has feedback under {was}: report this outcome without task.")
+    if old is not None and conn.retrievals.judged_under(old):
+        served = {mid for mid, _, _, shown in conn.retrievals.shown(rid) if shown}
+        if not served & {mid for mid, _ in conn.outcomes.proven_under(name)}:
+            raise InvalidInputError(f"ret_{rid} was asked as task '{old}', a job with outcomes, and nothing it served "
+                                    f"worked as '{name}': report under '{old}' (or without task).")
     conn.retrievals.name_task(rid, name)
 
 

@@ -4,6 +4,7 @@ Pure functions over the ranked tuples and the learner's assessments; imports pol
 from __future__ import annotations
 
 import math
+from collections.abc import Set as AbstractSet
 
 from recallite_core.learning.learner import Assessment
 from recallite_core.policy import rules as policy
@@ -45,11 +46,13 @@ def relative_cut(scored: list, cut_base: dict[int, float] | None, ratio: float, 
 
 
 def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict,
-                gain: float | None = None) -> dict[int, float]:
+                gain: float | None = None, vouched: AbstractSet[int] = frozenset()) -> dict[int, float]:
     """id -> the largest relative floor at which relative_cut keeps the memory (1 for the first hit,
     which is never cut; 0 for one no floor keeps). The retrieval log keeps these for a context that
     was cut: the context tuner replays a stricter floor on the log (an arm serves what has at least
-    its ratio), so it judges its arms on what the cut would really have let in."""
+    its ratio), so it judges its arms on what the cut would really have let in. ``vouched``: kept
+    whatever their match (what worked the last time under the query's task name: a new wording
+    that shares few words with it put it under MATCH_FLOOR, behind an unjudged look-alike)."""
     fused, final = _legs(scored, cut_base)
     first = scored[0][2]  # never cut: a correction ranked first may score below what it replaced
     if gain is not None:
@@ -65,7 +68,7 @@ def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict,
         a = learned.get(i)
         match_leg = share if not judged_poor(a) and share >= match_ratio(a, 0.0) else 0.0
         helped = a is not None and a.helped_here and share >= MATCH_FLOOR
-        out[i] = 1.0 if i == first or helped else min(1.0, max(score_leg, match_leg))
+        out[i] = 1.0 if i == first or helped or i in vouched else min(1.0, max(score_leg, match_leg))
     return out
 
 

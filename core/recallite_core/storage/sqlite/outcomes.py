@@ -203,6 +203,12 @@ class SqliteRetrievals:
         row = self._conn.execute("SELECT task FROM retrievals WHERE id = ?", (rid,)).fetchone()
         return row[0] if row else None
 
+    def judged_under(self, key: str) -> bool:
+        """Whether any retrieval named ``key`` has feedback: the name has a record."""
+        return bool(self._conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id WHERE r.task = ?)",
+            (key,)).fetchone()[0])
+
     def name_task(self, rid: int, key: str) -> None:
         """Name a retrieval's task after the fact (feedback ``task``): its outcomes count under ``key``."""
         self._conn.execute("UPDATE retrievals SET task = ? WHERE id = ?", (key, rid))
