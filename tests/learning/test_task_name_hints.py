@@ -198,3 +198,6 @@ def test_a_name_proven_memory_was_cut_from_its_jobs_context():
     look_alike, proven = (10.0, "mem_1", 1, 10.0, factors), (5.0, "mem_2", 2, 10.0 * MATCH_FLOOR / 2, factors)
     assert keep_ratios([look_alike, proven], None, {})[2] < MATCH_FLOOR  # a tuned ratio of .1 or more cut it
     assert keep_ratios([look_alike, proven], None, {}, vouched={2})[2] == 1.0  # the name vouches for it
+    second = (4.0, "mem_3", 3, 10.0 * MATCH_FLOOR / 2, factors)  # proven too, for another task of the kind
+    keep = keep_ratios([look_alike, proven, second], None, {}, vouched={2, 3})
+    assert keep[2] == 1.0 and keep[3] < MATCH_FLOOR  # the best of them only: the others' precision cost

@@ -50,9 +50,11 @@ def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict,
     """id -> the largest relative floor at which relative_cut keeps the memory (1 for the first hit,
     which is never cut; 0 for one no floor keeps). The retrieval log keeps these for a context that
     was cut: the context tuner replays a stricter floor on the log (an arm serves what has at least
-    its ratio), so it judges its arms on what the cut would really have let in. ``vouched``: kept
-    whatever their match (what worked the last time under the query's task name: a new wording
-    that shares few words with it put it under MATCH_FLOOR, behind an unjudged look-alike)."""
+    its ratio), so it judges its arms on what the cut would really have let in. ``vouched``: what
+    worked the last time under the query's task name; the best of it (by final score) is kept
+    whatever its match (a new wording that shared few words with it put it under MATCH_FLOOR,
+    behind an unjudged look-alike). Keeping all of it let in a kind of job's every proven memory,
+    needed by its other tasks (agent day dev, precision with feedback .834 -> .731)."""
     fused, final = _legs(scored, cut_base)
     first = scored[0][2]  # never cut: a correction ranked first may score below what it replaced
     if gain is not None:
@@ -68,7 +70,9 @@ def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict,
         a = learned.get(i)
         match_leg = share if not judged_poor(a) and share >= match_ratio(a, 0.0) else 0.0
         helped = a is not None and a.helped_here and share >= MATCH_FLOOR
-        out[i] = 1.0 if i == first or helped or i in vouched else min(1.0, max(score_leg, match_leg))
+        out[i] = 1.0 if i == first or helped else min(1.0, max(score_leg, match_leg))
+    if vouched & out.keys():
+        out[max(vouched & out.keys(), key=lambda i: (final[i], -i))] = 1.0
     return out
 
 
