@@ -156,7 +156,7 @@ def register(server: MCPServer) -> None:
         used_memory_ids: Annotated[Optional[list[str]], Field(description="The memories you relied on.")] = None,
         reason: Annotated[Optional[str], Field(description="Why, in a sentence.")] = None,
         client_key: Annotated[Optional[str], Field(description="Optional idempotency key: a retried call with the same key is applied once.")] = None,
-        task: Annotated[Optional[str], Field(description="The job's name, if the context had none (or one of its task_names).")] = None,
+        task: Annotated[str | None, Field(description="The job's name, if the context had none (or one of its task_names).")] = None,
     ) -> FeedbackOut:
         """Call when a task ends, failures too. Memories that helped rise, ones that misled fall;
         candidates that keep helping are validated (promoted)."""

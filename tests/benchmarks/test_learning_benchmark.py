@@ -286,8 +286,8 @@ def test_an_agent_that_names_its_tasks_passes_the_names_to_recall():
 
 
 def test_an_agent_with_names_of_its_own_reports_under_a_listed_family_name():
-    kw = dict(rounds=4, embedder="hash", scenarios=["clean"], attempts=1, distractors=2, phrasings=3, families=4,
-              task_names=0.5)
+    kw = {"rounds": 4, "embedder": "hash", "scenarios": ["clean"], "attempts": 1, "distractors": 2, "phrasings": 3,
+          "families": 4, "task_names": 0.5}
     res = bench.run_seeds([7, 8], adopt_names="own", **kw)
     own = res["scenarios"]["clean"]["own_names"]
     per_seed = [r["scenarios"]["clean"]["own_names"] for r in res["per_seed_runs"]]

@@ -11,16 +11,8 @@ from recallite_core.learning.learner import LearningConfig
 from recallite_core.text.validation import parse_id
 from recallite_mcp.server import build_server
 from recallite_mcp.settings import Settings
+from tests.learning.test_task_names import CFG, _store, _stored_task
 from tests.mcp_helpers import call, error_text
-
-CFG = RecalliteConfig(learning=LearningConfig(task_weight=0.0))
-
-
-def _store(config=CFG):
-    m = Recallite.open(None, embedder="hash", config=config)
-    wrong = m.remember("alpha beta gamma", type="procedure")  # ranks first for both queries
-    right = m.remember("alpha beta gamma delta", type="procedure")
-    return m, wrong, right
 
 
 def _worked(m, query, memory, name):
@@ -28,13 +20,8 @@ def _worked(m, query, memory, name):
     m.feedback(r.retrieval_id, "success", used_memory_ids=[memory.id])
 
 
-def _stored_task(m, retrieval_id):
-    with m.core.store.reading() as s:
-        return s.retrievals.task(parse_id(retrieval_id, "ret"))
-
-
 def test_a_name_new_to_the_results_was_told_nothing_of_the_names_they_worked_under():
-    m, wrong, right = _store()
+    m, _, right = _store()
     _worked(m, "alpha gamma", right, "deploy service")
     assert m.recall("beta", limit=2, task="ship build").task_names == ["deploy service"]
     assert m.recall("beta", limit=2).task_names == ["deploy service"]  # no name given: the same
@@ -53,7 +40,8 @@ def test_task_names_come_nearest_first_and_only_from_successes():
 
 
 def test_a_global_learner_lists_no_task_names():
-    m, wrong, right = _store(RecalliteConfig(learning=LearningConfig(mode="global")))
+    m = Recallite.open(None, embedder="hash", config=RecalliteConfig(learning=LearningConfig(mode="global")))
+    right = m.remember("alpha beta gamma delta", type="procedure")
     _worked(m, "alpha gamma", right, "deploy service")
     assert m.recall("beta", limit=2).task_names == []
 
@@ -151,7 +139,7 @@ async def test_mcp_context_lists_task_names_and_feedback_reports_under_one():
 def test_a_name_found_what_worked_under_it_when_the_words_did_not():
     """A job worded with none of its memory's words (an outsider's phrasings: 15% never retrieved
     their working memory) got nothing, though the agent named the job that memory had done."""
-    m, wrong, right = _store()
+    m, _, right = _store()
     assert m.recall("zeta omega", limit=2, task="deploy service").memories == []
     _worked(m, "alpha gamma", right, "deploy service")
     assert [h.memory.id for h in m.recall("zeta omega", limit=2, task="Deploy the services").memories] == [right.id]
