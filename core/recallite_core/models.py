@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal, Optional, TypeGuard, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MemoryType = Literal["observation", "preference", "fact", "constraint", "lesson", "procedure", "episode"]
 Status = Literal["candidate", "validated", "active", "deprecated", "superseded"]
@@ -178,7 +178,6 @@ class RecallResult(BaseModel):
     memories: list[RecallHit] = Field(default_factory=list)
     task_names: list[str] = Field(default_factory=list, description="Task names under which these memories "
                                   "worked, nearest first; empty when the query's own name has outcomes on them.")
-    _names_of: Any = PrivateAttr(default=None)  # ids -> the task names of those memories (a context's served ones)
 
     @property
     def ids(self) -> list[str]:

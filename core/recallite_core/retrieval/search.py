@@ -11,7 +11,7 @@ internals, the facade or another service.
 from __future__ import annotations
 
 import dataclasses
-import functools
+import json
 import math
 import time
 from collections import Counter
@@ -160,10 +160,9 @@ class Searcher:
                     conn.stats.count_redactions(Counter(q_redacted))
                 if _tuning is not None:  # build_context: which auto-tuned setting served this retrieval
                     self.core.learning.tuner.log(conn, rid, *_tuning)
-        names_of = functools.partial(self._names_near, rid, task_name, flt.scopes)
+        names = self._names_near(rid, task_name, flt.scopes, [h.memory.id for h in hits if h.memory.layer != "working"])
         result = RecallResult(retrieval_id=fmt_id("ret", rid), query=q, profile=profile, memories=hits,
-                              task_names=names_of([h.memory.id for h in hits if h.memory.layer != "working"]))
-        result._names_of = names_of  # a context lists the names of what it served (render)
+                              task_names=names)
         self.layers.after_recall(result.retrieval_id, hits)
         return result
 
@@ -188,6 +187,7 @@ class Searcher:
                 was = corrections.was_notes(s, [h.memory.id for h in result.memories])
         r = render(result.memories, max_tokens, format, was=was)
         matched = sum(h.memory.tokens for h in result.memories)
+        names = result.task_names
         try:
             rid = parse_id(result.retrieval_id, "ret")
             # The hits the budget or limit left out were logged but never shown: feedback that
@@ -199,12 +199,15 @@ class Searcher:
                 s.retrievals.mark_context(rid, r.tokens, matched)
                 if unserved:
                     s.retrievals.mark_unserved(rid, unserved)
+                    row = s.retrievals.get(rid) if names else None
+                    if row is not None:  # the names of what was served, not of what the budget left out
+                        names = self._names_near(rid, row[7], json.loads(row[4]) if row[4] else None, r.memory_ids)
         except InvalidInputError:
             pass
         return ContextResult(
             context=r.text, retrieval_id=result.retrieval_id, memory_ids=r.memory_ids, tokens=r.tokens,
             max_tokens=max_tokens, format=format, truncated=r.truncated, omitted=r.omitted,  # type: ignore[arg-type]  # render() above rejected any other format
-            task_names=result.task_names if result._names_of is None or not r.omitted else result._names_of(r.memory_ids),
+            task_names=names,
         )
 
     def build_context(
