@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from recallite_core.errors import InvalidInputError
 from recallite_core.text.task_names import task_key
 
 from . import learning_tasks as lt
@@ -322,8 +323,6 @@ def report(mem, rid: str, outcome: str, mid: str, name: str | None) -> None:
     """Feedback naming the memory used, under ``name`` when given; where the engine refuses that
     name for this retrieval (its own name has a record), the agent reports without one, as its
     error says."""
-    from recallite_core.errors import InvalidInputError
-
     try:
         mem.feedback(rid, outcome, used_memory_ids=[mid], task=name)
     except InvalidInputError:

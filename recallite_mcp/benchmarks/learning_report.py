@@ -35,11 +35,6 @@ def format_scenario(res: dict[str, Any]) -> str:
             continue
         lines.append(f"   target {t['name']}: {t['value']:.3f} >= {t['target']:.2f}{extra}  {verdict}"
                      f"; lowest from then on {t['lowest_after']:.3f}")
-    own = res.get("own_names")
-    if own and own["asks"]:
-        lines.append(f"   asks under a name of their own: {own['asks']}; their family's name listed in task_names "
-                     f"{own['family_listed'] / own['asks']:.3f}, first {own['family_first'] / own['asks']:.3f}"
-                     + (f"; outcomes reported under a listed name ({own['adopted']})" if own["adopted"] else ""))
     if res["scenario"] == "none":
         lines.append(f"   reads moved no ranking: {res['rankings_changed_by_reads']} of {res['repeated_queries']} repeated "
                      f"queries ranked differently ({res['access_counts']} accesses counted)")

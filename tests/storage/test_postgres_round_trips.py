@@ -172,5 +172,6 @@ def test_a_feedback_read_its_task_name_before_taking_the_learning_lock(mem):
     with _spying(mem) as spy:
         mem.feedback(r.retrieval_id, "success", task="warm the cache")
     lock = next(i for i, s in enumerate(spy.sent) if s.startswith("SELECT pg_advisory_xact_lock(%s)"))
-    read = next(i for i, s in enumerate(spy.sent) if s.startswith("SELECT task FROM retrievals"))
+    read = next(i for i, s in enumerate(spy.sent) if s.startswith("SELECT id, query, kind, profile, scope, created_at, "
+                                                                   "tokens_served, task FROM retrievals"))
     assert lock < read

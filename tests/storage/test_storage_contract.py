@@ -519,7 +519,7 @@ def test_outcomes_and_feedback(seed):
         assert [h[0] for h in s.outcomes.history([a], 1)] == [a]
         assert [h[7] for h in hist] == ["deploy staging", None, None, None]  # the task key of its retrieval
         assert [h[8] for h in hist] == ['["default"]', None, None, None]  # the scopes it searched (None: all)
-        assert (s.retrievals.task(r1), s.retrievals.task(r2), s.retrievals.task(999_999)) == (None, "deploy staging", None)
+        assert (s.retrievals.get(r1)[7], s.retrievals.get(r2)[7]) == (None, "deploy staging")  # the task key
         assert s.retrievals.judged_under("deploy staging") and not s.retrievals.judged_under("rotate key")
         mine = s.outcomes.of_memory(a, 10)
         assert [(r[0], r[1], r[2], r[3], r[4]) for r in mine] == [(f2, r2, "q2", "failure", "credit"),
@@ -540,7 +540,7 @@ def test_outcomes_and_feedback(seed):
         s.retrievals.name_task(r1, "rotate key")  # named at feedback: its outcomes now count under it
     with seed.store.reading() as s:
         assert s.outcomes.outcome_mark()[1] == epoch + 1
-        assert s.retrievals.task(r1) == "rotate key"
+        assert s.retrievals.get(r1)[7] == "rotate key"
         assert [h[7] for h in s.outcomes.history([b], 5)] == ["rotate key"]
         assert s.outcomes.proven_under("rotate key") == [(a, None), (b, None)]  # c: 'unused', not a success
         assert s.outcomes.proven_under("deploy staging") == [] and s.outcomes.proven_under("nope") == []  # a: failed last

@@ -24,7 +24,7 @@ from recallite_core.policy import rules as policy
 from recallite_core.policy.lifecycle import check_optional_reason
 from recallite_core.policy.promotion import promote_earned
 from recallite_core.storage.base import MemoryFilter
-from recallite_core.text.task_names import task_key
+from recallite_core.text.task_names import optional_key
 from recallite_core.text.validation import check_optional_name, check_unit, fmt_id, parse_id
 
 
@@ -84,7 +84,7 @@ class FeedbackRecorder:
         used = None if used_memory_ids is None else list(dict.fromkeys(parse_id(i) for i in used_memory_ids))
         reason_text = None if reason is None else check_optional_reason(reason)
         key = None if client_key is None else check_optional_name(client_key, "client_key", self.core.limits)
-        name = None if task is None or not str(task).strip() else task_key(task)  # "" is no name
+        name = optional_key(task)
         target = policy.outcome_target(outcome, sc)
         recorded_score = target if sc is None else sc
         qvec = self.core.learning.query_vector(rid)  # embedded outside the write lock
@@ -92,7 +92,8 @@ class FeedbackRecorder:
         # concurrent: on PostgreSQL feedback queues on its own lock, not on remembers (locking.py).
         with self.core.store.transaction(concurrent=True) as conn:
             conn.outcomes.serialise_feedback()  # what the checks below read stays as read until COMMIT
-            if not conn.retrievals.exists(rid):
+            logged = conn.retrievals.get(rid)
+            if logged is None:
                 raise RetrievalNotFoundError(
                     f"No retrieval ret_{rid}. Pass the retrieval_id returned by recall/context in this database."
                 )
@@ -100,9 +101,9 @@ class FeedbackRecorder:
                 prev = conn.outcomes.feedback_with_key(key)
                 if prev is not None:
                     return self._feedback_result(conn, prev, duplicate=True)
-            if name is not None:
-                _name_task(conn, rid, name)
             shown = conn.retrievals.shown(rid)
+            if name is not None:
+                _name_task(conn, rid, logged[7], name, shown)
             opened = [mid for mid, _, e, _ in shown if e]
             seen = {mid for mid, _, e, s in shown if e or s}
             if not used:
@@ -226,21 +227,21 @@ def judged_on(conn, rid: int) -> set[int]:
     return out
 
 
-def _name_task(conn, rid: int, name: str) -> None:
+def _name_task(conn, rid: int, old: str | None, name: str, shown: list[tuple[int, int, int, int]]) -> None:
     """Name the retrieval's task before its outcome is written: an unnamed one, or one asked under
     a name that has no outcome yet, or under another name when ``name`` worked last for a memory
     it served (the agent found its job among the names listed). Refused when the retrieval has
     feedback already (renaming under its outcomes would move evidence the caches fitted and split
     one retrieval across two jobs), and otherwise for a name with a record: a slip, a deploy
-    reported as a release, put the deploy procedure into release contexts (a new user's trial)."""
-    old = conn.retrievals.task(rid)
+    reported as a release, put the deploy procedure into release contexts (a new user's trial).
+    ``old``: the retrieval's name; ``shown``: its items (retrievals.shown)."""
     if old == name:
         return
     if conn.retrievals.feedback_of([rid]):
         was = f"task '{old}'" if old else "no task name"
         raise InvalidInputError(f"ret_{rid} already has feedback under {was}: report this outcome without task.")
     if old is not None and conn.retrievals.judged_under(old):
-        served = {mid for mid, _, _, shown in conn.retrievals.shown(rid) if shown}
+        served = {mid for mid, _, _, s in shown if s}
         if not served & {mid for mid, _ in conn.outcomes.proven_under(name)}:
             raise InvalidInputError(f"ret_{rid} was asked as task '{old}', a job with outcomes, and nothing it served "
                                     f"worked as '{name}': report under '{old}' (or without task).")

@@ -395,6 +395,7 @@ class OutcomeModel:
     def invalidate(self) -> None:
         self._cache.clear()
         self._named.clear()
+        self._proven.clear()
         self._offered.clear()
         self._seen_rowid = -1
         self._epoch = None
@@ -451,10 +452,9 @@ class OutcomeModel:
         allvecs = np.zeros((n, d))
         if has.any():
             allvecs[has] = decode_many([r[5] for r, h in zip(rs, has) if h], d)
-        fitted = self._fit_rows(targets, credit, times, rival, explained, has, allvecs,
-                                tuple(r[6] if len(r) > 6 else None for r in rs), now)
-        fitted.vec_scopes = tuple(searched_scopes(r[7] if len(r) > 7 else None) for r, h in zip(rs, has) if h)
-        return fitted
+        return self._fit_rows(targets, credit, times, rival, explained, has, allvecs,
+                              tuple(r[6] if len(r) > 6 else None for r in rs), now,
+                              tuple(searched_scopes(r[7] if len(r) > 7 else None) for r in rs))
 
     def named(self, mid: int, m: _Model, key: str, q: np.ndarray, now: float) -> _Model:
         """The model of memory ``mid`` as seen by a query named ``key``. Where it has outcomes under
@@ -526,7 +526,7 @@ class OutcomeModel:
 
     def _fit_rows(self, targets: np.ndarray, credit: np.ndarray, times: np.ndarray, rival: np.ndarray,
                   explained: np.ndarray | None, has: np.ndarray, allvecs: np.ndarray, keys: tuple[str | None, ...],
-                  now: float) -> _Model:
+                  now: float, scopes: tuple[frozenset[str] | None, ...] = ()) -> _Model:
         cfg = self.cfg
         n = len(targets)
         vecs = allvecs[has]
@@ -548,7 +548,8 @@ class OutcomeModel:
                       support=support, dir_support=dir_support,
                       vec_weights=vw, vec_targets=targets[has], vec_full=credit[has] >= FULL_CREDIT, novec_weight=nw,
                       novec_target=nt, run=run, built_at=now, credit=credit, rival=rival, explained=explained, keys=keys,
-                      vec_keys=tuple(k for k, h in zip(keys, has) if h))
+                      vec_keys=tuple(k for k, h in zip(keys, has) if h),
+                      vec_scopes=tuple(s for s, h in zip(scopes, has) if h))
 
     def success_closeness(self, m: _Model, sims: np.ndarray) -> float | None:
         """How close the memory's successes come to the query: a soft maximum (log-sum-exp at

@@ -50,7 +50,7 @@ from recallite_core.retrieval.rerank import rerank_hits, resolve_reranker
 from recallite_core.storage.base import Session
 from recallite_core.text.concepts import concepts_query
 from recallite_core.text.redaction import redact_text
-from recallite_core.text.task_names import is_task_key, task_key
+from recallite_core.text.task_names import is_task_key, optional_key
 from recallite_core.text.tokens import estimate_tokens
 from recallite_core.text.validation import check_limit, check_query, check_scope, check_unit, fmt_id, parse_id
 
@@ -133,7 +133,7 @@ class Searcher:
             if not math.isfinite(min_score):
                 raise InvalidInputError("min_score must be a finite number.")
         ratio = None if min_score_ratio is None else check_unit("min_score_ratio", min_score_ratio, 0.0)
-        task_name = None if task is None or not str(task).strip() else task_key(task)  # "" is no name
+        task_name = optional_key(task)
         mt = None if min_trust is None else check_unit("min_trust", min_trust, 0.0)
         if expand_episodes is not None:
             expand_episodes = check_window(expand_episodes)

@@ -33,6 +33,11 @@ def task_key(name: str) -> str:
     return key
 
 
+def optional_key(task: str | None) -> str | None:
+    """The key of an optional task name: None, "" and whitespace are no name."""
+    return None if task is None or not str(task).strip() else task_key(task)
+
+
 def stored_key(key: object) -> str | None:
     """A key read back from an export: kept as it was written (keys are not normalised twice), if
     it is a short string; anything else is no name."""
@@ -58,4 +63,4 @@ def _singular(word: str) -> str:
     return word[:-1]
 
 
-__all__ = ["MAX_NAME_CHARS", "is_task_key", "stored_key", "task_key"]
+__all__ = ["MAX_NAME_CHARS", "is_task_key", "optional_key", "stored_key", "task_key"]

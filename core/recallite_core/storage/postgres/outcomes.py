@@ -199,11 +199,6 @@ class PostgresRetrievals:
         return self._conn.execute("SELECT id, query, kind, profile, scope, created_at, tokens_served, task FROM retrievals "
                                   "WHERE id = %s", (rid,)).fetchone()
 
-    def task(self, rid: int) -> str | None:
-        """The task key a retrieval was named with (None: unnamed)."""
-        row = self._conn.execute("SELECT task FROM retrievals WHERE id = %s", (rid,)).fetchone()
-        return row[0] if row else None
-
     def judged_under(self, key: str) -> bool:
         """Whether any retrieval named ``key`` has feedback: the name has a record."""
         return bool(self._conn.execute(
