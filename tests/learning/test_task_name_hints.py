@@ -11,7 +11,7 @@ from recallite_core.learning.learner import LearningConfig
 from recallite_core.text.validation import parse_id
 from recallite_mcp.server import build_server
 from recallite_mcp.settings import Settings
-from tests.learning.test_task_names import CFG, _store, _stored_task
+from tests.learning.test_task_names import CFG, _restored_as, _store, _stored_task
 from tests.mcp_helpers import call, error_text
 
 
@@ -96,14 +96,7 @@ def test_a_context_listed_the_names_of_memories_its_budget_left_out():
 def test_a_listed_name_could_not_be_passed_back(tmp_path):
     """A key restored from an older export is kept as written ("deploy other"); passed back, it
     names another job ("deploy"), so it is not listed."""
-    m, _, right = _store()
-    _worked(m, "alpha gamma", right, "deploy service")
-    out = tmp_path / "dump.jsonl"
-    m.export_jsonl(str(out))
-    out.write_text(out.read_text().replace('"task": "deploy service"', '"task": "deploy other"'))
-    dst = Recallite.open(None, embedder="hash", config=CFG)
-    dst.import_jsonl(str(out), trust="restore")
-    assert dst.recall("alpha gamma", limit=2).task_names == []
+    assert _restored_as("deploy other", tmp_path).recall("alpha gamma", limit=2).task_names == []
 
 
 @pytest.fixture
