@@ -131,6 +131,8 @@ class OutcomeEvidence(BaseModel):
                                                      "when another candidate succeeded on tasks closer to it.")
     failed_here: bool = Field(False, description="Failed at least twice on this very task and never worked there: "
                                                  "not served first there again.")
+    failed_last_here: bool = Field(False, description="The agent acted on it for this very task and its latest outcome "
+                                                      "there was a failure.")
 
 
 class ScoreBreakdown(BaseModel):

@@ -32,7 +32,8 @@ The agent model (deterministic with --seed)
 
 Metrics per day and project: precision (mean over contexts of the share of served memories that belong to
 the task: its needed, misleading or related memories), needed-memory recall (share of tasks whose needed
-memories were all served, among tasks whose needed memories were already in the store), tokens served (mean
+memories were all served, among tasks whose needed memories were already in the store), needed first (share
+of those tasks whose context led with a memory the task needs), tokens served (mean
 per context), success rate, and memories in the store this project reads (project scope + user scope).
 """
 
@@ -240,6 +241,7 @@ def judge(task: TaskKind, served: list[str], key_of: dict[str, str], prefix: str
 @dataclass
 class Tally:
     precision: list[float] = field(default_factory=list)
+    first: list[int] = field(default_factory=list)  # the first memory served is one the task needs
     recall: list[int] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
     served: list[int] = field(default_factory=list)
@@ -254,7 +256,8 @@ class Tally:
     def summary(self) -> dict[str, Any]:
         mean = lambda xs: round(sum(xs) / len(xs), 4) if xs else None
         return {
-            "tasks": len(self.outcomes), "precision": mean(self.precision), "recall": mean(self.recall),
+            "tasks": len(self.outcomes), "precision": mean(self.precision), "first": mean(self.first),
+            "recall": mean(self.recall),
             "recall_each": list(self.recall),  # per task, in the schedule's order (the twins' line up)
             "recall_tasks": len(self.recall), "needed_not_yet_stored": self.unavailable,
             "tokens": mean(self.tokens), "served": mean(self.served),
@@ -326,6 +329,7 @@ class Agent:
         if all((t.project, m.key) in self.stored for m in t.kind.needed):
             need = {f"{t.project}:{m.key}" for m in t.kind.needed}
             tally.recall.append(int(need <= {self.key_of.get(i) for i in served}))
+            tally.first.append(int(bool(served) and self.key_of.get(served[0]) in need))
         else:
             tally.unavailable += 1
         return ctx
@@ -572,7 +576,8 @@ def _misses_line(results: list[dict[str, Any]]) -> str:
 def seeds_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Means over several seeds' runs of the days from TARGET_FROM_DAY (every project-day counts once):
     one seed's table moves by .10 when one task changes, too coarse to tell two versions apart."""
-    acc: dict[str, list[float]] = {"precision": [], "recall": [], "twin_precision": [], "twin_recall": [], "tokens": []}
+    acc: dict[str, list[float]] = {"precision": [], "recall": [], "twin_precision": [], "twin_recall": [], "tokens": [],
+                                   "first": [], "twin_first": []}
     for res in results:
         for row in res["days"]:
             if row["day"] < TARGET_FROM_DAY:
@@ -580,7 +585,8 @@ def seeds_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
             for r in row["projects"].values():
                 f, n = r["feedback"], r["no_feedback"]
                 for k, v in (("precision", f["precision"]), ("recall", f["recall"]), ("twin_precision", n["precision"]),
-                             ("twin_recall", n["recall"]), ("tokens", f["tokens"])):
+                             ("twin_recall", n["recall"]), ("tokens", f["tokens"]), ("first", f.get("first")),
+                             ("twin_first", n.get("first"))):
                     if v is not None:
                         acc[k].append(v)
     out: dict[str, Any] = {k: round(sum(v) / len(v), 4) if v else None for k, v in acc.items()}
@@ -657,6 +663,7 @@ def _main_seeds(args: argparse.Namespace, say) -> int:
         print(f"seed {res['config']['seed']}: {bad} of {len(res['checks'])} checks failed")
     print(f"precision fb/no {_f(summary['precision'], 3)}/{_f(summary['twin_precision'], 3)}  "
           f"recall fb/no {_f(summary['recall'], 3)}/{_f(summary['twin_recall'], 3)}  "
+          f"needed first fb/no {_f(summary['first'], 3)}/{_f(summary['twin_first'], 3)}  "
           f"tokens fb {_f(summary['tokens'], 0)}  checks failed {summary['checks_failed']} of {summary['checks']}")
     print(_misses_line(results))
     return 0

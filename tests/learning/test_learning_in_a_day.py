@@ -119,6 +119,27 @@ def test_a_memory_served_but_not_needed_sinks_for_that_task_only(mem):
     assert other.memory.id == ids[3] and other.breakdown.learning is None or other.breakdown.learning.outcomes == 0
 
 
+def test_a_memory_only_passed_over_was_labelled_as_one_that_misled(mem):
+    """Served where the agent did the job with another memory, it went unused: a hint that it is
+    not what this task needs, not a failure it caused. Its reason says so; one the agent acted on
+    and failed with still reads 'misled'."""
+    ids = [mem.remember(t, type="procedure").id for t in SHRINK + OTHERS]
+    task = "the api docker image is too big, shrink it"
+    for _ in range(2):
+        ctx = mem.build_context(task, limit=3)
+        assert {ids[0], ids[1]} <= set(ctx.memory_ids)
+        mem.feedback(ctx.retrieval_id, "success", used_memory_ids=[ids[1]])
+    hits = {h.memory.id: h for h in mem.recall(task, limit=3).memories}
+    assert hits[ids[0]].breakdown.learning.posterior_mean <= 0.4
+    assert "passed-over-on-similar-tasks" in hits[ids[0]].reasons
+    assert "misled-on-similar-tasks" not in hits[ids[0]].reasons
+    for _ in range(2):
+        r = mem.recall(task, limit=3)
+        mem.feedback(r.retrieval_id, "failure", used_memory_ids=[ids[0]])
+    hits = {h.memory.id: h for h in mem.recall(task, limit=3).memories}
+    assert "misled-on-similar-tasks" in hits[ids[0]].reasons
+
+
 def test_learning_never_cuts_an_unjudged_memory_from_a_context(mem):
     """A relative floor cuts what feedback judged poor; a memory nobody judged yet stays while it is
     as close to the query as the floor asks, however far the proven one has risen."""

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from recallite_core import Recallite
-from recallite_core.learning.learner import LearningConfig, OutcomeModel, failed_here, helped_here, learned_factor
+from recallite_core.learning.learner import LearningConfig, OutcomeModel, failed_here, last_here, learned_factor
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -109,9 +109,9 @@ def test_the_same_request_got_the_memory_that_had_failed_it_twice_first_a_third_
         mem.close()
 
 
-def test_helped_here_reads_the_nearest_outcome_the_agent_acted_on_for_this_very_task():
+def test_last_here_reads_the_nearest_outcome_the_agent_acted_on_for_this_very_task():
     full = np.ones(3, bool)
-    assert helped_here(np.array([0.99, 0.5, 0.2]), np.array([1.0, 0.0, 0.0]), full, 0.9)
-    assert not helped_here(np.array([0.95, 0.99, 0.2]), np.array([1.0, 0.0, 0.0]), full, 0.9)  # failed nearer
-    assert not helped_here(np.array([0.8, 0.7, 0.2]), np.array([1.0, 1.0, 1.0]), full, 0.9)  # another task
-    assert not helped_here(np.array([0.99, 0.5]), np.array([1.0, 0.0]), np.array([False, True]), 0.9)  # not acted on
+    assert last_here(np.array([0.99, 0.5, 0.2]), np.array([1.0, 0.0, 0.0]), full, 0.9) is True
+    assert last_here(np.array([0.95, 0.99, 0.2]), np.array([1.0, 0.0, 0.0]), full, 0.9) is False  # failed nearer
+    assert last_here(np.array([0.8, 0.7, 0.2]), np.array([1.0, 1.0, 1.0]), full, 0.9) is None  # another task
+    assert last_here(np.array([0.99, 0.5]), np.array([1.0, 0.0]), np.array([False, True]), 0.9) is None  # not acted on

@@ -152,6 +152,18 @@ def test_the_change_note_named_the_office_as_the_old_value(mem):
     assert b.supersedes == [a.id] and "(4th -> 6th)" in b.correction
 
 
+def test_the_change_note_named_the_host_when_the_new_text_quoted_the_old_port():
+    """A new user's trial: "port 5432 on host staging-db.internal" -> "moved to port 6543; 5432 is
+    no longer reachable" was noted "(staging-db.internal -> 6543)": the port changed, and the new
+    text quoting the old one does not make the host the old value."""
+    mem = Recallite.open(None)
+    a, b = store(mem, "The staging database runs on port 5432 on host staging-db.internal.",
+                 "Correction: the staging DB moved to port 6543 (pgbouncer in front of it); 5432 is no longer "
+                 "reachable from laptops.")
+    assert b.supersedes == [a.id] and "(5432 -> 6543)" in b.correction
+    mem.close()
+
+
 def test_a_correction_note_named_a_word_of_neither_text_as_the_old_value():
     """A new user's trial: "Alice owns the billing service." -> "Bob took over the billing service
     from Alice." was noted "(lead -> Bob)" and LaunchDarkly -> Unleash "(service -> Unleash)": the

@@ -134,3 +134,24 @@ def test_a_long_memory_crowded_the_short_ones_out_of_a_context(fmt):
         assert not m.build_context("deploy the API", format=fmt, max_tokens=30000).truncated
     finally:
         m.close()
+
+
+@pytest.mark.parametrize("fmt, said", [("markdown", "failed on this task last time"), ("plain", "failed on this task last time"),
+                                       ("compact", "failed here last time"), ("xml", 'outcome_here="failed last time"')])
+def test_a_memory_that_failed_on_this_task_was_served_again_without_a_word(fmt, said):
+    """A new user's trial: after the agent reported that a lesson did not fix its CI job, the next
+    context for that job served the same lesson with nothing to tell it apart. Served again (it is
+    still the best match), it now says that it failed here last time; another task is told nothing."""
+    mem = Recallite.open(None, embedder="hash")
+    tmpdir = mem.remember("Fix the integration tests killed in CI by setting TMPDIR to the scratch disk in the CI job.",
+                          type="lesson")
+    mem.remember("Rotate the database password in the vault.", type="procedure")
+    job = "the integration tests keep getting killed in CI, fix the pipeline"
+    first = mem.build_context(job, task="fix ci", format=fmt)
+    assert first.memory_ids == [tmpdir.id] and said not in first.context
+    mem.feedback(first.retrieval_id, "failure", used_memory_ids=[tmpdir.id])
+    again = mem.build_context(job, task="fix ci", format=fmt)
+    assert again.memory_ids == [tmpdir.id] and said in again.context
+    other = mem.build_context("scratch disk for the CI job", task="ci disk", format=fmt)
+    assert tmpdir.id in other.memory_ids and said not in other.context
+    mem.close()

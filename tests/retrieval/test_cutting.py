@@ -137,3 +137,23 @@ def test_a_rule_the_agent_used_on_this_very_task_was_cut_because_another_memory_
     assert kept(scored, learned, 0.15) == [1, 2]
     scored, learned = ranked((1, 20.0, proc), (2, 0.9 * MATCH_FLOOR * 20.0, rule))
     assert kept(scored, learned, 0.15) == [1]  # its record does not carry a memory that barely matches
+
+
+def test_a_memory_this_job_had_passed_over_was_kept_on_its_match_alone():
+    """Agent day fresh-dev, named tasks: a project fact served under 'model rollback' and left unused
+    there (one unused mark, below POOR_EVIDENCE) was kept in that job's next contexts by its match
+    (the best in the pool), beside the procedure that worked. Under this very task (outcome at
+    cosine 1), never worked there, went unused: its match no longer keeps it; its score still may."""
+    worked = Assessment(outcomes=2, mean=0.8, usefulness=0.8, successes=1.9, nearest=1.0,
+                        factor=math.exp(GAIN * 0.3))
+    passed = Assessment(outcomes=1, mean=0.42, usefulness=0.42, successes=0.0, failures=0.29, nearest=1.0,
+                        factor=math.exp(GAIN * -0.08))
+    scored, learned = ranked((1, 1.0, worked), (2, 0.9, passed))
+    assert kept(scored, learned, 0.1) == [1]
+    elsewhere = Assessment(outcomes=1, mean=0.42, usefulness=0.42, successes=0.0, failures=0.29, nearest=0.8,
+                           factor=math.exp(GAIN * -0.08))  # passed over on another task: its match still counts
+    scored, learned = ranked((1, 1.0, worked), (2, 0.9, elsewhere))
+    assert kept(scored, learned, 0.1) == [1, 2]
+    unjudged = Assessment(outcomes=0, mean=0.5, usefulness=0.5)
+    scored, learned = ranked((1, 1.0, worked), (2, 0.9, unjudged))
+    assert kept(scored, learned, 0.1) == [1, 2]

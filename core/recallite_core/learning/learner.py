@@ -11,8 +11,7 @@ Three parts (docs/learning.md):
   memory nobody has tried yet gets its chance over ones that failed.
 * :class:`~recallite_core.learning.tuner.ContextTuner` (tuner.py) is a per-scope bandit over a few
   (top-K, relative threshold) settings for recallite_context, rewarded by feedback minus a token cost.
-* :class:`Learning` ties both to the store: the query vector of each feedback, the cache,
-  rebuilding after reindex or import.
+* :class:`Learning` ties both to the store: task vectors of feedback, the cache, rebuilds.
 
 The rows of ``memory_outcomes`` (with the query text in ``retrievals``) are the truth; the
 query vectors in ``retrieval_vectors`` are a projection that :meth:`Learning.backfill`
@@ -172,6 +171,8 @@ class Assessment:
     locality: float = 1.0  # share of its success evidence that applies here (success locality)
     failed_here: bool = False  # failed on this very task repeatedly, never worked there: capped
     helped_here: bool = False  # acted on with success on this very task, its latest outcome there
+    misled_here: bool = False  # acted on on this very task, and its latest outcome there was a failure
+    acted_failures: bool = False  # a failure the agent acted on it for (not only passed over or shared credit)
 
     def evidence(self) -> OutcomeEvidence:
         """What a hit's breakdown shows of this assessment (rounded)."""
@@ -181,7 +182,7 @@ class Assessment:
             posterior_mean=round(self.mean, 4), exploration_bonus=round(self.bonus, 4),
             usefulness=round(self.usefulness, 4), last_outcome_at=ts(self.last_outcome_at),
             failure_run=self.failure_run, newcomer=self.newcomer, success_locality=round(self.locality, 4),
-            failed_here=self.failed_here,
+            failed_here=self.failed_here, failed_last_here=self.misled_here,
         )
 
 
@@ -273,12 +274,12 @@ def failed_here(sims: np.ndarray, targets: np.ndarray, full: np.ndarray, same_ta
     return int((near & (targets < 0.5) & full & (sims > bar)).sum()) >= repeats
 
 
-def helped_here(sims: np.ndarray, targets: np.ndarray, full: np.ndarray, same_task: float) -> bool:
-    """Whether the memory was acted on (full credit, ``full``) on this very task (task cosine ``sims``
-    >= ``same_task``) and its nearest such outcome there is a success."""
+def last_here(sims: np.ndarray, targets: np.ndarray, full: np.ndarray, same_task: float) -> bool | None:
+    """How the memory's nearest outcome on this very task (task cosine ``sims`` >= ``same_task``) that
+    the agent acted on (full credit, ``full``) went: True a success, False a failure, None: none there."""
     near = (sims >= same_task) & full
     if not near.any():
-        return False
+        return None
     return bool(targets[int(np.argmax(np.where(near, sims, -np.inf)))] >= 0.5)
 
 
@@ -588,7 +589,7 @@ class OutcomeModel:
         cfg = self.cfg
         nearest = None
         locality = 1.0
-        repeated = helped = False
+        repeated, last = False, None
         if m.n == 0:
             alpha, beta = 2 * cfg.prior * prior_mean, 2 * cfg.prior * (1 - prior_mean)
             succ = fail = 0.0
@@ -603,7 +604,7 @@ class OutcomeModel:
                     if mine is not None:
                         locality = math.exp(min(0.0, mine - closest) / cfg.success_locality)
                 repeated = failed_here(sims, m.vec_targets, m.vec_full, cfg.same_task, cfg.repeat_failures)
-                helped = not repeated and helped_here(sims, m.vec_targets, m.vec_full, cfg.same_task)
+                last = last_here(sims, m.vec_targets, m.vec_full, cfg.same_task)
                 raw = float(sims @ m.dual)
                 reach = float(sims @ m.support)
                 mass_v = float(m.vec_weights.sum()) * coverage(reach, cfg.coverage, cfg.uncovered_weight)
@@ -626,7 +627,8 @@ class OutcomeModel:
             factor=learned_factor(u, self.gain), last_outcome_at=float(m.times.max()) if m.n else None,
             explored=explore and m.n == 0 and bonus > 0, failure_run=m.run, newcomer=untried == "newcomer",
             passed_over=untried == "passed-over", locality=locality, failed_here=repeated,
-            helped_here=helped and mean >= 0.5,
+            helped_here=not repeated and bool(last) and mean >= 0.5, misled_here=repeated or last is False,
+            acted_failures=bool(m.n) and bool(((m.targets < 0.5) & (m.credit >= FULL_CREDIT)).any()),
         )
 
     def assess(
@@ -704,7 +706,8 @@ def outcome_reasons(a: Assessment, change_after: int = 3) -> list[str]:
     elif a.mean >= 0.6:
         out.append("helped-on-similar-tasks")
     elif a.mean <= 0.4:
-        out.append("misled-on-similar-tasks")
+        # Only a failure it was acted on for misled anyone; served and left unused is not that.
+        out.append("misled-on-similar-tasks" if a.acted_failures else "passed-over-on-similar-tasks")
     else:
         out.append("mixed-outcomes-on-similar-tasks")
     if a.failure_run >= change_after:
@@ -793,5 +796,5 @@ class Learning:
 
 __all__ = [
     "LEARNING_MODES", "LearningConfig", "Assessment", "OutcomeModel", "Learning",
-    "coverage", "recency_weights", "ridge_dual", "failure_run", "failed_here", "helped_here", "beta_mean_sd", "learned_factor", "outcome_reasons",
+    "coverage", "recency_weights", "ridge_dual", "failure_run", "failed_here", "last_here", "beta_mean_sd", "learned_factor", "outcome_reasons",
 ]

@@ -625,7 +625,10 @@ def _why(ow: Sequence[Word], nw: Sequence[Word]) -> str:
         # Only plain words gone ("owns" is read as "lead of"): the new text quotes the old value
         # ("Bob took over ... from Alice", "replaced LaunchDarkly with Unleash").
         gone = [w for w in ow if w.value and w.shape in kinds and w.key in nkeys] or gone
-    gone = [w for w in gone if w.shape in kinds] or gone
+    same = [w for w in gone if w.shape in kinds]
+    if not same:  # the new value's kind is quoted, not gone ("moved to port 6543; 5432 is no longer ...")
+        same = [w for w in ow if w.value and w.shape in kinds and w.key in nkeys]
+    gone = same or gone
     return f"{_brief(gone)} -> {_brief(came)}"
 
 

@@ -290,6 +290,8 @@ RULE_TYPES = ("constraint", "preference")  # hold for a task whether or not the 
 # failure evidence (effective weight near the query): one real failure, or two tasks like this
 # one that succeeded without it; one unused showing alone never cuts it.
 POOR_EVIDENCE = 0.55
+# Success evidence below this near a query is none: a memory that never worked there.
+NO_SUCCESS = 0.05
 
 
 def earns_validation(successes: int, retrievals: int, failures: int, contradicted: bool, flagged: bool) -> bool:

@@ -114,7 +114,17 @@ def _said(m: Memory, content: str) -> tuple[str | None, str]:
 
 
 def _conf(hit: RecallHit) -> str:
-    return f"{round(hit.memory.confidence * 100)}% conf"
+    return f"{round(hit.memory.confidence * 100)}% conf" + (f", {FAILED_LAST}" if failed_last(hit) else "")
+
+
+# Said beside a memory the agent acted on for this very task when its latest outcome there was a
+# failure: the ranking may still serve it (it matches, or nothing better does), but the agent should
+# not repeat what did not work without a reason.
+FAILED_LAST = "failed on this task last time"
+
+
+def failed_last(hit: RecallHit) -> bool:
+    return hit.breakdown.learning is not None and hit.breakdown.learning.failed_last_here
 
 
 def _md_inline(text: str) -> str:
@@ -188,6 +198,8 @@ class _Xml:
         attrs += f" confidence={quoteattr(f'{m.confidence:.2f}')}"
         if quarantined(hit):
             attrs += ' trust="untrusted"'
+        if failed_last(hit):
+            attrs += ' outcome_here="failed last time"'
         if flags(hit):
             attrs += f" flagged={quoteattr(escape_hidden(','.join(flags(hit))))}"
         parts = [f"<memory {attrs}>"]
@@ -235,7 +247,7 @@ class _Compact:
         label = m.title if m.title else content
         if content.endswith(TRUNCATED):  # budget cut: shorten the label, not a body we do not show
             label = content
-        flags = [f"{round(m.confidence * 100)}%"]
+        flags = [f"{round(m.confidence * 100)}%"] + (["failed here last time"] if failed_last(hit) else [])
         if m.status != "active":
             flags.append(m.status)
         if quarantined(hit):  # quoted data in a code span the text cannot close, as the other formats do
