@@ -35,8 +35,24 @@ def test_task_names_come_nearest_first_and_only_from_successes():
     _worked(m, "delta", right, "release app")
     r = m.recall("beta", limit=2, task="rotate key")
     m.feedback(r.retrieval_id, "failure", used_memory_ids=[wrong.id])
-    assert m.recall("alpha gamma", limit=2).task_names == ["deploy service", "app release"]
-    assert m.recall("delta", limit=2).task_names == ["app release", "deploy service"]  # keys: words in order  # "rotate key" only failed
+    assert m.recall("alpha gamma", limit=2).task_names == ["deploy service", "release app"]
+    assert m.recall("delta", limit=2).task_names == ["release app", "deploy service"]  # "rotate key" only failed
+
+
+def test_listed_names_were_keys_the_agent_never_wrote():
+    """A new user's trial: jobs named "debug staging db" and "prod migration" came back as
+    "db debug staging" and "migration prod" (their keys, words sorted). A name is listed as the
+    agent last wrote it, and passing that back is the same job."""
+    m, _, right = _store()
+    _worked(m, "alpha gamma", right, "Debug the  staging DB")
+    listed = m.recall("beta", limit=2).task_names
+    assert listed == ["Debug the staging DB"]  # spaces collapsed, nothing else changed
+    r = m.recall("beta", limit=2, task=listed[0])
+    assert r.task_names == [] and m.recall("beta", limit=2, task="staging db debug").task_names == []  # one job
+    m.feedback(r.retrieval_id, "success", used_memory_ids=[right.id])
+    other = m.recall("alpha", limit=2, task="ship build")
+    m.feedback(other.retrieval_id, "success", used_memory_ids=[right.id], task="debug staging db")  # adopted later
+    assert m.recall("beta", limit=2).task_names == ["debug staging db"]  # the newest wording of the name
 
 
 def test_a_global_learner_lists_no_task_names():
@@ -77,7 +93,7 @@ def test_another_projects_task_names_were_listed():
     shared = m.remember("alpha beta gamma delta", type="procedure", scope="user")
     r = m.recall("alpha gamma", limit=2, task="acme payroll migration", scope=["acme", "user"])
     m.feedback(r.retrieval_id, "success", used_memory_ids=[shared.id])
-    assert m.recall("alpha gamma", limit=2, scope=["acme", "user"]).task_names == ["acme migration payroll"]
+    assert m.recall("alpha gamma", limit=2, scope=["acme", "user"]).task_names == ["acme payroll migration"]
     assert m.recall("alpha gamma", limit=2, scope=["globex", "user"]).task_names == []
     assert m.recall("zeta omega", limit=2, task="acme payroll migration", scope=["globex", "user"]).memories == []
 
@@ -88,9 +104,9 @@ def test_a_context_listed_the_names_of_memories_its_budget_left_out():
     _worked(m, "alpha gamma", right, "deploy service")
     both = m.build_context("alpha gamma", limit=2, max_tokens=2000)
     one = m.build_context("alpha gamma", limit=2, max_tokens=40)  # room for one of the two
-    assert sorted(both.task_names) == ["deploy service", "key rotate"]
+    assert sorted(both.task_names) == ["deploy service", "rotate key"]
     assert one.omitted == 1 and len(one.memory_ids) == 1
-    assert one.task_names == (["deploy service"] if one.memory_ids == [right.id] else ["key rotate"])
+    assert one.task_names == (["deploy service"] if one.memory_ids == [right.id] else ["rotate key"])
 
 
 def test_a_listed_name_could_not_be_passed_back(tmp_path):

@@ -134,12 +134,13 @@ def test_an_empty_task_name_is_no_name():
 
 def test_export_and_restore_keep_task_names(tmp_path):
     m, wrong, right = _store()
-    _teach(m, wrong, right, "deploy service")
+    _teach(m, wrong, right, "Deploy the services")
     out = tmp_path / "dump.jsonl"
     m.export_jsonl(str(out))
-    assert '"task": "deploy service"' in out.read_text()
+    assert '"task": "deploy service"' in out.read_text() and '"task_label": "Deploy the services"' in out.read_text()
     dst = Recallite.open(None, embedder="hash", config=CFG)
     dst.import_jsonl(str(out), trust="restore")
+    assert dst.recall("beta", limit=2).task_names == ["Deploy the services"]  # listed as the agent wrote it
     moved = {h.memory.content: h.memory.id for h in dst.recall("beta", limit=2, task="deploy service").memories}
     assert next(iter(moved)) == "alpha beta gamma delta"
 

@@ -376,7 +376,8 @@ def test_archive_round_trip(mem):
     a = mem.remember("restore me from the backup", type="fact")
     b = mem.remember("the backup runs nightly", type="fact")
     with mem.store.transaction() as s:
-        rid = s.archive.add_retrieval("backup", "default", '["default"]', "context", 10, 12, 5.0, "restore backup")
+        rid = s.archive.add_retrieval("backup", "default", '["default"]', "context", 10, 12, 5.0, "restore backup",
+                                      "Restore the backups")
         s.archive.add_items(rid, [(_id(a), 1, 0.8, 1, 0.5)])
         fid = s.outcomes.add_feedback(rid, "success", 1.0, "[]", None, "k1", 6.0)
         s.archive.add_effects(fid, [(_id(a), 1.0, 1.0, 0.5, 0.6, 6.0, "credit")])
@@ -385,7 +386,7 @@ def test_archive_round_trip(mem):
         assert s.archive.add_citation(_id(a), _id(b), 9.0) == 1
     with mem.store.reading() as s:
         assert s.archive.retrievals()[-1] == (rid, "backup", "default", '["default"]', "context", 10, 12, 5.0,
-                                              "restore backup")
+                                              "restore backup", "Restore the backups")
         assert s.archive.items_of(rid) == [(_id(a), 1, 0.8, 1, 0.5)]
         assert s.archive.feedback()[-1][:3] == (fid, rid, "success")
         assert s.archive.effects_of(fid) == [(_id(a), 1.0, 1.0, 0.5, 0.6, "credit")]

@@ -494,7 +494,8 @@ def test_outcomes_and_feedback(seed):
     c = seed.memory("c")
     with seed.store.transaction() as s:
         r1 = s.retrievals.add("q1", "default", None, "recall", NOW, [(a, 1, 0.9, None), (b, 2, 0.8, None), (c, 3, 0.1, None)])
-        r2 = s.retrievals.add("q2", "default", '["default"]', "recall", NOW, [(a, 1, 0.9, None)], "deploy staging")
+        r2 = s.retrievals.add("q2", "default", '["default"]', "recall", NOW, [(a, 1, 0.9, None)], "deploy staging",
+                              "Deploy to staging")
         mark0 = s.outcomes.outcome_mark()
     assert mark0[0] == 0
     f1 = seed.feedback(r1, "success", 1.0, [(a, 1.0, 1.0, "credit"), (b, 1.0, 1.0, "credit"), (c, 0.2, 0.0, "unused")])
@@ -537,8 +538,11 @@ def test_outcomes_and_feedback(seed):
         epoch = s.outcomes.outcome_mark()[1]
     with seed.store.transaction() as s:
         s.retrievals.replace_task_vectors([(r2, b"\x05\x05\x05\x05")], clear=True)
-        s.retrievals.name_task(r1, "rotate key")  # named at feedback: its outcomes now count under it
+        s.retrievals.name_task(r1, "rotate key", "Rotate the keys")  # named at feedback: its outcomes now count under it
     with seed.store.reading() as s:
+        assert s.retrievals.labels(["rotate key", "deploy staging", "nope"]) == {"rotate key": "Rotate the keys",
+                                                                                 "deploy staging": "Deploy to staging"}
+        assert s.retrievals.labels([]) == {}
         assert s.outcomes.outcome_mark()[1] == epoch + 1
         assert s.retrievals.get(r1)[7] == "rotate key"
         assert [h[7] for h in s.outcomes.history([b], 5)] == ["rotate key"]
@@ -1087,7 +1091,7 @@ def test_archive_export_and_import(seed):
         assert s.archive.summaries() == [("chat", "s1", '["hi"]', 1, NOW)]
         assert s.archive.team_links(None) == [("Web", "team-x", NOW), ("api", "team-x", NOW), ("web", "team-x", NOW)]
         assert s.archive.team_links("web") == [("web", "team-x", NOW)] and s.teams.of_scopes(["web"]) == ["team-x"]
-        assert s.archive.retrievals() == [(rid, "q", "default", '["chat"]', "context", 100, 50, NOW, None)]
+        assert s.archive.retrievals() == [(rid, "q", "default", '["chat"]', "context", 100, 50, NOW, None, None)]
         assert s.archive.items_of(rid) == [(a, 1, 0.9, 1, 1.0), (b, 2, 0.4, 0, None)]
         assert s.archive.feedback() == [(fid, rid, "success", 1.0, "[]", "ok", "k", NOW)]
         assert s.archive.effects_of(fid) == [(a, 1.0, 1.0, 0.5, 0.6, "credit"), (b, 0.2, 0.0, 0.5, 0.5, "unused")]

@@ -24,7 +24,7 @@ from recallite_core.policy import rules as policy
 from recallite_core.policy.lifecycle import check_optional_reason
 from recallite_core.policy.promotion import promote_earned
 from recallite_core.storage.base import MemoryFilter
-from recallite_core.text.task_names import optional_key
+from recallite_core.text.task_names import optional_key, written
 from recallite_core.text.validation import check_optional_name, check_unit, fmt_id, parse_id
 
 
@@ -103,7 +103,7 @@ class FeedbackRecorder:
                     return self._feedback_result(conn, prev, duplicate=True)
             shown = conn.retrievals.shown(rid)
             if name is not None:
-                _name_task(conn, rid, logged[7], name, shown)
+                _name_task(conn, rid, logged[7], name, shown, written(task))
             opened = [mid for mid, _, e, _ in shown if e]
             seen = {mid for mid, _, e, s in shown if e or s}
             if not used:
@@ -227,14 +227,15 @@ def judged_on(conn, rid: int) -> set[int]:
     return out
 
 
-def _name_task(conn, rid: int, old: str | None, name: str, shown: list[tuple[int, int, int, int]]) -> None:
+def _name_task(conn, rid: int, old: str | None, name: str, shown: list[tuple[int, int, int, int]],
+               label: str | None = None) -> None:
     """Name the retrieval's task before its outcome is written: an unnamed one, or one asked under
     a name that has no outcome yet, or under another name when ``name`` worked last for a memory
     it served (the agent found its job among the names listed). Refused when the retrieval has
     feedback already (renaming under its outcomes would move evidence the caches fitted and split
     one retrieval across two jobs), and otherwise for a name with a record: a slip, a deploy
     reported as a release, put the deploy procedure into release contexts (a new user's trial).
-    ``old``: the retrieval's name; ``shown``: its items (retrievals.shown)."""
+    ``old``: the retrieval's name; ``shown``: its items (retrievals.shown); ``label``: the name as written."""
     if old == name:
         return
     if conn.retrievals.feedback_of([rid]):
@@ -245,7 +246,7 @@ def _name_task(conn, rid: int, old: str | None, name: str, shown: list[tuple[int
         if not served & {mid for mid, _ in conn.outcomes.proven_under(name)}:
             raise InvalidInputError(f"ret_{rid} was asked as task '{old}', a job with outcomes, and nothing it served "
                                     f"worked as '{name}': report under '{old}' (or without task).")
-    conn.retrievals.name_task(rid, name)
+    conn.retrievals.name_task(rid, name, label)
 
 
 def _refuse_another_guess(conn, rid: int, outcome: str) -> None:

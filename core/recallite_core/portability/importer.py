@@ -476,7 +476,7 @@ class BatchImport:
             return 0
         new_rid = conn.archive.add_retrieval(
             query, str(r.get("profile", "default")), None if searched is None else json.dumps(searched), kind,
-            r.get("tokens_served"), r.get("tokens_matched"), at, stored_key(r.get("task")))
+            r.get("tokens_served"), r.get("tokens_matched"), at, stored_key(r.get("task")), stored_key(r.get("task_label")))
         retmap[parse_id(r.get("id"), "ret")] = new_rid
         rows = []
         for it in r.get("items", []):

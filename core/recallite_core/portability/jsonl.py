@@ -150,7 +150,7 @@ class Portability:
                     entries = [dict(e, m=f"mem_{e['m']}") for e in json.loads(pool) if e["m"] in ids]
                     write({"kind": "session_summary", "scope": sc, "session": sess, "turns": turns, "updated_at": updated,
                            "pool": entries})
-                for rid, q, prof, searched, kind, ts_, tm, created, task in conn.archive.retrievals():
+                for rid, q, prof, searched, kind, ts_, tm, created, task, label in conn.archive.retrievals():
                     items = [
                         {"memory_id": f"mem_{m}", "rank": r, "score": s, "expanded": bool(e),
                          **({} if k is None else {"keep": k})}
@@ -162,7 +162,7 @@ class Portability:
                     write({"kind": "retrieval", "id": f"ret_{rid}", "query": q, "profile": prof,
                            "scope": None if searched is None else json.loads(searched), "retrieval_kind": kind,
                            "tokens_served": ts_, "tokens_matched": tm, "created_at": created, "items": items,
-                           **({} if task is None else {"task": task})})
+                           **({} if task is None else {"task": task}), **({} if label is None else {"task_label": label})})
                 for fid, judged, outcome, score, used, reason, key, created in conn.archive.feedback():
                     effects = [
                         {"memory_id": f"mem_{m}", "weight": w, "target": t, "old_usefulness": o, "new_usefulness": n,

@@ -775,7 +775,7 @@ class Retriever:
         return self.learning.assess(session, qvec, {c[0]: c[4] for c in columns}, explore, unexplored=flagged, task_key=task_name)
 
     def log(self, session: Session, query: str, profile: str, scopes, hits: list[RecallHit], kind: str,
-            task_name: str | None = None) -> int:
+            task_name: str | None = None, task_label: str | None = None) -> int:
         now = time.time()
         ids = [int(h.memory.id[4:]) for h in hits]
         # A context that was cut logs beside each score the largest floor at which its cut keeps the
@@ -784,7 +784,7 @@ class Retriever:
         floors = cut[1] if cut is not None and cut[0] == query else {}
         rid = session.retrievals.add(
             query, profile, None if scopes is None else json.dumps(list(scopes)), kind, now,
-            [(mid, h.rank, h.score, floors.get(mid)) for mid, h in zip(ids, hits)], task_name)
+            [(mid, h.rank, h.score, floors.get(mid)) for mid, h in zip(ids, hits)], task_name, task_label)
         pending, self._task_pending = self._task_pending, None
         if pending is not None and pending[0] == query and self.learning is not None:
             self.learning.note_task(rid, pending[1])

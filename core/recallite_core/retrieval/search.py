@@ -50,7 +50,7 @@ from recallite_core.retrieval.rerank import rerank_hits, resolve_reranker
 from recallite_core.storage.base import Session
 from recallite_core.text.concepts import concepts_query
 from recallite_core.text.redaction import redact_text
-from recallite_core.text.task_names import is_task_key, optional_key
+from recallite_core.text.task_names import is_task_key, optional_key, written
 from recallite_core.text.tokens import estimate_tokens
 from recallite_core.text.validation import check_limit, check_query, check_scope, check_unit, fmt_id, parse_id
 
@@ -155,7 +155,7 @@ class Searcher:
                 hits = hits + self.slm.belief_neighbours(hits, flt, n, mt)
             with self.core.store.transaction(concurrent=True) as conn:
                 rid = self.core.retriever.log(conn, q, profile, flt.scopes, [h for h in hits if h.memory.layer != "working"], _kind,
-                                              task_name)
+                                              task_name, written(task))
                 if q_redacted:
                     conn.stats.count_redactions(Counter(q_redacted))
                 if _tuning is not None:  # build_context: which auto-tuned setting served this retrieval
@@ -166,14 +166,24 @@ class Searcher:
         self.layers.after_recall(result.retrieval_id, hits)
         return result
 
-    def _names_near(self, rid: int, task_name: str | None, scopes: Sequence[str] | None, ids: list[str]) -> list[str]:
+    def _names_near(self, rid: int, task_name: str | None, scopes: Sequence[str] | None, ids: list[str],
+                    session: Session | None = None) -> list[str]:
         """Names under which these memories worked before (OutcomeModel.names_near), for an agent
         whose name for this job is new to them, or who gave none: reusing one keeps the job's record
-        whole. Only names the agent can pass back as they are (a key restored from an older export
+        whole. Each in the words the agent last wrote it (Retrievals.labels; its key where none was
+        kept). Only names the agent can pass back as they are (a key restored from an older export
         may not be its own key)."""
         outcomes = self.core.learning.outcomes
-        names = outcomes.names_near([int(i[4:]) for i in ids], outcomes.task_of(rid), task_name, scopes)
-        return [n for n in names if is_task_key(n)]
+        keys = [n for n in outcomes.names_near([int(i[4:]) for i in ids], outcomes.task_of(rid), task_name, scopes)
+                if is_task_key(n)]
+        if not keys:
+            return []
+        if session is None:
+            with self.core.store.reading() as s:
+                labels = s.retrievals.labels(keys)
+        else:
+            labels = session.retrievals.labels(keys)
+        return [labels[k] if k in labels and optional_key(labels[k]) == k else k for k in keys]
 
     def format_context(self, result: RecallResult, max_tokens: int = 2000, format: str = "markdown") -> str:
         """Render a recall result as prompt text; the budget (see tokens.py) is never exceeded."""
@@ -201,7 +211,7 @@ class Searcher:
                     s.retrievals.mark_unserved(rid, unserved)
                     row = s.retrievals.get(rid) if names else None
                     if row is not None:  # the names of what was served, not of what the budget left out
-                        names = self._names_near(rid, row[7], json.loads(row[4]) if row[4] else None, r.memory_ids)
+                        names = self._names_near(rid, row[7], json.loads(row[4]) if row[4] else None, r.memory_ids, s)
         except InvalidInputError:
             pass
         return ContextResult(

@@ -38,6 +38,12 @@ def optional_key(task: str | None) -> str | None:
     return None if task is None or not str(task).strip() else task_key(task)
 
 
+def written(task: str | None) -> str | None:
+    """An optional task name as the caller wrote it (spaces collapsed), shown back in its own words;
+    None for no name."""
+    return None if optional_key(task) is None else " ".join(str(task).split())
+
+
 def stored_key(key: object) -> str | None:
     """A key read back from an export: kept as it was written (keys are not normalised twice), if
     it is a short string; anything else is no name."""
@@ -63,4 +69,4 @@ def _singular(word: str) -> str:
     return word[:-1]
 
 
-__all__ = ["MAX_NAME_CHARS", "is_task_key", "optional_key", "stored_key", "task_key"]
+__all__ = ["MAX_NAME_CHARS", "is_task_key", "optional_key", "stored_key", "task_key", "written"]

@@ -32,10 +32,11 @@ class PostgresArchive:
             'SELECT scope, session, pool, turns, updated_at FROM session_summaries '
             'ORDER BY scope COLLATE "C", session COLLATE "C"').fetchall()
 
-    def retrievals(self) -> list[tuple[int, str, str, str | None, str, int | None, int | None, float, str | None]]:
-        """(id, query, profile, scopes JSON, kind, tokens served, tokens matched, created_at, task key) of every retrieval."""
+    def retrievals(self) -> list[tuple[int, str, str, str | None, str, int | None, int | None, float, str | None, str | None]]:
+        """(id, query, profile, scopes JSON, kind, tokens served, tokens matched, created_at, task key, name as written) of every retrieval."""
         return self._conn.execute(
-            "SELECT id, query, profile, scope, kind, tokens_served, tokens_matched, created_at, task FROM retrievals ORDER BY id"
+            "SELECT id, query, profile, scope, kind, tokens_served, tokens_matched, created_at, task, task_label "
+            "FROM retrievals ORDER BY id"
         ).fetchall()
 
     def items_of(self, rid: int) -> list[tuple[int, int, float, int, float | None]]:
@@ -125,12 +126,13 @@ class PostgresArchive:
                                   (rid, outcome, created_at)).fetchone() is not None
 
     def add_retrieval(self, query: str, profile: str, scopes: str | None, kind: str, tokens_served: int | None,
-                      tokens_matched: int | None, created_at: float, task: str | None = None) -> int:
+                      tokens_matched: int | None, created_at: float, task: str | None = None,
+                      label: str | None = None) -> int:
         """A restored retrieval; returns its new id."""
         return self._conn.execute(
-            "INSERT INTO retrievals (query, profile, scope, kind, tokens_served, tokens_matched, created_at, task) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-            (query, profile, scopes, kind, tokens_served, tokens_matched, created_at, task)).fetchone()[0]
+            "INSERT INTO retrievals (query, profile, scope, kind, tokens_served, tokens_matched, created_at, task, task_label) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            (query, profile, scopes, kind, tokens_served, tokens_matched, created_at, task, label if task else None)).fetchone()[0]
 
     def add_items(self, rid: int, rows: Sequence[tuple[int, int, float, int, float | None]]) -> None:
         """A restored retrieval's items: (memory id, rank, score, expanded, keep ratio)."""

@@ -565,6 +565,11 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         "0010_retrievals_task_index",
         ["CREATE INDEX retrievals_task ON retrievals (task) WHERE task IS NOT NULL"],
     ),
+    (
+        # As SQLite's 0019: the task's name as the caller wrote it, beside its key.
+        "0011_retrievals_task_label",
+        ["ALTER TABLE retrievals ADD COLUMN task_label text"],
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -163,8 +163,9 @@ class PostgresRetrievals:
         self._conn = conn
 
     def add(self, query: str, profile: str, scopes: str | None, kind: str, now: float,
-            items: Sequence[tuple[int, int, float, float | None]], task: str | None = None) -> int:
-        """Log one retrieval (``task``: the caller's task key) and its items (memory id, rank, score,
+            items: Sequence[tuple[int, int, float, float | None]], task: str | None = None,
+            label: str | None = None) -> int:
+        """Log one retrieval (``task``: the caller's task key, ``label``: its name as written) and its items (memory id, rank, score,
         keep ratio or None); returns its id."""
         # One statement for the retrieval and its items (one round trip; the items' rows were an
         # executemany of their own): the items' columns travel as one array each.
@@ -176,13 +177,13 @@ class PostgresRetrievals:
         mids, ranks, scores, keeps = (list(c) for c in zip(*items)) if items else ([], [], [], [])
         return self._conn.execute(
             "WITH lazy AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)), "
-            "r AS (INSERT INTO retrievals (query, profile, scope, kind, created_at, task) "
-            "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id), "
+            "r AS (INSERT INTO retrievals (query, profile, scope, kind, created_at, task, task_label) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id), "
             "i AS (INSERT INTO retrieval_items (retrieval_id, memory_id, rank, score, keep) "
             "SELECT r.id, u.m, u.k, u.s, u.p FROM r, "
             "unnest(%s::bigint[], %s::integer[], %s::float8[], %s::float8[]) AS u(m, k, s, p)) "
             "SELECT r.id FROM r, lazy",
-            (query, profile, scopes, kind, now, task, mids, ranks, scores, keeps)).fetchone()[0]
+            (query, profile, scopes, kind, now, task, label if task else None, mids, ranks, scores, keeps)).fetchone()[0]
 
     def page(self, scope: str | None, limit: int, offset: int) -> list[tuple]:
         """(id, query, kind, profile, scopes JSON, created_at, tokens served, items, task key) of
@@ -205,9 +206,18 @@ class PostgresRetrievals:
             "SELECT EXISTS (SELECT 1 FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id WHERE r.task = %s)",
             (key,)).fetchone()[0])
 
-    def name_task(self, rid: int, key: str) -> None:
+    def name_task(self, rid: int, key: str, label: str | None = None) -> None:
         """Name a retrieval's task after the fact (feedback ``task``): its outcomes count under ``key``."""
-        self._conn.execute("UPDATE retrievals SET task = %s WHERE id = %s", (key, rid))
+        self._conn.execute("UPDATE retrievals SET task = %s, task_label = %s WHERE id = %s", (key, label, rid))
+
+    def labels(self, keys: Sequence[str]) -> dict[str, str]:
+        """Key -> the name as the caller last wrote it, for the ``keys`` that have one."""
+        if not keys:
+            return {}
+        marks = ", ".join(["%s"] * len(keys))
+        return dict(self._conn.execute(
+            "SELECT task, task_label FROM retrievals WHERE id IN (SELECT max(id) FROM retrievals "
+            f"WHERE task IN ({marks}) AND task_label IS NOT NULL GROUP BY task)", list(keys)).fetchall())
 
     def items(self, rid: int) -> list[tuple[int, int, float, int, int]]:
         """(memory id, rank, score, served, expanded) of a retrieval's items, by rank."""

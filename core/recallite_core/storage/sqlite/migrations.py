@@ -432,6 +432,14 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX retrievals_task ON retrievals(task) WHERE task IS NOT NULL;
         """,
     ),
+    (
+        # The task's name as the caller wrote it ("Deploy to staging"), beside its key ("deploy
+        # staging"): a result lists names the agent used in its own words (Retrievals.labels).
+        "0019_retrievals_task_label",
+        """
+        ALTER TABLE retrievals ADD COLUMN task_label TEXT;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

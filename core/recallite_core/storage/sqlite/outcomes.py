@@ -171,12 +171,13 @@ class SqliteRetrievals:
         self._conn = conn
 
     def add(self, query: str, profile: str, scopes: str | None, kind: str, now: float,
-                      items: Sequence[tuple[int, int, float, float | None]], task: str | None = None) -> int:
-        """Log one retrieval (``task``: the caller's task key) and its items (memory id, rank, score,
+                      items: Sequence[tuple[int, int, float, float | None]], task: str | None = None,
+            label: str | None = None) -> int:
+        """Log one retrieval (``task``: the caller's task key, ``label``: its name as written) and its items (memory id, rank, score,
         keep ratio or None); returns its id."""
         rid = self._conn.execute(
-            "INSERT INTO retrievals (query, profile, scope, kind, created_at, task) VALUES (?, ?, ?, ?, ?, ?)",
-            (query, profile, scopes, kind, now, task)).lastrowid
+            "INSERT INTO retrievals (query, profile, scope, kind, created_at, task, task_label) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (query, profile, scopes, kind, now, task, label if task else None)).lastrowid
         assert rid is not None, "an INSERT sets lastrowid"
         if items:
             self._conn.executemany(
@@ -204,9 +205,18 @@ class SqliteRetrievals:
             "SELECT EXISTS (SELECT 1 FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id WHERE r.task = ?)",
             (key,)).fetchone()[0])
 
-    def name_task(self, rid: int, key: str) -> None:
+    def name_task(self, rid: int, key: str, label: str | None = None) -> None:
         """Name a retrieval's task after the fact (feedback ``task``): its outcomes count under ``key``."""
-        self._conn.execute("UPDATE retrievals SET task = ? WHERE id = ?", (key, rid))
+        self._conn.execute("UPDATE retrievals SET task = ?, task_label = ? WHERE id = ?", (key, label, rid))
+
+    def labels(self, keys: Sequence[str]) -> dict[str, str]:
+        """Key -> the name as the caller last wrote it, for the ``keys`` that have one."""
+        if not keys:
+            return {}
+        marks = ", ".join(["?"] * len(keys))
+        return dict(self._conn.execute(
+            "SELECT task, task_label FROM retrievals WHERE id IN (SELECT max(id) FROM retrievals "
+            f"WHERE task IN ({marks}) AND task_label IS NOT NULL GROUP BY task)", list(keys)).fetchall())
 
     def items(self, rid: int) -> list[tuple[int, int, float, int, int]]:
         """(memory id, rank, score, served, expanded) of a retrieval's items, by rank."""
