@@ -258,9 +258,10 @@ def run_scenario(
                 if name is not None and name != task.family.key:
                     own = task_key(task.family.key)
                     own_names += 1
-                    listed += own in names
-                    first += bool(names) and names[0] == own
-                    if adopt_names == "own" and own in names:
+                    keys = [task_key(n) for n in names]  # names come as the agent wrote them
+                    listed += own in keys
+                    first += bool(keys) and keys[0] == own
+                    if adopt_names == "own" and own in keys:
                         report_as = task.family.key
                     elif adopt_names == "first" and names:
                         report_as = names[0]
