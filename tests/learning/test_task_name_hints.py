@@ -98,6 +98,37 @@ def test_another_projects_task_names_were_listed():
     assert m.recall("zeta omega", limit=2, task="acme payroll migration", scope=["globex", "user"]).memories == []
 
 
+def test_a_listed_name_was_worded_by_another_project_or_an_unjudged_ask():
+    """A review: the newest wording of a key was read from any retrieval, so acme's job was listed
+    as 'NOT the ACME payroll migration!!', from one globex ask that never had feedback."""
+    m = Recallite.open(None, embedder="hash", config=CFG)
+    shared = m.remember("alpha beta gamma delta", type="procedure", scope="user")
+    r = m.recall("alpha gamma", limit=2, task="ACME payroll migration", scope=["acme", "user"])
+    m.feedback(r.retrieval_id, "success", used_memory_ids=[shared.id])
+    m.recall("alpha gamma", limit=2, task="NOT the ACME payroll migration!!", scope=["globex", "user"])
+    m.recall("alpha gamma", limit=2, task="acme: the payroll migration", scope=["acme", "user"])  # never judged
+    assert m.recall("alpha gamma", limit=2, scope=["acme", "user"]).task_names == ["ACME payroll migration"]
+
+
+def test_a_secret_in_a_task_name_was_kept_where_the_query_was_redacted():
+    """A review: redaction removed a token from the logged query but kept it in the name as written,
+    which export carried and results listed."""
+    m, _, right = _store()
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    r = m.recall("alpha gamma", limit=2, task=f"deploy with {token}")
+    m.feedback(r.retrieval_id, "success", used_memory_ids=[right.id], task=f"deploy with {token}")
+    with m.core.store.reading() as s:
+        assert token not in repr(s.archive.retrievals())
+    assert all(token not in n for n in m.recall("beta", limit=2).task_names)
+
+
+def test_a_restored_wording_without_words_failed_every_recall(tmp_path):
+    """A review: a name as written whose words are all small words ('the'), restored from an export,
+    made every recall that listed its key raise; it is dropped on restore, and the key is listed."""
+    dst = _restored_as("deploy service", tmp_path, label="the")
+    assert dst.recall("alpha gamma", limit=2).task_names == ["deploy service"]
+
+
 def test_a_context_listed_the_names_of_memories_its_budget_left_out():
     m, wrong, right = _store()
     _worked(m, "alpha gamma", wrong, "rotate key")

@@ -112,15 +112,17 @@ def test_a_restore_stored_keys_as_written_not_normalised_again(tmp_path):
         assert [row[8] for row in s.archive.retrievals()] == ["deploy other"]
 
 
-def _restored_as(key, tmp_path):
+def _restored_as(key, tmp_path, label=None):
     """A store restored from an export whose success under "deploy service" was written as ``key``
-    (an export from an older version, whose keys may not be keys any more)."""
+    (an export from an older version, whose keys may not be keys any more), and its wording as
+    ``label`` (None: as written)."""
     m, _, right = _store()
     r = m.recall("alpha gamma", limit=2, task="deploy service")
     m.feedback(r.retrieval_id, "success", used_memory_ids=[right.id])
     out = tmp_path / "dump.jsonl"
     m.export_jsonl(str(out))
-    out.write_text(out.read_text().replace('"task": "deploy service"', f'"task": "{key}"'))
+    out.write_text(out.read_text().replace('"task": "deploy service"', f'"task": "{key}"')
+                   .replace('"task_label": "deploy service"', f'"task_label": "{label or "deploy service"}"'))
     dst = Recallite.open(None, embedder="hash", config=CFG)
     dst.import_jsonl(str(out), trust="restore")
     return dst

@@ -155,3 +155,21 @@ def test_a_memory_that_failed_on_this_task_was_served_again_without_a_word(fmt, 
     other = mem.build_context("scratch disk for the CI job", task="ci disk", format=fmt)
     assert tmpdir.id in other.memory_ids and said not in other.context
     mem.close()
+
+
+def test_the_failed_here_flag_followed_a_failure_under_another_name_and_an_older_attempt():
+    """A review: the same request asked as another job (task 'release notes') still said 'failed on
+    this task last time' for a failure logged under 'fix ci'; and a request whose nearest attempt
+    failed but whose latest one (a near-identical wording) worked said it failed last time."""
+    mem = Recallite.open(None, embedder="hash")
+    tmpdir = mem.remember("Fix the integration tests killed in CI by setting TMPDIR to the scratch disk in the CI job.",
+                          type="lesson")
+    job = "the integration tests keep getting killed in CI, fix the pipeline"
+    first = mem.build_context(job, task="fix ci")
+    mem.feedback(first.retrieval_id, "failure", used_memory_ids=[tmpdir.id])
+    assert "failed on this task last time" in mem.build_context(job, task="fix ci").context
+    assert "failed on this task last time" not in mem.build_context(job, task="release notes").context
+    later = mem.build_context(job + " please")  # unnamed, a near-identical wording: the job again
+    mem.feedback(later.retrieval_id, "success", used_memory_ids=[tmpdir.id])
+    assert "failed on this task last time" not in mem.build_context(job).context
+    mem.close()

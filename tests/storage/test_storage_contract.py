@@ -540,9 +540,9 @@ def test_outcomes_and_feedback(seed):
         s.retrievals.replace_task_vectors([(r2, b"\x05\x05\x05\x05")], clear=True)
         s.retrievals.name_task(r1, "rotate key", "Rotate the keys")  # named at feedback: its outcomes now count under it
     with seed.store.reading() as s:
-        assert s.retrievals.labels(["rotate key", "deploy staging", "nope"]) == {"rotate key": "Rotate the keys",
-                                                                                 "deploy staging": "Deploy to staging"}
-        assert s.retrievals.labels([]) == {}
+        assert s.retrievals.labels(["rotate key", "deploy staging", "nope"]) == [  # judged ones, newest first
+            ("deploy staging", "Deploy to staging", '["default"]'), ("rotate key", "Rotate the keys", None)]
+        assert s.retrievals.labels([]) == []
         assert s.outcomes.outcome_mark()[1] == epoch + 1
         assert s.retrievals.get(r1)[7] == "rotate key"
         assert [h[7] for h in s.outcomes.history([b], 5)] == ["rotate key"]

@@ -24,6 +24,7 @@ from recallite_core.policy import rules as policy
 from recallite_core.policy.lifecycle import check_optional_reason
 from recallite_core.policy.promotion import promote_earned
 from recallite_core.storage.base import MemoryFilter
+from recallite_core.text.redaction import redact_text
 from recallite_core.text.task_names import optional_key, written
 from recallite_core.text.validation import check_optional_name, check_unit, fmt_id, parse_id
 
@@ -84,6 +85,8 @@ class FeedbackRecorder:
         used = None if used_memory_ids is None else list(dict.fromkeys(parse_id(i) for i in used_memory_ids))
         reason_text = None if reason is None else check_optional_reason(reason)
         key = None if client_key is None else check_optional_name(client_key, "client_key", self.core.limits)
+        if isinstance(task, str) and self.core.config.redact_secrets:
+            task = redact_text(task)[0]  # stored beside the retrieval's redacted query
         name = optional_key(task)
         target = policy.outcome_target(outcome, sc)
         recorded_score = target if sc is None else sc
@@ -237,6 +240,8 @@ def _name_task(conn, rid: int, old: str | None, name: str, shown: list[tuple[int
     reported as a release, put the deploy procedure into release contexts (a new user's trial).
     ``old``: the retrieval's name; ``shown``: its items (retrievals.shown); ``label``: the name as written."""
     if old == name:
+        if label is not None:
+            conn.retrievals.name_task(rid, name, label)  # the newest wording of the same name
         return
     if conn.retrievals.feedback_of([rid]):
         was = f"task '{old}'" if old else "no task name"

@@ -274,13 +274,14 @@ def failed_here(sims: np.ndarray, targets: np.ndarray, full: np.ndarray, same_ta
     return int((near & (targets < 0.5) & full & (sims > bar)).sum()) >= repeats
 
 
-def last_here(sims: np.ndarray, targets: np.ndarray, full: np.ndarray, same_task: float) -> bool | None:
-    """How the memory's nearest outcome on this very task (task cosine ``sims`` >= ``same_task``) that
-    the agent acted on (full credit, ``full``) went: True a success, False a failure, None: none there."""
+def last_here(sims: np.ndarray, targets: np.ndarray, full: np.ndarray, same_task: float, newest: bool = False) -> bool | None:
+    """How the memory's nearest (``newest``: latest; rows come newest first) outcome on this very task
+    (task cosine ``sims`` >= ``same_task``) that the agent acted on (``full``) went: True a success,
+    False a failure, None: none there."""
     near = (sims >= same_task) & full
     if not near.any():
         return None
-    return bool(targets[int(np.argmax(np.where(near, sims, -np.inf)))] >= 0.5)
+    return bool(targets[int(np.argmax(near)) if newest else int(np.argmax(np.where(near, sims, -np.inf)))] >= 0.5)
 
 
 def blend_task(qvec: np.ndarray, vectors: np.ndarray, scores: np.ndarray, weight: float) -> np.ndarray:
@@ -577,7 +578,7 @@ class OutcomeModel:
         return max(near) if near else None
 
     def assess_model(self, m: _Model, qvec: np.ndarray | None, prior_mean: float, explore: bool,
-                     untried: str | None = None, closest: float | None = None) -> Assessment:
+                     untried: str | None = None, closest: float | None = None, key: str | None = None) -> Assessment:
         """The posterior of one memory for one query (pure given the fitted model).
 
         With the query's cosines s to the outcome queries: reach = s . support, raw = s . dual.
@@ -586,16 +587,13 @@ class OutcomeModel:
         query with their plain mean. alpha = prior + locality mass p, beta = prior + mass (1 - p),
         where locality = exp((closeness - closest) / success_locality) and ``closest`` is the
         best success closeness among the candidates of this recall (None: no discount)."""
-        cfg = self.cfg
-        nearest = None
-        locality = 1.0
-        repeated, last = False, None
+        cfg, nearest, locality = self.cfg, None, 1.0
+        repeated, last, misled, acted = False, None, False, bool(((m.targets < 0.5) & (m.credit >= FULL_CREDIT)).any())
         if m.n == 0:
             alpha, beta = 2 * cfg.prior * prior_mean, 2 * cfg.prior * (1 - prior_mean)
             succ = fail = 0.0
         else:
-            mass_v = 0.0
-            p_v = 0.5
+            mass_v, p_v = 0.0, 0.5
             if m.vectors.shape[0] and qvec is not None:
                 sims = (m.vectors @ qvec).astype(np.float64)
                 nearest = float(sims.max())
@@ -605,6 +603,10 @@ class OutcomeModel:
                         locality = math.exp(min(0.0, mine - closest) / cfg.success_locality)
                 repeated = failed_here(sims, m.vec_targets, m.vec_full, cfg.same_task, cfg.repeat_failures)
                 last = last_here(sims, m.vec_targets, m.vec_full, cfg.same_task)
+                # the latest acted-on outcome here, under this name or none (another name is another job)
+                mine = m.vec_full & np.array([key is None or k in (None, key) for k in m.vec_keys] or True, dtype=bool)
+                misled = last_here(sims, m.vec_targets, mine, cfg.same_task, newest=True) is False
+                acted = bool(((m.vec_targets < 0.5) & m.vec_full & (sims >= cfg.coverage[0])).any())  # near here
                 raw = float(sims @ m.dual)
                 reach = float(sims @ m.support)
                 mass_v = float(m.vec_weights.sum()) * coverage(reach, cfg.coverage, cfg.uncovered_weight)
@@ -627,8 +629,7 @@ class OutcomeModel:
             factor=learned_factor(u, self.gain), last_outcome_at=float(m.times.max()) if m.n else None,
             explored=explore and m.n == 0 and bonus > 0, failure_run=m.run, newcomer=untried == "newcomer",
             passed_over=untried == "passed-over", locality=locality, failed_here=repeated,
-            helped_here=not repeated and bool(last) and mean >= 0.5, misled_here=repeated or last is False,
-            acted_failures=bool(m.n) and bool(((m.targets < 0.5) & (m.credit >= FULL_CREDIT)).any()),
+            helped_here=not repeated and bool(last) and mean >= 0.5, misled_here=repeated or misled, acted_failures=acted,
         )
 
     def assess(
@@ -675,7 +676,7 @@ class OutcomeModel:
                     a = unjudged[(u, status, ex)] = self.assess_model(m, q, u, ex, status, closest)
                 out[mid] = a
             else:
-                out[mid] = self.assess_model(m, q, 0.5, ex, status, closest)
+                out[mid] = self.assess_model(m, q, 0.5, ex, status, closest, task_key)
         return out
 
     def offered(self, session: Session, ids: Sequence[int]) -> set[int]:
@@ -794,7 +795,5 @@ class Learning:
         return len(rows)
 
 
-__all__ = [
-    "LEARNING_MODES", "LearningConfig", "Assessment", "OutcomeModel", "Learning",
-    "coverage", "recency_weights", "ridge_dual", "failure_run", "failed_here", "last_here", "beta_mean_sd", "learned_factor", "outcome_reasons",
-]
+__all__ = ["LEARNING_MODES", "LearningConfig", "Assessment", "OutcomeModel", "Learning", "coverage", "recency_weights",
+           "ridge_dual", "failure_run", "failed_here", "last_here", "beta_mean_sd", "learned_factor", "outcome_reasons"]

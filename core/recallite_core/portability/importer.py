@@ -34,7 +34,7 @@ from recallite_core.errors import InvalidInputError
 from recallite_core.models import OUTCOMES, RELATION_TYPES
 from recallite_core.policy import rules as policy
 from recallite_core.storage.codec import decode_vector
-from recallite_core.text.task_names import stored_key
+from recallite_core.text.task_names import key_or_none, stored_key
 from recallite_core.text.validation import check_scope, parse_id
 
 Progress = Callable[[int, int], None]
@@ -476,7 +476,7 @@ class BatchImport:
             return 0
         new_rid = conn.archive.add_retrieval(
             query, str(r.get("profile", "default")), None if searched is None else json.dumps(searched), kind,
-            r.get("tokens_served"), r.get("tokens_matched"), at, stored_key(r.get("task")), stored_key(r.get("task_label")))
+            r.get("tokens_served"), r.get("tokens_matched"), at, stored_key(r.get("task")), _label(r))
         retmap[parse_id(r.get("id"), "ret")] = new_rid
         rows = []
         for it in r.get("items", []):
@@ -511,3 +511,10 @@ class BatchImport:
                              "unused" if e.get("kind") == "unused" else "credit"))
         conn.archive.add_effects(fid, rows)
         return 1
+
+
+def _label(r: dict) -> str | None:
+    """A restored retrieval's task name as written: kept only where it still names its key."""
+    label, key = stored_key(r.get("task_label")), stored_key(r.get("task"))
+    return label if label is not None and key is not None and key_or_none(label) == key else None
+

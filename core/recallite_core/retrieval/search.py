@@ -24,6 +24,7 @@ from recallite_core.errors import InvalidInputError
 from recallite_core.features.beliefs import walk
 from recallite_core.features.slm import SlmFeatures, Summarizer
 from recallite_core.features.working_layer import WorkingLayer
+from recallite_core.learning.learner import searched_scopes, within
 from recallite_core.models import (
     CONTEXT_FORMATS,
     STATUSES,
@@ -50,7 +51,7 @@ from recallite_core.retrieval.rerank import rerank_hits, resolve_reranker
 from recallite_core.storage.base import Session
 from recallite_core.text.concepts import concepts_query
 from recallite_core.text.redaction import redact_text
-from recallite_core.text.task_names import is_task_key, optional_key, written
+from recallite_core.text.task_names import is_task_key, key_or_none, optional_key, written
 from recallite_core.text.tokens import estimate_tokens
 from recallite_core.text.validation import check_limit, check_query, check_scope, check_unit, fmt_id, parse_id
 
@@ -122,6 +123,9 @@ class Searcher:
         q_redacted: list[str] = []
         if self.core.config.redact_secrets:
             q, q_redacted = redact_text(q)  # the retrieval log keeps the query text
+            if isinstance(task, str):  # and the task's name as written
+                task, named = redact_text(task)
+                q_redacted += named
         n = check_limit(limit, self.core.limits)
         policy.check_profile(profile, self.core.config.profiles)
         if statuses is None:
@@ -179,11 +183,15 @@ class Searcher:
         if not keys:
             return []
         if session is None:
-            with self.core.store.reading() as s:
-                labels = s.retrievals.labels(keys)
+            with self.core.store.reading(consistent=False) as s:
+                rows = s.retrievals.labels(keys)
         else:
-            labels = session.retrievals.labels(keys)
-        return [labels[k] if k in labels and optional_key(labels[k]) == k else k for k in keys]
+            rows = session.retrievals.labels(keys)
+        labels: dict[str, str] = {}
+        for key, label, where in rows:  # newest first: the wording last judged within these scopes
+            if key not in labels and key_or_none(label) == key and within(searched_scopes(where), scopes):
+                labels[key] = label
+        return [labels.get(k, k) for k in keys]
 
     def format_context(self, result: RecallResult, max_tokens: int = 2000, format: str = "markdown") -> str:
         """Render a recall result as prompt text; the budget (see tokens.py) is never exceeded."""

@@ -50,13 +50,18 @@ def stored_key(key: object) -> str | None:
     return key if isinstance(key, str) and 0 < len(key) <= MAX_NAME_CHARS else None
 
 
+def key_or_none(name: str) -> str | None:
+    """The key of a stored name, or None where it has none any more (no words left to tell it by)."""
+    try:
+        return task_key(name)
+    except InvalidInputError:
+        return None
+
+
 def is_task_key(key: str) -> bool:
     """Whether ``key`` is its own key, so that passing it back names the same job (a key restored
     from an older export may not be)."""
-    try:
-        return task_key(key) == key
-    except InvalidInputError:
-        return False
+    return key_or_none(key) == key
 
 
 def _singular(word: str) -> str:
@@ -69,4 +74,4 @@ def _singular(word: str) -> str:
     return word[:-1]
 
 
-__all__ = ["MAX_NAME_CHARS", "is_task_key", "optional_key", "stored_key", "task_key", "written"]
+__all__ = ["MAX_NAME_CHARS", "is_task_key", "key_or_none", "optional_key", "stored_key", "task_key", "written"]

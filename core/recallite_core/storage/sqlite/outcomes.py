@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Sequence
 
-from recallite_core.storage.base import CreditRecord, chunked
+from recallite_core.storage.base import LABEL_ROWS, CreditRecord, chunked
 from recallite_core.storage.sqlite.filters import marks
 
 
@@ -209,14 +209,17 @@ class SqliteRetrievals:
         """Name a retrieval's task after the fact (feedback ``task``): its outcomes count under ``key``."""
         self._conn.execute("UPDATE retrievals SET task = ?, task_label = ? WHERE id = ?", (key, label, rid))
 
-    def labels(self, keys: Sequence[str]) -> dict[str, str]:
-        """Key -> the name as the caller last wrote it, for the ``keys`` that have one."""
+    def labels(self, keys: Sequence[str]) -> list[tuple[str, str, str | None]]:
+        """(key, the name as the caller wrote it, scopes JSON) of the judged retrievals (they have
+        feedback) named by one of ``keys``, newest first; at most LABEL_ROWS."""
         if not keys:
-            return {}
+            return []
         marks = ", ".join(["?"] * len(keys))
-        return dict(self._conn.execute(
-            "SELECT task, task_label FROM retrievals WHERE id IN (SELECT max(id) FROM retrievals "
-            f"WHERE task IN ({marks}) AND task_label IS NOT NULL GROUP BY task)", list(keys)).fetchall())
+        return self._conn.execute(
+            "SELECT r.task, r.task_label, r.scope FROM retrievals r "
+            f"WHERE r.task IN ({marks}) AND r.task_label IS NOT NULL "
+            "AND EXISTS (SELECT 1 FROM feedback f WHERE f.retrieval_id = r.id) "
+            "ORDER BY r.id DESC LIMIT ?", [*keys, LABEL_ROWS]).fetchall()
 
     def items(self, rid: int) -> list[tuple[int, int, float, int, int]]:
         """(memory id, rank, score, served, expanded) of a retrieval's items, by rank."""
