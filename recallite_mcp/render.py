@@ -230,7 +230,8 @@ def stats(d: dict) -> str:
         if d.get(key):
             lines.append(f"{key.replace('_', ' ')}: {_kv(d[key])}")
     lines.append(_meta(f"retrievals {d.get('retrievals')}", f"context calls {d.get('context_calls')}",
-                       f"tokens served {d.get('tokens_served')} (every match in full: {d.get('tokens_matched')})"))
+                       f"tokens served {d.get('tokens_served')}"
+                       + (f" ({d['tokens_saved']} fewer than every match in full)" if d.get("tokens_saved") else "")))
     wal = f" + {d['wal_bytes']:,} WAL" if d.get("wal_bytes") else ""  # the CLI's figure: much of a busy store is there
     lines.append(_meta(f"embedder {d.get('embedder')}" + ("" if d.get("embedder_loaded", True) else " (loading)"),
                        f"database {d.get('db_path') or ':memory:'}", f"{d.get('db_bytes', 0):,} bytes{wal}"))
