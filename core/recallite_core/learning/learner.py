@@ -604,7 +604,7 @@ class OutcomeModel:
                 repeated = failed_here(sims, m.vec_targets, m.vec_full, cfg.same_task, cfg.repeat_failures)
                 last = last_here(sims, m.vec_targets, m.vec_full, cfg.same_task)
                 # the latest acted-on outcome here, under this name or none (another name is another job)
-                mine = m.vec_full & np.array([key is None or k in (None, key) for k in m.vec_keys] or True, dtype=bool)
+                mine = m.vec_full & np.array([key is None or k in (None, key) for k in m.vec_keys], dtype=bool)
                 misled = last_here(sims, m.vec_targets, mine, cfg.same_task, newest=True) is False
                 acted = bool(((m.vec_targets < 0.5) & m.vec_full & (sims >= cfg.coverage[0])).any())  # near here
                 raw = float(sims @ m.dual)

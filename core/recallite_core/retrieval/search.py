@@ -164,31 +164,27 @@ class Searcher:
                     conn.stats.count_redactions(Counter(q_redacted))
                 if _tuning is not None:  # build_context: which auto-tuned setting served this retrieval
                     self.core.learning.tuner.log(conn, rid, *_tuning)
-        names = self._names_near(rid, task_name, flt.scopes, [h.memory.id for h in hits if h.memory.layer != "working"])
+                names = self._names_near(conn, rid, task_name, flt.scopes,
+                                         [h.memory.id for h in hits if h.memory.layer != "working"])
         result = RecallResult(retrieval_id=fmt_id("ret", rid), query=q, profile=profile, memories=hits,
                               task_names=names)
         self.layers.after_recall(result.retrieval_id, hits)
         return result
 
-    def _names_near(self, rid: int, task_name: str | None, scopes: Sequence[str] | None, ids: list[str],
-                    session: Session | None = None) -> list[str]:
+    def _names_near(self, session: Session, rid: int, task_name: str | None, scopes: Sequence[str] | None,
+                    ids: list[str]) -> list[str]:
         """Names under which these memories worked before (OutcomeModel.names_near), for an agent
         whose name for this job is new to them, or who gave none: reusing one keeps the job's record
         whole. Each in the words the agent last wrote it (Retrievals.labels; its key where none was
-        kept). Only names the agent can pass back as they are (a key restored from an older export
-        may not be its own key)."""
+        kept; read in the caller's transaction). Only names the agent can pass back as they are (a key
+        restored from an older export may not be its own key)."""
         outcomes = self.core.learning.outcomes
         keys = [n for n in outcomes.names_near([int(i[4:]) for i in ids], outcomes.task_of(rid), task_name, scopes)
                 if is_task_key(n)]
         if not keys:
             return []
-        if session is None:
-            with self.core.store.reading(consistent=False) as s:
-                rows = s.retrievals.labels(keys)
-        else:
-            rows = session.retrievals.labels(keys)
         labels: dict[str, str] = {}
-        for key, label, where in rows:  # newest first: the wording last judged within these scopes
+        for key, label, where in session.retrievals.labels(keys):  # newest first: the wording last judged within these scopes
             if key not in labels and key_or_none(label) == key and within(searched_scopes(where), scopes):
                 labels[key] = label
         return [labels.get(k, k) for k in keys]
@@ -219,7 +215,7 @@ class Searcher:
                     s.retrievals.mark_unserved(rid, unserved)
                     row = s.retrievals.get(rid) if names else None
                     if row is not None:  # the names of what was served, not of what the budget left out
-                        names = self._names_near(rid, row[7], json.loads(row[4]) if row[4] else None, r.memory_ids, s)
+                        names = self._names_near(s, rid, row[7], json.loads(row[4]) if row[4] else None, r.memory_ids)
         except InvalidInputError:
             pass
         return ContextResult(
