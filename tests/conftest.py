@@ -33,6 +33,12 @@ def file_mem(db_path):
     yield m
     m.close()
 
+
+@pytest.fixture
+def anyio_backend():
+    """The MCP tests' async backend (the SDK runs on anyio): asyncio only, for every test module."""
+    return "asyncio"
+
 # One throwaway PostgreSQL + pgvector for the whole session (issue 17), started only when a test
 # asks for `postgres_url` / `postgres_db_url`: tests/postgres_server.py imports no driver until then.
 # Defined here, not imported per module, so that the test modules share one server.

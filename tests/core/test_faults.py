@@ -374,11 +374,6 @@ def test_bad_inputs_never_write(mem):
     assert mem.store.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == before
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 pytestmark = pytest.mark.anyio
 
 

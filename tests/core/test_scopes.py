@@ -15,11 +15,6 @@ from tests.mcp_helpers import call
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def make_repo(path: Path, remote: str | None = None) -> Path:
     path.mkdir(parents=True)
     (path / ".git").mkdir()
@@ -37,7 +32,6 @@ def roots_callback(folders: list):
         return t.ListRootsResult(roots=[t.Root(uri=Path(f).as_uri(), name=Path(f).name) for f in folders])
 
     return cb
-
 
 
 def test_scope_names_from_git_and_folders(tmp_path):

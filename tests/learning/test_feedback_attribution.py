@@ -101,9 +101,6 @@ def test_stats_still_work_after_budgeted_contexts(mem):
 
 
 # -- defect 2: feedback without retrieval_id lands on another session's retrieval ----------------------------
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 async def _seed(client):

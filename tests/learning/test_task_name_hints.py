@@ -146,11 +146,6 @@ def test_a_listed_name_could_not_be_passed_back(tmp_path):
     assert _restored_as("deploy other", tmp_path).recall("alpha gamma", limit=2).task_names == []
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_mcp_context_lists_task_names_and_feedback_reports_under_one():
     async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False))) as c:

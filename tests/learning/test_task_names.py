@@ -147,11 +147,6 @@ def test_export_and_restore_keep_task_names(tmp_path):
     assert next(iter(moved)) == "alpha beta gamma delta"
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_context_takes_a_task_name_and_says_what_a_bad_one_needs():
     async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False))) as c:

@@ -19,11 +19,6 @@ STORED = [("web-app", "Deploy the web app with make ship."), ("web-app", "The we
           ("web-app", "Run ruff before committing."), ("default", "Backups run nightly at 02:00.")]
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def server(**kw):
     return build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False, scope="default",
                                  scope_origin="flag", **kw))

@@ -11,11 +11,6 @@ from tests.mcp_helpers import call, error_text
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def server(mem: Recallite, scope: str):
     return build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False, scope=scope, tools="all",
                                  isolate_scopes=True), memory=mem)

@@ -16,12 +16,6 @@ pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-
 async def conversation(client):
     first = await call(client, "recallite_record", session="monday", turns=[
         {"role": "user", "content": "My passport expires on 3 March 2026, I must renew it.", "timestamp": "2025-01-06T09:00:00Z"},

@@ -13,11 +13,6 @@ pytestmark = pytest.mark.anyio
 SECRET = "s3cret-pw"
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 async def test_memory_loop_through_the_server_on_postgres(postgres_db_url):
     head, rest = postgres_db_url.split("://", 1)
     user, _, tail = rest.partition("@")

@@ -14,11 +14,6 @@ from tests.mcp_helpers import call, error_text
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def settings(**kw):
     return Settings(db=":memory:", embedder="hash", warm_embedder=False, **kw)
 
@@ -27,8 +22,6 @@ def settings(**kw):
 async def client():
     async with Client(build_server(settings())) as c:
         yield c
-
-
 
 
 async def test_full_loop_changes_ranking(client):

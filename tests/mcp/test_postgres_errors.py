@@ -169,12 +169,6 @@ def test_an_unwrapped_driver_error_at_the_cli_edge_is_one_line(postgres_db_url, 
     one_line_error(cli("recall", "deploys", "--db", postgres_db_url, "--embedder", "hash"), "retry it")
 
 
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_tools_on_an_unreachable_server_answer_with_the_fix_masked():
     from mcp import Client

@@ -27,11 +27,6 @@ CODING = [
 
 
 @pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture
 async def client():
     async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False, scope="p",
                                             scope_origin="flag"))) as c:

@@ -23,11 +23,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.MCPDepr
 MODES = ["legacy", "auto", "2026-07-28"]
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def repo(path: Path, remote: str) -> Path:
     (path / ".git").mkdir(parents=True)
     (path / ".git" / "config").write_text(f'[remote "origin"]\n\turl = {remote}\n')

@@ -15,11 +15,6 @@ from tests.mcp_helpers import call, error_text
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def settings(**kw):
     return Settings(db=":memory:", embedder="hash", warm_embedder=False, scope="proj", tools="all", **kw)
 
@@ -28,8 +23,6 @@ def settings(**kw):
 async def client():
     async with Client(build_server(settings())) as c:
         yield c
-
-
 
 
 async def test_working_memory_over_mcp(client):
@@ -238,7 +231,6 @@ async def test_auto_context_with_no_text_asked_for_the_text_to_store():
     async with Client(build_server(settings())) as c:
         msg = await error_text(c, "recallite_auto_context", text="  ")
         assert "text is empty" in msg and "store" not in msg and "find the memories" in msg
-
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

@@ -14,18 +14,12 @@ pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def server_params(db: str, *extra: str, env: dict | None = None) -> StdioServerParameters:
     e = dict(os.environ)
     # Run from the checkout whether or not the package is installed.
     e["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "core"), e.get("PYTHONPATH", "")])
     e.update(env or {})
     return StdioServerParameters(command=sys.executable, args=["-m", "recallite_mcp", "--db", db, *extra], env=e)
-
 
 
 async def test_end_to_end_session(tmp_path):

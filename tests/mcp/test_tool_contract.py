@@ -59,11 +59,6 @@ ADVANCED = {
 BUDGET = 8000  # characters of names, descriptions and input schemas in the default tools/list (issue 15)
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 async def listed(**kw):
     async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False, **kw))) as c:
         return {t.name: t for t in (await c.list_tools()).tools}

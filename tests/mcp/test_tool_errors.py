@@ -15,11 +15,6 @@ from tests.mcp_helpers import call
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def wrong_value(spec: dict):
     """A value of the wrong kind for this parameter schema (None: nothing is wrong for it)."""
     if "enum" in spec or spec.get("items", {}).get("enum"):

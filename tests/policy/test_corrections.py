@@ -213,11 +213,6 @@ def test_feedback_on_the_stale_top_hit_reinforces_the_stale_fact(mem):
     assert ids.index(b.id) < ids.index(a.id)
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_feedback_over_mcp_on_the_stale_hit_does_not_revive_it():
     from mcp import Client

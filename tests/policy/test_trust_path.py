@@ -118,9 +118,6 @@ def test_history_shows_why_a_memory_was_validated(mem):
 
 
 # -- the MCP side -------------------------------------------------------------------------------------------
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 @pytest.mark.anyio
