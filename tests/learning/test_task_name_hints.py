@@ -224,3 +224,39 @@ def test_a_name_proven_memory_was_cut_from_its_jobs_context():
     second = (4.0, "mem_3", 3, 10.0 * MATCH_FLOOR / 2, factors)  # proven too, for another task of the kind
     keep = keep_ratios([look_alike, proven, second], None, {}, vouched={2, 3})
     assert keep[2] == 1.0 and keep[3] < MATCH_FLOOR  # the best of them only: the others' precision cost
+
+
+def _promote_store():
+    m = Recallite.open(None, embedder="hash", config=CFG)
+    alias = m.remember("Promote with the registry alias champion: registry promote --version N.", type="procedure")
+    announce = m.remember("Announce every model change in the relevance channel and wait for an approval.",
+                          type="constraint")
+    return m, alias, announce
+
+
+def test_a_partial_outcome_did_not_vouch_for_the_memory_that_worked():
+    """A job done in part (a rule it needed was missing) said nothing for the procedure the agent
+    named as what it relied on: asked again in other words under the same name, the procedure was
+    not found (agent day, outsider's set: the second memory of a two-memory job missed for days)."""
+    m, alias, _ = _promote_store()
+    r = m.recall("promote the model with the registry alias", limit=3, task="promote model")
+    m.feedback(r.retrieval_id, "partial", used_memory_ids=[alias.id])
+    got = m.recall("put run 4f2a9c live", limit=3, task="promote model")
+    assert alias.id in [h.memory.id for h in got.memories]
+    r = m.recall("promote the model with the registry alias", limit=3, task="promote model")
+    m.feedback(r.retrieval_id, "partial", score=0.2, used_memory_ids=[alias.id])  # it did not work, in part
+    assert alias.id not in [h.memory.id for h in m.recall("put run 4f2a9c live", limit=3, task="promote model").memories]
+
+
+def test_the_second_memory_a_job_needs_was_cut_when_a_new_wording_missed_it():
+    """Both memories of a job named as used; a new wording matched one of them: the context kept
+    only the best of what the name vouched for and cut the other (its match under MATCH_FLOOR)."""
+    from recallite_core.learning.learner import Assessment
+    from recallite_core.retrieval.cutting import MATCH_FLOOR, keep_ratios
+
+    factors, low = (1.0, 1.0, 1.0, 1.0, 1.0), 10.0 * MATCH_FLOOR / 2
+    announce, alias = (10.0, "mem_1", 1, 10.0, factors), (5.0, "mem_2", 2, low, factors)
+    helped = {2: Assessment(outcomes=2, nearest=1.0, mean=0.8, helped_here=True)}
+    assert keep_ratios([announce, alias], None, helped, vouched={1, 2})[2] < MATCH_FLOOR  # credited on a guess
+    assert keep_ratios([announce, alias], None, helped, vouched={1, 2}, named={1, 2})[2] == 1.0  # named by the agent
+    assert keep_ratios([announce, alias], None, {}, vouched={1, 2}, named={1, 2})[2] < MATCH_FLOOR  # not helped here

@@ -86,11 +86,12 @@ class Seed:
                      (mid, scope, session, role, seq, NOW + seq))
 
     def feedback(self, rid: int, outcome: str, score: float, outcomes: list[tuple[int, float, float, str]],
-                 at: float = NOW) -> int:
-        """A feedback row on a retrieval and its outcome rows (memory, weight, target, kind)."""
+                 at: float = NOW, used: str = "[]") -> int:
+        """A feedback row on a retrieval (``used``: its used ids, JSON) and its outcome rows
+        (memory, weight, target, kind)."""
         with self.store.transaction():
-            fid = self.sql("INSERT INTO feedback (retrieval_id, outcome, score, created_at) VALUES (?, ?, ?, ?) "
-                           "RETURNING id", (rid, outcome, score, at)).fetchone()[0]
+            fid = self.sql("INSERT INTO feedback (retrieval_id, outcome, score, used_ids, created_at) "
+                           "VALUES (?, ?, ?, ?, ?) RETURNING id", (rid, outcome, score, used, at)).fetchone()[0]
             for mid, weight, target, kind in outcomes:
                 self.sql("INSERT INTO memory_outcomes (feedback_id, memory_id, weight, target, old_usefulness, "
                          "new_usefulness, created_at, kind) VALUES (?, ?, ?, ?, 0.5, 0.6, ?, ?)",
@@ -546,7 +547,7 @@ def test_outcomes_and_feedback(seed):
         assert s.outcomes.outcome_mark()[1] == epoch + 1
         assert s.retrievals.get(r1)[7] == "rotate key"
         assert [h[7] for h in s.outcomes.history([b], 5)] == ["rotate key"]
-        assert s.outcomes.proven_under("rotate key") == [(a, None), (b, None)]  # c: 'unused', not a success
+        assert s.outcomes.proven_under("rotate key") == [(a, None, False), (b, None, False)]  # c: 'unused', not a success
         assert s.outcomes.proven_under("deploy staging") == [] and s.outcomes.proven_under("nope") == []  # a: failed last
         assert s.retrievals.query_of(r1) == ("q1", False) and s.retrievals.query_of(r2) == ("q2", True)
 
@@ -860,6 +861,21 @@ def test_relation_writes(seed):
         assert s.relations.remove(a, b, "supports") == 0
     with seed.store.reading() as s:
         assert s.relations.find(a, b, "supports") is None and len(s.relations.of_memory(a)) == 2
+
+
+def test_proven_under_counts_the_named_part_of_a_partial(seed):
+    a, b, c, d = (seed.memory(t) for t in "abcd")
+    with seed.store.transaction() as s:
+        r1, r2, r3 = (s.retrievals.add(q, "default", None, "context", NOW, [(m, i + 1, 0.9, None) for i, m in
+                                                                            enumerate((a, b, c, d))], "promote model")
+                      for q in ("q1", "q2", "q3"))
+    seed.feedback(r1, "success", 1.0, [(a, 1.0, 1.0, "credit"), (b, 0.5, 1.0, "credit")], used=f'["mem_{a}"]')
+    # a partial: what the agent named worked (c), what it scored low did not (d)
+    seed.feedback(r2, "partial", 0.5, [(c, 1.0, 0.5, "credit"), (d, 1.0, 0.3, "credit")], at=NOW + 1,
+                  used=f'["mem_{c}", "mem_{d}0"]')
+    seed.feedback(r3, "success", 1.0, [(a, 1.0, 1.0, "credit")], at=NOW + 2)  # credited on a guess: named before
+    with seed.store.reading() as s:
+        assert s.outcomes.proven_under("promote model") == [(a, None, True), (b, None, False), (c, None, True)]
 
 
 def test_feedback_outcome_and_retrieval_writes(seed):

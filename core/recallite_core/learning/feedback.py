@@ -248,7 +248,7 @@ def _name_task(conn, rid: int, old: str | None, name: str, shown: list[tuple[int
         raise InvalidInputError(f"ret_{rid} already has feedback under {was}: report this outcome without task.")
     if old is not None and conn.retrievals.judged_under(old):
         served = {mid for mid, _, _, s in shown if s}
-        if not served & {mid for mid, _ in conn.outcomes.proven_under(name)}:
+        if not served & {row[0] for row in conn.outcomes.proven_under(name)}:
             raise InvalidInputError(f"ret_{rid} was asked as task '{old}', a job with outcomes, and nothing it served "
                                     f"worked as '{name}': report under '{old}' (or without task).")
     conn.retrievals.name_task(rid, name, label)

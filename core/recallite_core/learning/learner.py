@@ -370,9 +370,9 @@ class OutcomeModel:
         self._cache: OrderedDict[int, _Model] = OrderedDict()
         self._named: OrderedDict[tuple[int, str], tuple[_Model, _Model]] = OrderedDict()  # (source, fit under a name)
         self._offered: set[int] = set()  # memories known to have been passed over (offered())
-        # task key -> (outcome mark, (memory id, scopes searched) of what worked last under it)
-        self._proven: OrderedDict[str, tuple[tuple[int, int | None], tuple[tuple[int, frozenset[str] | None], ...]]] = \
-            OrderedDict()
+        # task key -> (outcome mark, (memory id, scopes searched, named) of what worked last under it)
+        self._proven: OrderedDict[str, tuple[tuple[int, int | None], tuple[tuple[int, frozenset[str] | None, bool], ...]]] \
+            = OrderedDict()
         self._seen_rowid = -1
         self._epoch: int | None = None
         self._empty = self._fit([], 0.0)
@@ -484,11 +484,11 @@ class OutcomeModel:
         fitted = hit[1]
         return dataclasses.replace(fitted, vectors=np.tile(np.asarray(q, dtype=np.float32), (fitted.vectors.shape[0], 1)))
 
-    def proven(self, session: Session, key: str, scopes: Sequence[str] | None) -> frozenset[int]:
+    def proven(self, session: Session, key: str, scopes: Sequence[str] | None, named: bool = False) -> frozenset[int]:
         """Memories whose latest outcome under task name ``key``, in a retrieval within ``scopes``,
-        was a success (outcomes.proven_under), read again only after new outcomes. Recall lets them
-        past the relevance floor for a query of that name: the agent says this is the job they
-        worked for, whatever its words this time."""
+        was a success (outcomes.proven_under; ``named``: only those its feedback named), read again
+        only after new outcomes. Recall lets them past the relevance floor for a query of that name:
+        the agent says this is the job they worked for, whatever its words this time."""
         if self.cfg.mode != "contextual":
             return frozenset()
         self._sync(session)
@@ -496,11 +496,11 @@ class OutcomeModel:
         hit = self._proven.get(key)
         if hit is None or hit[0] != mark:
             rows = session.outcomes.proven_under(key) if self._seen_rowid > 0 else []
-            hit = (mark, tuple((mid, searched_scopes(raw)) for mid, raw in rows))
+            hit = (mark, tuple((mid, searched_scopes(raw), by_name) for mid, raw, by_name in rows))
             self._proven[key] = hit
             while len(self._proven) > self.cfg.cache_size:
                 self._proven.popitem(last=False)
-        return frozenset(mid for mid, where in hit[1] if within(where, scopes))
+        return frozenset(mid for mid, where, by_name in hit[1] if within(where, scopes) and (by_name or not named))
 
     def names_near(self, ids: Sequence[int], q: np.ndarray | None, key: str | None, scopes: Sequence[str] | None,
                    limit: int = 3) -> list[str]:

@@ -48,8 +48,8 @@ def relative_cut(scored: list, cut_base: dict[int, float] | None, ratio: float, 
     return [t for t in scored if keep[t[2]] >= ratio]
 
 
-def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict,
-                gain: float | None = None, vouched: AbstractSet[int] = frozenset()) -> dict[int, float]:
+def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict, gain: float | None = None,
+                vouched: AbstractSet[int] = frozenset(), named: AbstractSet[int] = frozenset()) -> dict[int, float]:
     """id -> the largest relative floor at which relative_cut keeps the memory (1 for the first hit,
     which is never cut; 0 for one no floor keeps). The retrieval log keeps these for a context that
     was cut: the context tuner replays a stricter floor on the log (an arm serves what has at least
@@ -57,7 +57,11 @@ def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict,
     worked the last time under the query's task name; the best of it (by final score) is kept
     whatever its match (a new wording that shared few words with it put it under MATCH_FLOOR,
     behind an unjudged look-alike). Keeping all of it let in a kind of job's every proven memory,
-    needed by its other tasks (agent day dev, precision with feedback .834 -> .731)."""
+    needed by its other tasks (agent day dev, precision with feedback .834 -> .731). ``named``: what
+    of it that feedback named in its used ids; kept whatever its match while it helped here (the
+    second memory a job needs was cut when the new wording did not retrieve it: agent day fresh-dev
+    named, 4 seeds, needed-memory recall .838 -> .875; a first memory credited on a guess keeps
+    needing its match: kept too, it let other tasks' memories into contexts of dev)."""
     fused, final = _legs(scored, cut_base)
     first = scored[0][2]  # never cut: a correction ranked first may score below what it replaced
     if gain is not None:
@@ -72,7 +76,7 @@ def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict,
         score_leg = final[i] / top if share >= MATCH_FLOOR else 0.0
         a = learned.get(i)
         match_leg = share if not judged_poor(a) and not passed_over_here(a) and share >= match_ratio(a, 0.0) else 0.0
-        helped = a is not None and a.helped_here and share >= MATCH_FLOOR
+        helped = a is not None and a.helped_here and (share >= MATCH_FLOOR or i in named)
         out[i] = 1.0 if i == first or helped else min(1.0, max(score_leg, match_leg))
     if vouched & out.keys():
         out[max(vouched & out.keys(), key=lambda i: (final[i], -i))] = 1.0
@@ -105,13 +109,17 @@ def unexplored(a: Assessment | None, gain: float) -> float:
     return math.exp(-gain * max(0.0, a.usefulness - min(1.0, a.mean)))
 
 
+def tried_here(a: Assessment | None) -> bool:
+    """Whether the memory has an outcome on this very task (THIS_TASK)."""
+    return a is not None and a.outcomes > 0 and a.nearest is not None and a.nearest >= THIS_TASK
+
+
 def passed_over_here(a: Assessment | None) -> bool:
     """Shown on this very task before (THIS_TASK), it never worked there and failed or went unused:
     its match no longer keeps it, however close (one unused mark is below POOR_EVIDENCE, and the
     match leg kept other tasks' memories that this job had passed over; agent day fresh-dev named,
     4 seeds: precision .561 -> .610, needed-memory recall the same). Its score may still keep it."""
-    return (a is not None and a.outcomes > 0 and a.nearest is not None and a.nearest >= THIS_TASK
-            and a.mean < 0.5 and a.successes < policy.NO_SUCCESS and a.failures > 0)
+    return tried_here(a) and a is not None and a.mean < 0.5 and a.successes < policy.NO_SUCCESS and a.failures > 0
 
 
 def judged_poor(a: Assessment | None) -> bool:

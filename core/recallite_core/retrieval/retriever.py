@@ -708,7 +708,8 @@ class Retriever:
                 scored = [t for t in scored if t[0] >= min_score]
             if min_score_ratio and scored:
                 gain = self.learning.gain if learned and self.learning is not None else None
-                floors = keep_ratios(scored, cut_base, learned, gain, proven)  # the relative cut
+                named = self.learning.proven(session, task_name, flt.scopes, True) if task_name and self.learning and proven else frozenset()
+                floors = keep_ratios(scored, cut_base, learned, gain, proven, named)  # the relative cut
                 self._cut_pending = (query, floors)
                 scored = [t for t in scored if floors[t[2]] >= min_score_ratio]
             scored, memories = distinct_texts(scored, limit, session.memories.load)

@@ -85,17 +85,22 @@ class SqliteOutcomes:
             ).fetchall()
         return out
 
-    def proven_under(self, key: str) -> list[tuple[int, str | None]]:
-        """Memories whose latest outcome under task key ``key`` was a success (not a failure, a
-        partial or an 'unused' mark), with the scopes JSON that retrieval searched (None: all):
-        what worked the last time the job of that name was done, and where."""
-        return [(r[0], r[1]) for r in self._conn.execute(
-            "SELECT memory_id, searched FROM ("
-            " SELECT mo.memory_id, mo.target, r.scope AS searched,"
+    def proven_under(self, key: str) -> list[tuple[int, str | None, bool]]:
+        """Memories whose latest outcome under task key ``key`` was a success, or a partial that
+        named or opened them (the part that worked; not a failure or an 'unused' mark), with the
+        scopes JSON that retrieval searched (None: all) and whether a feedback under the name that
+        was not a failure named it in its used ids: what worked the last time the job of that name
+        was done, where, and whether the agent said so."""
+        return [(r[0], r[1], bool(r[2])) for r in self._conn.execute(
+            "SELECT memory_id, searched, named FROM ("
+            " SELECT mo.memory_id, mo.target, mo.kind, f.outcome, r.scope AS searched,"
+            "  max(CASE WHEN f.outcome <> 'failure' AND mo.target >= 0.5 AND instr(f.used_ids, '\"mem_' || mo.memory_id || '\"') > 0"
+            "  THEN 1 ELSE 0 END) OVER (PARTITION BY mo.memory_id) AS named,"
             "  ROW_NUMBER() OVER (PARTITION BY mo.memory_id ORDER BY mo.rowid DESC) AS rn"
             " FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id"
             " JOIN memory_outcomes mo ON mo.feedback_id = f.id WHERE r.task = ?"
-            ") WHERE rn = 1 AND target > 0.5 ORDER BY memory_id", (key,))]
+            ") WHERE rn = 1 AND (target > 0.5 OR (outcome = 'partial' AND kind = 'credit' AND target >= 0.5))"
+            " ORDER BY memory_id", (key,))]
 
     def offered(self, ids: Sequence[int]) -> list[int]:
         """Which of ``ids`` were served (not left out by a budget) in a retrieval whose feedback was
