@@ -50,7 +50,19 @@ def test_highest_scores_first_and_truncation_marked(store):
 
 def test_markdown_label_style(store):
     text = store.context("force push main", max_tokens=500)
-    assert "[CONSTRAINT] No force push (90% conf)" in text
+    assert "- [CONSTRAINT] No force push · mem_3\n" in text
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "compact", "plain", "xml"])
+def test_every_context_line_said_its_confidence(fmt):
+    """A new user's trial: "(70% conf)" on every line of every context, tokens that told the agent
+    nothing. Confidence is said only of a doubted memory (below an agent's own note's start)."""
+    m = Recallite.open(None, embedder="hash")
+    told = m.remember("Deploy the api with the release script.", type="procedure", source="agent")
+    guessed = m.remember("Deploy the api only on Tuesdays.", type="constraint", source="llm")
+    text = m.build_context("deploy the api", format=fmt).context
+    assert told.id in text and guessed.id in text
+    assert "70" not in text and ("50% conf" in text or "(50%" in text or 'confidence="0.50"' in text)
 
 
 def test_untrusted_content_cannot_break_xml(store):
