@@ -260,3 +260,20 @@ def test_the_second_memory_a_job_needs_was_cut_when_a_new_wording_missed_it():
     assert keep_ratios([announce, alias], None, helped, vouched={1, 2})[2] < MATCH_FLOOR  # credited on a guess
     assert keep_ratios([announce, alias], None, helped, vouched={1, 2}, named={1, 2})[2] == 1.0  # named by the agent
     assert keep_ratios([announce, alias], None, {}, vouched={1, 2}, named={1, 2})[2] < MATCH_FLOOR  # not helped here
+
+
+def test_a_known_jobs_context_kept_other_tasks_memories_on_their_match():
+    """Agent day, outsider's set, tasks named: 453 of 799 memories served on days 3-5 were other
+    tasks' rules, project facts and chit-chat, kept by the relative cut near a weak best (its match
+    leg, or a small score) though the job's record said what it used. A known job keeps anything
+    else only on a score of KNOWN_JOB_SCORE of the best."""
+    from recallite_core.retrieval.cutting import KNOWN_JOB_SCORE, keep_ratios
+
+    factors = (1.0, 1.0, 1.0, 1.0, 1.0)
+    used = (10.0, "mem_1", 1, 8.0, factors)
+    look_alike = (10.0 * KNOWN_JOB_SCORE / 2, "mem_2", 2, 8.0, factors)  # matches as well, scores low
+    close = (10.0 * KNOWN_JOB_SCORE * 1.5, "mem_3", 3, 6.0, factors)
+    ranked = [used, close, look_alike]
+    assert keep_ratios(ranked, None, {})[2] == 1.0  # an unknown job: its match keeps it
+    keep = keep_ratios(ranked, None, {}, vouched={1}, named={1})
+    assert keep[1] == 1.0 and keep[2] == 0.0 and keep[3] >= KNOWN_JOB_SCORE
