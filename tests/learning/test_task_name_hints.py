@@ -267,6 +267,7 @@ def test_a_known_jobs_context_kept_other_tasks_memories_on_their_match():
     tasks' rules, project facts and chit-chat, kept by the relative cut near a weak best (its match
     leg, or a small score) though the job's record said what it used. A known job keeps anything
     else only on a score of KNOWN_JOB_SCORE of the best."""
+    from recallite_core.learning.learner import Assessment
     from recallite_core.retrieval.cutting import KNOWN_JOB_SCORE, keep_ratios
 
     factors = (1.0, 1.0, 1.0, 1.0, 1.0)
@@ -274,6 +275,27 @@ def test_a_known_jobs_context_kept_other_tasks_memories_on_their_match():
     look_alike = (10.0 * KNOWN_JOB_SCORE / 2, "mem_2", 2, 8.0, factors)  # matches as well, scores low
     close = (10.0 * KNOWN_JOB_SCORE * 1.5, "mem_3", 3, 6.0, factors)
     ranked = [used, close, look_alike]
-    assert keep_ratios(ranked, None, {})[2] == 1.0  # an unknown job: its match keeps it
-    keep = keep_ratios(ranked, None, {}, vouched={1}, named={1})
+    judged = {i: Assessment(outcomes=1, nearest=0.5, mean=0.5) for i in (1, 2, 3)}
+    assert keep_ratios(ranked, None, judged)[2] == 1.0  # an unknown job: its match keeps it
+    keep = keep_ratios(ranked, None, judged, vouched={1}, named={1})
     assert keep[1] == 1.0 and keep[2] == 0.0 and keep[3] >= KNOWN_JOB_SCORE
+    # the exemptions: the first hit, and a named memory that is not first, however low they score
+    low_first = (10.0 * KNOWN_JOB_SCORE / 4, "mem_4", 4, 8.0, factors)
+    keep = keep_ratios([low_first, used, look_alike], None, judged, vouched={1, 2}, named={1, 2})
+    assert keep[4] == 1.0 and keep[1] == 1.0 and keep[2] > 0.0
+
+
+def test_a_known_job_cut_a_new_rule_that_matched_it_well():
+    """A review: a rule stored after the job's last report (no outcome yet) that matched the job's
+    words well scored under KNOWN_JOB_SCORE of the proven leader (its learned factor) and was cut
+    from the job's context, though learning had never judged it."""
+    m = Recallite.open(None, embedder="hash", config=CFG)
+    proc = m.remember("Deploy the api service with the release script: make release.", type="procedure")
+    m.remember("Rotate the database password every quarter.", type="procedure")
+    for q in ("deploy the api service", "deploy api service now", "deploy the api service please"):
+        r = m.build_context(q, task="deploy api", min_score_ratio=0.15, limit=10)
+        m.feedback(r.retrieval_id, "success", used_memory_ids=[proc.id])
+    rule = m.remember("Before you deploy the api service, announce the deploy in the api service channel.",
+                      type="constraint")
+    got = m.recall("deploy the api service to staging", task="deploy api", min_score_ratio=0.15, limit=10)
+    assert [h.memory.id for h in got.memories] == [proc.id, rule.id]

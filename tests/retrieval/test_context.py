@@ -185,3 +185,13 @@ def test_the_failed_here_flag_followed_a_failure_under_another_name_and_an_older
     mem.feedback(later.retrieval_id, "success", used_memory_ids=[tmpdir.id])
     assert "failed on this task last time" not in mem.build_context(job).context
     mem.close()
+
+
+def test_a_doubted_confidence_just_under_the_usual_read_as_the_usual():
+    """A review: 0.698 printed as "70% conf", the usual an agent's note starts at, though it is shown
+    because it is below it. Rounded down."""
+    m = Recallite.open(None, embedder="hash")
+    mem = m.remember("Deploy the api with the release script.", type="procedure", source="agent", confidence=0.698)
+    assert "(69% conf, validated)" in m.build_context("deploy the api").context
+    assert 'confidence="0.69"' in m.build_context("deploy the api", format="xml").context
+    assert mem.confidence == 0.698

@@ -864,18 +864,23 @@ def test_relation_writes(seed):
 
 
 def test_proven_under_counts_the_named_part_of_a_partial(seed):
-    a, b, c, d = (seed.memory(t) for t in "abcd")
+    a, b, c, d, e, f = (seed.memory(t) for t in "abcdef")
     with seed.store.transaction() as s:
-        r1, r2, r3 = (s.retrievals.add(q, "default", None, "context", NOW, [(m, i + 1, 0.9, None) for i, m in
-                                                                            enumerate((a, b, c, d))], "promote model")
-                      for q in ("q1", "q2", "q3"))
-    seed.feedback(r1, "success", 1.0, [(a, 1.0, 1.0, "credit"), (b, 0.5, 1.0, "credit")], used=f'["mem_{a}"]')
+        r1, r2, r3, r4, r5 = (s.retrievals.add(q, "default", None, "context", NOW, [(m, i + 1, 0.9, None) for i, m in
+                                                                                    enumerate((a, b, c, d, e, f))],
+                                               "promote model") for q in ("q1", "q2", "q3", "q4", "q5"))
+    # b credited on a guess; the used list names mem_<b>0, not b
+    seed.feedback(r1, "success", 1.0, [(a, 1.0, 1.0, "credit"), (b, 0.5, 1.0, "credit")], used=f'["mem_{a}", "mem_{b}0"]')
     # a partial: what the agent named worked (c), what it scored low did not (d)
     seed.feedback(r2, "partial", 0.5, [(c, 1.0, 0.5, "credit"), (d, 1.0, 0.3, "credit")], at=NOW + 1,
-                  used=f'["mem_{c}", "mem_{d}0"]')
+                  used=f'["mem_{c}", "mem_{d}"]')
     seed.feedback(r3, "success", 1.0, [(a, 1.0, 1.0, "credit")], at=NOW + 2)  # credited on a guess: named before
+    seed.feedback(r4, "partial", 0.2, [(e, 1.0, 0.2, "credit")], at=NOW + 3, used=f'["mem_{e}"]')  # named, fell short
+    # e credited on a guess after it; a success scored 0.5 names f
+    seed.feedback(r5, "success", 0.5, [(e, 0.5, 1.0, "credit"), (f, 1.0, 0.5, "credit")], at=NOW + 4, used=f'["mem_{f}"]')
     with seed.store.reading() as s:
-        assert s.outcomes.proven_under("promote model") == [(a, None, True), (b, None, False), (c, None, True)]
+        assert s.outcomes.proven_under("promote model") == [(a, None, True), (b, None, False), (c, None, True),
+                                                            (e, None, False), (f, None, True)]
 
 
 def test_feedback_outcome_and_retrieval_writes(seed):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Protocol
@@ -123,10 +124,15 @@ def doubted(m: Memory) -> bool:
     return m.confidence < DOUBTED_BELOW - 1e-9
 
 
+def percent(m: Memory) -> int:
+    """Confidence in whole percent, rounded down: a doubted 0.698 does not read as the usual 70."""
+    return math.floor(m.confidence * 100 + 1e-9)
+
+
 def _conf(hit: RecallHit) -> list[str]:
     """The markdown and plain flags: confidence when doubted, a failure here last time."""
     m = hit.memory
-    return ([f"{round(m.confidence * 100)}% conf"] if doubted(m) else []) + ([FAILED_LAST] if failed_last(hit) else [])
+    return ([f"{percent(m)}% conf"] if doubted(m) else []) + ([FAILED_LAST] if failed_last(hit) else [])
 
 
 def _paren(flags: list[str], lead: str = " ") -> str:
@@ -212,7 +218,7 @@ class _Xml:
         if m.episode:
             attrs += f" role={quoteattr(escape_hidden(m.episode.role))}"
         if doubted(m):
-            attrs += f" confidence={quoteattr(f'{m.confidence:.2f}')}"
+            attrs += f" confidence={quoteattr(f'{percent(m) / 100:.2f}')}"
         if quarantined(hit):
             attrs += ' trust="untrusted"'
         if failed_last(hit):
@@ -264,7 +270,7 @@ class _Compact:
         label = m.title if m.title else content
         if content.endswith(TRUNCATED):  # budget cut: shorten the label, not a body we do not show
             label = content
-        flags = ([f"{round(m.confidence * 100)}%"] if doubted(m) else []) + (["failed here last time"] if failed_last(hit) else [])
+        flags = ([f"{percent(m)}%"] if doubted(m) else []) + (["failed here last time"] if failed_last(hit) else [])
         if m.status != "active":
             flags.append(m.status)
         if quarantined(hit):  # quoted data in a code span the text cannot close, as the other formats do

@@ -29,11 +29,11 @@ MATCH_FLOOR = 0.1
 # An outcome this close to the query (cosine) was on this very task: logged under its name, or the
 # same request word for word.
 THIS_TASK = 0.999
-# A known job (its name has memories the agent named as used) keeps anything else only on a score
-# of at least this share of the best: the relative cut near a weak best let in other tasks' rules
-# and chit-chat on their match or a small score (agent day fresh-dev named, 4 seeds: precision
-# .618 -> .773, needed-memory recall .871 the same; dev .866 -> .953, recall 1.000; 0.5: fresh-dev
-# .807 but recall .867).
+# A known job (its name has memories the agent named as used) keeps any other judged memory only on
+# a score of at least this share of the best: the relative cut near a weak best let in other tasks'
+# rules and chit-chat on their match or a small score (agent day fresh-dev named, 4 seeds: precision
+# .618 -> .750, needed-memory recall .871 the same; dev .866 -> .946, recall 1.000; 0.5: fresh-dev
+# .807 but recall .867). Unjudged memories that match well are exempt (keep_ratios).
 KNOWN_JOB_SCORE = 0.3
 
 
@@ -68,7 +68,9 @@ def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict, 
     second memory a job needs was cut when the new wording did not retrieve it: agent day fresh-dev
     named, 4 seeds, needed-memory recall .838 -> .875; a first memory credited on a guess keeps
     needing its match: kept too, it let other tasks' memories into contexts of dev). When ``named``
-    is not empty the job is known: any other memory needs a score leg of KNOWN_JOB_SCORE."""
+    is not empty the job is known: any other judged memory needs a score leg of KNOWN_JOB_SCORE
+    (one nobody judged yet, such as a rule written after the job's last report, is not cut by it:
+    a proven leader's learned factor put a new rule that matched the job well under it)."""
     fused, final = _legs(scored, cut_base)
     first = scored[0][2]  # never cut: a correction ranked first may score below what it replaced
     if gain is not None:
@@ -85,7 +87,8 @@ def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict, 
         match_leg = share if not judged_poor(a) and not passed_over_here(a) and share >= match_ratio(a, 0.0) else 0.0
         helped = a is not None and a.helped_here and (share >= MATCH_FLOOR or i in named)
         out[i] = 1.0 if i == first or helped else min(1.0, max(score_leg, match_leg))
-        if named and i not in named and i != first and not helped and score_leg < KNOWN_JOB_SCORE:
+        if named and i not in named and i != first and not helped and score_leg < KNOWN_JOB_SCORE \
+                and (judged(a) or share < MATCH_RATIO):
             out[i] = 0.0
     if vouched & out.keys():
         out[max(vouched & out.keys(), key=lambda i: (final[i], -i))] = 1.0
@@ -116,6 +119,11 @@ def unexplored(a: Assessment | None, gain: float) -> float:
     if a is None or a.bonus <= 0:
         return 1.0
     return math.exp(-gain * max(0.0, a.usefulness - min(1.0, a.mean)))
+
+
+def judged(a: Assessment | None) -> bool:
+    """Whether the memory has any outcome (a rule stored after the job's last report has none)."""
+    return a is not None and a.outcomes > 0
 
 
 def tried_here(a: Assessment | None) -> bool:

@@ -87,7 +87,7 @@ class SqliteOutcomes:
 
     def proven_under(self, key: str) -> list[tuple[int, str | None, bool]]:
         """Memories whose latest outcome under task key ``key`` was a success, or a partial that
-        named or opened them (the part that worked; not a failure or an 'unused' mark), with the
+        credited them (the part that worked; not a failure or an 'unused' mark), with the
         scopes JSON that retrieval searched (None: all) and whether a feedback under the name that
         was not a failure named it in its used ids: what worked the last time the job of that name
         was done, where, and whether the agent said so."""
@@ -99,7 +99,7 @@ class SqliteOutcomes:
             "  ROW_NUMBER() OVER (PARTITION BY mo.memory_id ORDER BY mo.rowid DESC) AS rn"
             " FROM retrievals r JOIN feedback f ON f.retrieval_id = r.id"
             " JOIN memory_outcomes mo ON mo.feedback_id = f.id WHERE r.task = ?"
-            ") WHERE rn = 1 AND (target > 0.5 OR (outcome = 'partial' AND kind = 'credit' AND target >= 0.5))"
+            ") WHERE rn = 1 AND (target > 0.5 OR (outcome <> 'failure' AND kind = 'credit' AND target >= 0.5))"
             " ORDER BY memory_id", (key,))]
 
     def offered(self, ids: Sequence[int]) -> list[int]:
