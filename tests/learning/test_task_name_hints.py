@@ -299,3 +299,16 @@ def test_a_known_job_cut_a_new_rule_that_matched_it_well():
                       type="constraint")
     got = m.recall("deploy the api service to staging", task="deploy api", min_score_ratio=0.15, limit=10)
     assert [h.memory.id for h in got.memories] == [proc.id, rule.id]
+
+
+def test_a_known_jobs_context_served_what_it_had_passed_over_on_its_match():
+    """End to end, through the retriever: once the job's record names what it used, the next
+    context under its name leaves out a memory it passed over (before the known-job cut, its match
+    kept it beside the procedure)."""
+    m = Recallite.open(None, embedder="hash", config=CFG)
+    proc = m.remember("Deploy the api service with the release script: make release.", type="procedure")
+    dash = m.remember("The api service dashboard for deploy lives in Grafana.", type="fact")
+    first = m.build_context("deploy the api service", task="deploy api", min_score_ratio=0.05, limit=10)
+    assert set(first.memory_ids) == {proc.id, dash.id}
+    m.feedback(first.retrieval_id, "success", used_memory_ids=[proc.id])
+    assert m.build_context("deploy the api service now", task="deploy api", min_score_ratio=0.05, limit=10).memory_ids == [proc.id]
