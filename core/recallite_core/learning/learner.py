@@ -484,13 +484,13 @@ class OutcomeModel:
         fitted = hit[1]
         return dataclasses.replace(fitted, vectors=np.tile(np.asarray(q, dtype=np.float32), (fitted.vectors.shape[0], 1)))
 
-    def proven(self, session: Session, key: str, scopes: Sequence[str] | None, named: bool = False) -> frozenset[int]:
-        """Memories whose latest outcome under task name ``key``, in a retrieval within ``scopes``,
-        was a success (outcomes.proven_under; ``named``: only those its feedback named), read again
-        only after new outcomes. Recall lets them past the relevance floor for a query of that name:
-        the agent says this is the job they worked for, whatever its words this time."""
+    def proven(self, session: Session, key: str, scopes: Sequence[str] | None) -> tuple[frozenset[int], frozenset[int]]:
+        """(memories whose latest outcome under task name ``key``, in a retrieval within ``scopes``,
+        was a success (outcomes.proven_under), those of them a feedback named), read again only
+        after new outcomes. Recall lets them past the relevance floor for a query of that name: the
+        agent says this is the job they worked for, whatever its words this time."""
         if self.cfg.mode != "contextual":
-            return frozenset()
+            return frozenset(), frozenset()
         self._sync(session)
         mark = (self._seen_rowid, self._epoch)
         hit = self._proven.get(key)
@@ -500,7 +500,8 @@ class OutcomeModel:
             self._proven[key] = hit
             while len(self._proven) > self.cfg.cache_size:
                 self._proven.popitem(last=False)
-        return frozenset(mid for mid, where, by_name in hit[1] if within(where, scopes) and (by_name or not named))
+        here = [(mid, by_name) for mid, where, by_name in hit[1] if within(where, scopes)]
+        return frozenset(mid for mid, _ in here), frozenset(mid for mid, by_name in here if by_name)
 
     def names_near(self, ids: Sequence[int], q: np.ndarray | None, key: str | None, scopes: Sequence[str] | None,
                    limit: int = 3) -> list[str]:

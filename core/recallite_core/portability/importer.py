@@ -517,4 +517,3 @@ def _label(r: dict) -> str | None:
     """A restored retrieval's task name as written: kept only where it still names its key."""
     label, key = stored_key(r.get("task_label")), stored_key(r.get("task"))
     return label if label is not None and key is not None and key_or_none(label) == key else None
-

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Set as AbstractSet
+from typing import TypeGuard
 
 from recallite_core.learning.learner import Assessment
 from recallite_core.policy import rules as policy
@@ -110,7 +111,7 @@ def _without_bonus(final: dict[int, float], learned: dict, gain: float) -> dict[
 def match_ratio(a: Assessment | None, ratio: float) -> float:
     """The share of the best match that keeps a memory on its match alone: the tuned ratio for one
     nobody judged, at least MATCH_RATIO for one with outcomes."""
-    return max(ratio, MATCH_RATIO) if a is not None and a.outcomes > 0 else ratio
+    return max(ratio, MATCH_RATIO) if judged(a) else ratio
 
 
 def unexplored(a: Assessment | None, gain: float) -> float:
@@ -121,14 +122,14 @@ def unexplored(a: Assessment | None, gain: float) -> float:
     return math.exp(-gain * max(0.0, a.usefulness - min(1.0, a.mean)))
 
 
-def judged(a: Assessment | None) -> bool:
+def judged(a: Assessment | None) -> TypeGuard[Assessment]:
     """Whether the memory has any outcome (a rule stored after the job's last report has none)."""
     return a is not None and a.outcomes > 0
 
 
-def tried_here(a: Assessment | None) -> bool:
+def tried_here(a: Assessment | None) -> TypeGuard[Assessment]:
     """Whether the memory has an outcome on this very task (THIS_TASK)."""
-    return a is not None and a.outcomes > 0 and a.nearest is not None and a.nearest >= THIS_TASK
+    return judged(a) and a.nearest is not None and a.nearest >= THIS_TASK
 
 
 def passed_over_here(a: Assessment | None) -> bool:
@@ -136,10 +137,10 @@ def passed_over_here(a: Assessment | None) -> bool:
     its match no longer keeps it, however close (one unused mark is below POOR_EVIDENCE, and the
     match leg kept other tasks' memories that this job had passed over; agent day fresh-dev named,
     4 seeds: precision .561 -> .610, needed-memory recall the same). Its score may still keep it."""
-    return tried_here(a) and a is not None and a.mean < 0.5 and a.successes < policy.NO_SUCCESS and a.failures > 0
+    return tried_here(a) and a.mean < 0.5 and a.successes < policy.NO_SUCCESS and a.failures > 0
 
 
 def judged_poor(a: Assessment | None) -> bool:
     """Outcomes near this query say the memory misled or was not needed: a posterior mean below even,
     on enough failure evidence (policy.POOR_EVIDENCE)."""
-    return a is not None and a.outcomes > 0 and a.mean < 0.5 and a.failures >= policy.POOR_EVIDENCE
+    return judged(a) and a.mean < 0.5 and a.failures >= policy.POOR_EVIDENCE

@@ -655,7 +655,8 @@ class Retriever:
                 ordered = [(i, s) for i, s in ordered if trust.get(i, 0.0) >= min_trust]
             pool = ordered[: max(cfg.rerank_pool, limit * 3)]
             # A name vouches for what worked the last time under it, however far down the channels found it.
-            proven = self.learning.proven(session, task_name, flt.scopes) if task_name and self.learning else frozenset()
+            proven, named = self.learning.proven(session, task_name, flt.scopes) if task_name and self.learning \
+                else (frozenset(), frozenset())
             pool += [(i, s) for i, s in ordered[len(pool):] if i in proven]
             # The relevance floor: what has no evidence for the query is not returned, nor explored.
             cos = dict(sims) if alpha is not None and use_vec else dict(vec)
@@ -708,7 +709,6 @@ class Retriever:
                 scored = [t for t in scored if t[0] >= min_score]
             if min_score_ratio and scored:
                 gain = self.learning.gain if learned and self.learning is not None else None
-                named = self.learning.proven(session, task_name, flt.scopes, True) if task_name and self.learning and proven else frozenset()
                 floors = keep_ratios(scored, cut_base, learned, gain, proven, named)  # the relative cut
                 self._cut_pending = (query, floors)
                 scored = [t for t in scored if floors[t[2]] >= min_score_ratio]

@@ -176,7 +176,7 @@ class SqliteRetrievals:
         self._conn = conn
 
     def add(self, query: str, profile: str, scopes: str | None, kind: str, now: float,
-                      items: Sequence[tuple[int, int, float, float | None]], task: str | None = None,
+            items: Sequence[tuple[int, int, float, float | None]], task: str | None = None,
             label: str | None = None) -> int:
         """Log one retrieval (``task``: the caller's task key, ``label``: its name as written) and its items (memory id, rank, score,
         keep ratio or None); returns its id."""
