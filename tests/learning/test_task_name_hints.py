@@ -312,3 +312,18 @@ def test_a_known_jobs_context_served_what_it_had_passed_over_on_its_match():
     assert set(first.memory_ids) == {proc.id, dash.id}
     m.feedback(first.retrieval_id, "success", used_memory_ids=[proc.id])
     assert m.build_context("deploy the api service now", task="deploy api", min_score_ratio=0.05, limit=10).memory_ids == [proc.id]
+
+
+def test_an_untried_newcomer_led_a_known_jobs_context():
+    """Agent day, outsider's set, tasks named: a note stored after the job had worked under its name
+    (the data team's Airflow move, never judged) matched a wordy request better than the job's
+    procedure, and its exploration bonus put it first, ahead of what had worked under the name."""
+    m = Recallite.open(None, embedder="hash", config=CFG)
+    proc = m.remember("Deploy the api service with the release script: make release.", type="procedure")
+    r = m.build_context("deploy the api service", task="deploy api", min_score_ratio=0.1, limit=10)
+    m.feedback(r.retrieval_id, "success", used_memory_ids=[proc.id])
+    note = m.remember("The api service team meets on Monday about the new gateway for the service.", type="fact")
+    ask = "could the api service get the new gateway deployed before Monday"
+    assert m.recall(ask, limit=10, explore=True).memories[0].memory.id == note.id  # an unknown job explores
+    got = m.recall(ask, task="deploy api", limit=10, explore=True)
+    assert [h.memory.id for h in got.memories][:2] == [proc.id, note.id]  # a known one keeps it, second
