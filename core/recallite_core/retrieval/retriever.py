@@ -683,6 +683,7 @@ class Retriever:
             if self.learning is not None and self.learning.enabled and use_vec:
                 task = self.task_vector(session, qvec, pool)
                 self._task_pending = self._task_pending if aside else (query, task)  # log() hands it to the learner
+            # A job with a success under its name explores no further: a newcomer's bonus led it (docs/learning.md, Session 34).
             learned = self._assess(session, qvec if task is None else task, columns, explore and not proven, flagged, task_name)
             scored: list[tuple[float, str, int, float, tuple]] = []
             for mid, mtype, status, confidence, usefulness, importance in columns:
@@ -769,9 +770,8 @@ class Retriever:
     def _assess(self, session: Session, qvec: np.ndarray, columns: list[tuple], explore: bool,
                 flagged: set[int], task_name: str | None = None) -> dict[int, Assessment]:
         """What outcomes say about each candidate for this query (empty: rank by the usefulness column).
-        Text flagged as a possible prompt injection is never explored into a context. Recall passes
-        ``explore`` off for a job whose name has a success on record: an untried look-alike's optimism
-        led its context ahead of what had worked (agent day fresh-dev named, needed first .738 -> .808)."""
+        Text flagged as a possible prompt injection is never explored into a context: it comes first
+        only on its own match and its own record."""
         if self.learning is None or not self.learning.enabled:
             return {}
         return self.learning.assess(session, qvec, {c[0]: c[4] for c in columns}, explore, unexplored=flagged, task_key=task_name)
