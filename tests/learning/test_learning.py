@@ -9,9 +9,7 @@ import numpy as np
 import pytest
 
 from recallite_core import Recallite, RecalliteConfig
-from recallite_core.learning.learner import (
-    LearningConfig,
-    OutcomeModel,
+from recallite_core.learning.fitting import (
     beta_mean_sd,
     coverage,
     failure_run,
@@ -19,6 +17,7 @@ from recallite_core.learning.learner import (
     recency_weights,
     ridge_dual,
 )
+from recallite_core.learning.learner import LearningConfig, OutcomeModel
 from recallite_core.learning.tuner import Arm
 
 # -- pure maths ---------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from recallite_core import Recallite
-from recallite_core.learning.learner import LearningConfig, OutcomeModel, failed_here, last_here, learned_factor
+from recallite_core.learning.fitting import failed_here, last_here, learned_factor
+from recallite_core.learning.learner import LearningConfig, OutcomeModel
 
 
 def _unit(v: np.ndarray) -> np.ndarray:

@@ -18,7 +18,8 @@ from recallite_core.conversation.episodes import ChunkIndex, chunk_channel, need
 from recallite_core.embedding.embedder import Embedder
 from recallite_core.errors import ScanError, WorkerTimeoutError
 from recallite_core.index.vector_index import ScanFilter, VectorIndex, exact_scores, stats_moments
-from recallite_core.learning.learner import Assessment, OutcomeModel, blend_task, outcome_reasons
+from recallite_core.learning.fitting import blend_task
+from recallite_core.learning.learner import Assessment, OutcomeModel, outcome_reasons
 from recallite_core.models import RecallHit, ScoreBreakdown
 from recallite_core.policy import rules as policy
 from recallite_core.policy.correction_ranking import FOLLOW_UP_REACH, asks_about_speaker
@@ -459,10 +460,9 @@ class Retriever:
 
     def task_vector(self, session: Session, qvec: np.ndarray, ordered: list[tuple[int, float]]) -> np.ndarray:
         """The query placed among the memories it retrieves: its vector plus ``task_weight`` times the
-        score-weighted centroid of the top ``task_depth`` fused candidates, normalised. Paraphrases of
-        one task retrieve the same memories, so their task vectors stay close even when their words
-        differ; the outcome learner compares tasks with it (every ranked recall has one, so that its
-        feedback can place the outcome)."""
+        score-weighted centroid of the top ``task_depth`` fused candidates, normalised. Paraphrases of one
+        task retrieve the same memories, so their task vectors stay close even when their words differ; the
+        outcome learner compares tasks with it (every ranked recall has one, so its feedback is placed)."""
         lc = self.config.learning
         top = ordered[: lc.task_depth]
         if lc.task_weight <= 0 or not top:

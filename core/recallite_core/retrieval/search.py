@@ -24,7 +24,7 @@ from recallite_core.errors import InvalidInputError
 from recallite_core.features.beliefs import walk
 from recallite_core.features.slm import SlmFeatures, Summarizer
 from recallite_core.features.working_layer import WorkingLayer
-from recallite_core.learning.learner import searched_scopes, within
+from recallite_core.learning.fitting import searched_scopes, within
 from recallite_core.models import (
     CONTEXT_FORMATS,
     STATUSES,
