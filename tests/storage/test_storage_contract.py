@@ -553,6 +553,21 @@ def test_outcomes_and_feedback(seed):
 
 
 # -- integrity ------------------------------------------------------------------------------------------
+def test_history_tells_a_guessed_credit(seed):
+    """A row credited on a guess (its feedback named no memory, the memory was not opened) is flagged;
+    a memory named in the used ids, one opened, and an 'unused' mark are not."""
+    a, b, c = seed.memory("a"), seed.memory("b"), seed.memory("c")
+    with seed.store.transaction() as s:
+        r1 = s.retrievals.add("q1", "default", None, "recall", NOW, [(a, 1, 0.9, None), (b, 2, 0.8, None)])
+        r2 = s.retrievals.add("q2", "default", None, "recall", NOW, [(a, 1, 0.9, None), (c, 2, 0.7, None)])
+        s.retrievals.mark_expanded(r1, [b])
+    seed.feedback(r1, "failure", 0.0, [(a, 1.0, 0.0, "credit"), (b, 1.0, 0.0, "credit")])
+    seed.feedback(r2, "success", 1.0, [(c, 1.0, 1.0, "credit"), (a, 0.3, 0.0, "unused")], at=NOW + 1, used=f'["mem_{c}"]')
+    with seed.store.reading() as s:
+        got = [(h[0], h[1], h[9]) for h in s.outcomes.history([a, b, c], 5)]
+    assert got == [(a, 0.0, 0), (a, 0.0, 1), (b, 0.0, 0), (c, 1.0, 0)]
+
+
 def test_integrity_projections(seed):
     a = seed.memory("with a vector")
     b = seed.memory("without one", vector=None)

@@ -160,7 +160,7 @@ class LearningConfig:
             raise ValueError(f"failed_here_usefulness must be in [0, 0.5], got {self.failed_here_usefulness}")
 
 
-# -- pure maths -------------------------------------------------------------------------------------
+# -- what outcomes say about a memory ---------------------------------------------------------------
 
 
 @dataclass
@@ -186,6 +186,10 @@ class Assessment:
     helped_here: bool = False  # acted on with success on this very task, its latest outcome there
     misled_here: bool = False  # acted on on this very task, and its latest outcome there was a failure
     acted_failures: bool = False  # a failure the agent acted on it for (not only passed over or shared credit)
+    # the posterior without failures credited on a guess (a report that named no memory, shared by rank);
+    # None: not asked for (OutcomeModel.assess, unguessed)
+    unguessed_mean: float | None = None
+    unguessed_failures: float | None = None
 
     def evidence(self) -> OutcomeEvidence:
         """What a hit's breakdown shows of this assessment (rounded)."""
@@ -227,6 +231,8 @@ class _Model:
     keys: tuple[str | None, ...]  # the task key its retrieval was named with
     vec_keys: tuple[str | None, ...] = ()  # the keys of the rows in ``vectors``
     vec_scopes: tuple[frozenset[str] | None, ...] = ()  # the scopes their retrievals searched (None: all)
+    guessed: np.ndarray | None = None  # per row: a failure credited on a guess (None: none is)
+    unguessed: _Model | None = None  # the same record without those rows (None: there are none)
 
     @property
     def n(self) -> int:
@@ -318,7 +324,7 @@ class OutcomeModel:
 
     def _fit(self, rs: list, now: float) -> _Model:
         """Rows newest first: (target, credit, time, newer rival succeeded, older rival succeeded, vector[,
-        task key])."""
+        task key, scopes searched, credited on a guess]) as ``Outcomes.history`` returns them."""
         cfg, d = self.cfg, self.dimensions
         n = len(rs)
         targets = np.array([r[0] for r in rs], dtype=np.float64)
@@ -332,9 +338,10 @@ class OutcomeModel:
         allvecs = np.zeros((n, d))
         if has.any():
             allvecs[has] = decode_many([r[5] for r, h in zip(rs, has) if h], d)
+        guessed = np.array([r[0] < 0.5 and len(r) > 8 and bool(r[8]) for r in rs], dtype=bool)
         return self._fit_rows(targets, credit, times, rival, explained, has, allvecs,
                               tuple(r[6] if len(r) > 6 else None for r in rs), now,
-                              tuple(searched_scopes(r[7] if len(r) > 7 else None) for r in rs))
+                              tuple(searched_scopes(r[7] if len(r) > 7 else None) for r in rs), guessed)
 
     def named(self, mid: int, m: _Model, key: str, q: np.ndarray, now: float) -> _Model:
         """The model of memory ``mid`` as seen by a query named ``key``. Where it has outcomes under
@@ -355,12 +362,11 @@ class OutcomeModel:
             point[:, 0] = 1.0
             hit = (m, self._fit_rows(m.targets[mine], m.credit[mine], m.times[mine], m.rival[mine],
                                      None if m.explained is None else m.explained[mine], np.ones(len(point), dtype=bool),
-                                     point, (key,) * len(point), now))
+                                     point, (key,) * len(point), now, guessed=None if m.guessed is None else m.guessed[mine]))
             self._named[(mid, key)] = hit
             while len(self._named) > self.cfg.cache_size:
                 self._named.popitem(last=False)
-        fitted = hit[1]
-        return dataclasses.replace(fitted, vectors=np.tile(np.asarray(q, dtype=np.float32), (fitted.vectors.shape[0], 1)))
+        return _placed(hit[1], q)
 
     def proven(self, session: Session, key: str, scopes: Sequence[str] | None) -> tuple[frozenset[int], frozenset[int]]:
         """(memories whose latest outcome under task name ``key``, in a retrieval within ``scopes``,
@@ -407,16 +413,34 @@ class OutcomeModel:
 
     def _fit_rows(self, targets: np.ndarray, credit: np.ndarray, times: np.ndarray, rival: np.ndarray,
                   explained: np.ndarray | None, has: np.ndarray, allvecs: np.ndarray, keys: tuple[str | None, ...],
-                  now: float, scopes: tuple[frozenset[str] | None, ...] = ()) -> _Model:
+                  now: float, scopes: tuple[frozenset[str] | None, ...] = (), guessed: np.ndarray | None = None) -> _Model:
+        """Weights (credit x recency x change discount) and the fit. With failures credited on a guess
+        (``guessed``), the record without them is fitted too, with the same weights, for the known-job cut
+        (retrieval/cutting.py): a report that named nothing blames whatever led the context."""
         cfg = self.cfg
         n = len(targets)
-        vecs = allvecs[has]
         weights = credit * recency_weights(n, now - times, cfg.decay, cfg.half_life_days)
         run, rows = failure_run(allvecs, targets, weights, has, cfg.ridge, min_reach=cfg.change_reach, confirmed=rival,
                                 explained=explained, confirmed_count=cfg.change_after) if n else (0, 0)
         if run >= cfg.change_after:
             weights = weights.copy()
             weights[rows:] *= cfg.change_discount ** run
+        unguessed = None
+        if guessed is not None and guessed.any():
+            k = ~guessed
+            unguessed = self._model(targets[k], weights[k], times[k], credit[k], rival[k],
+                                    None if explained is None else explained[k], has[k], allvecs[k],
+                                    tuple(x for x, y in zip(keys, k) if y), tuple(x for x, y in zip(scopes, k) if y),
+                                    run, now)
+        return self._model(targets, weights, times, credit, rival, explained, has, allvecs, keys, scopes, run, now,
+                           guessed if unguessed is not None else None, unguessed)
+
+    def _model(self, targets: np.ndarray, weights: np.ndarray, times: np.ndarray, credit: np.ndarray,
+               rival: np.ndarray, explained: np.ndarray | None, has: np.ndarray, allvecs: np.ndarray,
+               keys: tuple[str | None, ...], scopes: tuple[frozenset[str] | None, ...], run: int, now: float,
+               guessed: np.ndarray | None = None, unguessed: _Model | None = None) -> _Model:
+        cfg = self.cfg
+        vecs = allvecs[has]
         vw = weights[has]
         lam_dir = cfg.ridge if cfg.direction_ridge is None else cfg.direction_ridge
         dual = ridge_dual(vecs, targets[has] - 0.5, vw, lam_dir) if has.any() else np.zeros(0)
@@ -430,7 +454,7 @@ class OutcomeModel:
                       vec_weights=vw, vec_targets=targets[has], vec_full=credit[has] >= FULL_CREDIT, novec_weight=nw,
                       novec_target=nt, run=run, built_at=now, credit=credit, rival=rival, explained=explained, keys=keys,
                       vec_keys=tuple(k for k, h in zip(keys, has) if h),
-                      vec_scopes=tuple(s for s, h in zip(scopes, has) if h))
+                      vec_scopes=tuple(s for s, h in zip(scopes, has) if h), guessed=guessed, unguessed=unguessed)
 
     def success_closeness(self, m: _Model, sims: np.ndarray) -> float | None:
         """How close the memory's successes come to the query: a soft maximum (log-sum-exp at
@@ -457,7 +481,8 @@ class OutcomeModel:
         return max(near) if near else None
 
     def assess_model(self, m: _Model, qvec: np.ndarray | None, prior_mean: float, explore: bool,
-                     untried: str | None = None, closest: float | None = None, key: str | None = None) -> Assessment:
+                     untried: str | None = None, closest: float | None = None, key: str | None = None,
+                     unguessed: bool = False) -> Assessment:
         """The posterior of one memory for one query (pure given the fitted model).
 
         With the query's cosines s to the outcome queries: reach = s . support, raw = s . dual.
@@ -465,7 +490,8 @@ class OutcomeModel:
         mass = total weight x coverage(reach); outcomes without a query vector count for every
         query with their plain mean. alpha = prior + locality mass p, beta = prior + mass (1 - p),
         where locality = exp((closeness - closest) / success_locality) and ``closest`` is the
-        best success closeness among the candidates of this recall (None: no discount)."""
+        best success closeness among the candidates of this recall (None: no discount). ``unguessed``:
+        also the posterior without failures credited on a guess."""
         cfg, nearest, locality = self.cfg, None, 1.0
         repeated, last, misled, acted = False, None, False, bool(((m.targets < 0.5) & (m.credit >= FULL_CREDIT)).any())
         if m.n == 0:
@@ -498,6 +524,8 @@ class OutcomeModel:
             fail = mass_v * (1 - p_v) + m.novec_weight * (1 - m.novec_target)
             alpha, beta = cfg.prior + succ, cfg.prior + fail
         mean, sd = beta_mean_sd(alpha, beta)
+        clean = self.assess_model(m.unguessed, qvec, prior_mean, False, None, closest, key) \
+            if unguessed and m.unguessed is not None else None
         scale = {"newcomer": cfg.newcomer_bonus, "passed-over": cfg.passed_over_bonus}.get(untried or "", cfg.explore_bonus)
         bonus = scale * sd if explore else 0.0
         u = min(1.0, mean + bonus)
@@ -509,16 +537,20 @@ class OutcomeModel:
             explored=explore and m.n == 0 and bonus > 0, failure_run=m.run, newcomer=untried == "newcomer",
             passed_over=untried == "passed-over", locality=locality, failed_here=repeated,
             helped_here=not repeated and bool(last) and mean >= 0.5, misled_here=repeated or misled, acted_failures=acted,
+            unguessed_mean=(mean if clean is None else clean.mean) if unguessed else None,
+            unguessed_failures=(fail if clean is None else clean.failures) if unguessed else None,
         )
 
     def assess(
         self, session: Session, qvec: np.ndarray | None, candidates: dict[int, float],
         explore: bool, now: float | None = None, unexplored: AbstractSet[int] = frozenset(),
-        task_key: str | None = None,
+        task_key: str | None = None, unguessed: bool = False,
     ) -> dict[int, Assessment]:
         """Assessment of each candidate: id -> its usefulness column (the prior of a memory
         without outcome rows). ``unexplored``: ids that get no exploration bonus (flagged text).
-        ``task_key``: the caller's name for the task; rows logged under it count as this very task."""
+        ``task_key``: the caller's name for the task; rows logged under it count as this very task.
+        ``unguessed``: each judged memory is also assessed on its record without guessed failures
+        (a second posterior: asked for by a known job's cut alone)."""
         if not self.enabled or not candidates:
             return {}
         now = time.time() if now is None else now
@@ -555,7 +587,7 @@ class OutcomeModel:
                     a = unjudged[(u, status, ex)] = self.assess_model(m, q, u, ex, status, closest)
                 out[mid] = a
             else:
-                out[mid] = self.assess_model(m, q, 0.5, ex, status, closest, task_key)
+                out[mid] = self.assess_model(m, q, 0.5, ex, status, closest, task_key, unguessed)
         return out
 
     def offered(self, session: Session, ids: Sequence[int]) -> set[int]:
@@ -565,6 +597,13 @@ class OutcomeModel:
         unknown = [i for i in ids if i not in self._offered]
         self._offered.update(session.outcomes.offered(unknown))
         return {i for i in ids if i in self._offered}
+
+
+def _placed(m: _Model, q: np.ndarray) -> _Model:
+    """A model fitted at one point (OutcomeModel.named), its rows placed at query ``q``."""
+    at = np.asarray(q, dtype=np.float32)
+    unguessed = None if m.unguessed is None else _placed(m.unguessed, q)
+    return dataclasses.replace(m, vectors=np.tile(at, (m.vectors.shape[0], 1)), unguessed=unguessed)
 
 
 def created_at(session: Session, ids: Sequence[int]) -> dict[int, float]:

@@ -36,6 +36,13 @@ THIS_TASK = 0.999
 # .618 -> .750, needed-memory recall .871 the same; dev .866 -> .946, recall 1.000; 0.5: fresh-dev
 # .807 but recall .867). Unjudged memories that match well are exempt (keep_ratios).
 KNOWN_JOB_SCORE = 0.3
+# A known job also cuts another judged memory that its record, failures credited on a guess left out,
+# rates below even on at least this much failure evidence (about one 'unused' mark): another task's
+# memory passed over or misled before. Guesses are left out because a report that named nothing blamed
+# whatever led the context, a needed procedure too (agent day named, 4 seeds: precision fresh-dev
+# .752 -> .764, dev .949 -> .956, needed-memory recall the same; on the whole record, guesses in,
+# fresh-dev recall .871 -> .863). Held out: holdout .922 -> .925, fresh-holdout .776 -> .786.
+KNOWN_JOB_EVIDENCE = 0.25
 
 
 def relative_cut(scored: list, cut_base: dict[int, float] | None, ratio: float, learned: dict,
@@ -71,7 +78,8 @@ def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict, 
     needing its match: kept too, it let other tasks' memories into contexts of dev). When ``named``
     is not empty the job is known: any other judged memory needs a score leg of KNOWN_JOB_SCORE
     (one nobody judged yet, such as a rule written after the job's last report, is not cut by it:
-    a proven leader's learned factor put a new rule that matched the job well under it)."""
+    a proven leader's learned factor put a new rule that matched the job well under it), and none that
+    its record without guessed failures rates below even (below_even_unguessed)."""
     fused, final = _legs(scored, cut_base)
     first = scored[0][2]  # never cut: a correction ranked first may score below what it replaced
     if gain is not None:
@@ -90,6 +98,8 @@ def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict, 
         out[i] = 1.0 if i == first or helped else min(1.0, max(score_leg, match_leg))
         if named and i not in named and i != first and not helped and score_leg < KNOWN_JOB_SCORE \
                 and (judged(a) or share < MATCH_RATIO):
+            out[i] = 0.0
+        if named and i not in named and i != first and not helped and below_even_unguessed(a):
             out[i] = 0.0
     if vouched & out.keys():
         out[max(vouched & out.keys(), key=lambda i: (final[i], -i))] = 1.0
@@ -144,3 +154,10 @@ def judged_poor(a: Assessment | None) -> bool:
     """Outcomes near this query say the memory misled or was not needed: a posterior mean below even,
     on enough failure evidence (policy.POOR_EVIDENCE)."""
     return judged(a) and a.mean < 0.5 and a.failures >= policy.POOR_EVIDENCE
+
+
+def below_even_unguessed(a: Assessment | None) -> bool:
+    """Judged, and below even on its record without failures credited on a guess ('unused' marks and
+    failures the agent named it in still count), on KNOWN_JOB_EVIDENCE of failure evidence there."""
+    return judged(a) and a.unguessed_mean is not None and a.unguessed_failures is not None \
+        and a.unguessed_mean < 0.5 and a.unguessed_failures >= KNOWN_JOB_EVIDENCE

@@ -68,9 +68,8 @@ _KEYWORD_CACHE_ERRORS: tuple[type[Exception], ...] = (StaleIndex, *DRIVER_ERRORS
 
 
 class Retriever:
-    def __init__(
-        self, store: Storage, embedder: Embedder, index: VectorIndex, config: RecalliteConfig, pool: "ScanPool | None" = None
-    ):
+    def __init__(self, store: Storage, embedder: Embedder, index: VectorIndex, config: RecalliteConfig,
+                 pool: ScanPool | None = None):
         self.store = store
         self.embedder = embedder
         self.index = index
@@ -121,9 +120,8 @@ class Retriever:
             return None
 
     def passing_mask(self, session: Session, ids: np.ndarray, flt: RecallFilter) -> np.ndarray:
-        """Whether each of ``ids`` passes the filter. From the inline matrix's own columns
-        (status, scope, type, session) when it is current, else (and for tags, roles,
-        categories) the store."""
+        """Whether each of ``ids`` passes the filter: from the inline matrix's own columns (status, scope,
+        type, session) when it is current, else (and for tags, roles, categories) the store."""
         idx = self.index
         out = np.zeros(len(ids), dtype=bool)
         rest = np.arange(len(ids))
@@ -684,7 +682,8 @@ class Retriever:
                 task = self.task_vector(session, qvec, pool)
                 self._task_pending = self._task_pending if aside else (query, task)  # log() hands it to the learner
             # A job with a success under its name explores no further: a newcomer's bonus led it (docs/learning.md, Session 34).
-            learned = self._assess(session, qvec if task is None else task, columns, explore and not proven, flagged, task_name)
+            learned = self._assess(session, qvec if task is None else task, columns, explore and not proven, flagged, task_name,
+                                   bool(named))
             scored: list[tuple[float, str, int, float, tuple]] = []
             for mid, mtype, status, confidence, usefulness, importance in columns:
                 judged = learned.get(mid)
@@ -768,13 +767,14 @@ class Retriever:
         return hits
 
     def _assess(self, session: Session, qvec: np.ndarray, columns: list[tuple], explore: bool,
-                flagged: set[int], task_name: str | None = None) -> dict[int, Assessment]:
-        """What outcomes say about each candidate for this query (empty: rank by the usefulness column).
-        Text flagged as a possible prompt injection is never explored into a context: it comes first
-        only on its own match and its own record."""
+                flagged: set[int], task_name: str | None = None, known: bool = False) -> dict[int, Assessment]:
+        """What outcomes say about each candidate for this query (empty: rank by the usefulness column;
+        ``known``: a known job, whose cut reads records without guesses). Text flagged as a possible prompt
+        injection is never explored into a context: it comes first only on its own match and record."""
         if self.learning is None or not self.learning.enabled:
             return {}
-        return self.learning.assess(session, qvec, {c[0]: c[4] for c in columns}, explore, unexplored=flagged, task_key=task_name)
+        return self.learning.assess(session, qvec, {c[0]: c[4] for c in columns}, explore, unexplored=flagged, task_key=task_name,
+                                     unguessed=known)
 
     def log(self, session: Session, query: str, profile: str, scopes, hits: list[RecallHit], kind: str,
             task_name: str | None = None, task_label: str | None = None) -> int:

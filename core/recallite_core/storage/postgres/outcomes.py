@@ -58,19 +58,22 @@ class PostgresOutcomes:
     def history(self, ids: Sequence[int], limit: int) -> list[tuple]:
         """The latest ``limit`` outcome rows of each memory, newest first per memory:
         (memory id, target, weight, created_at, rival, explained, task vector bytes or None, task key or None,
-        scopes JSON its retrieval searched or None);
-        see SqliteOutcomes.history for rival / explained."""
+        scopes JSON its retrieval searched or None, guessed);
+        see SqliteOutcomes.history for rival, explained and guessed."""
         if not ids:
             return []
         peers = ("(SELECT coalesce(sum(({cmp})::int), 0) FROM feedback f2"
                  " JOIN memory_outcomes mo2 ON mo2.feedback_id = f2.id JOIN memories m2 ON m2.id = mo2.memory_id"
                  " WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id <> mo.memory_id AND mo2.target >= 0.5)")
         return self._conn.execute(
-            "SELECT memory_id, target, weight, created_at, rival, explained, vector, task, searched FROM ("
+            "SELECT memory_id, target, weight, created_at, rival, explained, vector, task, searched, guessed FROM ("
             " SELECT mo.memory_id, mo.target, mo.weight, mo.created_at,"
             f"  CASE WHEN mo.kind = 'unused' THEN 0 ELSE {peers.format(cmp='m2.created_at > me.created_at')} END AS rival,"
             f"  CASE WHEN mo.kind = 'unused' THEN 1 ELSE {peers.format(cmp='m2.created_at <= me.created_at')} END AS explained,"
             "  rv.vector, r.task, r.scope AS searched,"
+            "  coalesce(mo.kind = 'credit' AND f.used_ids = '[]' AND NOT EXISTS (SELECT 1 FROM retrieval_items ri"
+            "   WHERE ri.retrieval_id = f.retrieval_id AND ri.memory_id = mo.memory_id AND ri.expanded <> 0), false)::int"
+            "  AS guessed,"
             "  row_number() OVER (PARTITION BY mo.memory_id ORDER BY mo.row_id DESC) AS rn"
             " FROM memory_outcomes mo JOIN memories me ON me.id = mo.memory_id"
             " LEFT JOIN feedback f ON f.id = mo.feedback_id"

@@ -57,13 +57,15 @@ class SqliteOutcomes:
     def history(self, ids: Sequence[int], limit: int) -> list[tuple]:
         """The latest ``limit`` outcome rows of each memory, newest first per memory:
         (memory id, target, weight, created_at, rival, explained, task vector bytes or None, task key or None,
-        scopes JSON its retrieval searched or None).
+        scopes JSON its retrieval searched or None, guessed).
         ``rival``/``explained``: how many other memories succeeded on the same retrieval and are
-        newer / not newer (an 'unused' row counts as explained, never as a rival)."""
+        newer / not newer (an 'unused' row counts as explained, never as a rival). ``guessed``: 1 when
+        the row's credit was a guess, its feedback naming no memory used and the memory not opened
+        (shared among what was served, by rank)."""
         out: list[tuple] = []
         for chunk in chunked(ids):
             out += self._conn.execute(
-                "SELECT memory_id, target, weight, created_at, rival, explained, vector, task, searched FROM ("
+                "SELECT memory_id, target, weight, created_at, rival, explained, vector, task, searched, guessed FROM ("
                 " SELECT mo.memory_id, mo.target, mo.weight, mo.created_at,"
                 "  CASE WHEN mo.kind = 'unused' THEN 0 ELSE"
                 "  (SELECT coalesce(sum(m2.created_at > me.created_at), 0) FROM feedback f2"
@@ -74,6 +76,8 @@ class SqliteOutcomes:
                 "   JOIN memory_outcomes mo2 ON mo2.feedback_id = f2.id JOIN memories m2 ON m2.id = mo2.memory_id"
                 "   WHERE f2.retrieval_id = f.retrieval_id AND mo2.memory_id != mo.memory_id AND mo2.target >= 0.5) END AS explained,"
                 "  rv.vector, r.task, r.scope AS searched,"
+                "  coalesce(mo.kind = 'credit' AND f.used_ids = '[]' AND NOT EXISTS (SELECT 1 FROM retrieval_items ri"
+                "   WHERE ri.retrieval_id = f.retrieval_id AND ri.memory_id = mo.memory_id AND ri.expanded), 0) AS guessed,"
                 "  ROW_NUMBER() OVER (PARTITION BY mo.memory_id ORDER BY mo.rowid DESC) AS rn"
                 " FROM memory_outcomes mo JOIN memories me ON me.id = mo.memory_id"
                 " LEFT JOIN feedback f ON f.id = mo.feedback_id"
