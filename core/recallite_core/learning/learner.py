@@ -21,12 +21,13 @@ rebuilds. The arithmetic lives in fitting.py; the store side below.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections import OrderedDict
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -232,7 +233,8 @@ class _Model:
     vec_keys: tuple[str | None, ...] = ()  # the keys of the rows in ``vectors``
     vec_scopes: tuple[frozenset[str] | None, ...] = ()  # the scopes their retrievals searched (None: all)
     guessed: np.ndarray | None = None  # per row: a failure credited on a guess (None: none is)
-    unguessed: _Model | None = None  # the same record without those rows (None: there are none)
+    unguessed: _Model | None = None  # the same record without those rows, once fitted
+    fit_unguessed: Callable[[], _Model] | None = None  # fits it (OutcomeModel.unguessed_of)
 
     @property
     def n(self) -> int:
@@ -363,6 +365,7 @@ class OutcomeModel:
             hit = (m, self._fit_rows(m.targets[mine], m.credit[mine], m.times[mine], m.rival[mine],
                                      None if m.explained is None else m.explained[mine], np.ones(len(point), dtype=bool),
                                      point, (key,) * len(point), now, guessed=None if m.guessed is None else m.guessed[mine]))
+            self.unguessed_of(hit[1])  # before the rows are placed at the query: fitted at their own point
             self._named[(mid, key)] = hit
             while len(self._named) > self.cfg.cache_size:
                 self._named.popitem(last=False)
@@ -415,8 +418,9 @@ class OutcomeModel:
                   explained: np.ndarray | None, has: np.ndarray, allvecs: np.ndarray, keys: tuple[str | None, ...],
                   now: float, scopes: tuple[frozenset[str] | None, ...] = (), guessed: np.ndarray | None = None) -> _Model:
         """Weights (credit x recency x change discount) and the fit. With failures credited on a guess
-        (``guessed``), the record without them is fitted too, with the same weights, for the known-job cut
-        (retrieval/cutting.py): a report that named nothing blames whatever led the context."""
+        (``guessed``), the record without them, with the same weights, is fitted when first asked for
+        (unguessed_of: the known-job cut in retrieval/cutting.py; a report that named nothing blames
+        whatever led the context)."""
         cfg = self.cfg
         n = len(targets)
         weights = credit * recency_weights(n, now - times, cfg.decay, cfg.half_life_days)
@@ -425,20 +429,25 @@ class OutcomeModel:
         if run >= cfg.change_after:
             weights = weights.copy()
             weights[rows:] *= cfg.change_discount ** run
-        unguessed = None
+        m = self._model(targets, weights, times, credit, rival, explained, has, allvecs, keys, scopes, run, now)
         if guessed is not None and guessed.any():
             k = ~guessed
-            unguessed = self._model(targets[k], weights[k], times[k], credit[k], rival[k],
-                                    None if explained is None else explained[k], has[k], allvecs[k],
-                                    tuple(x for x, y in zip(keys, k) if y), tuple(x for x, y in zip(scopes, k) if y),
-                                    run, now)
-        return self._model(targets, weights, times, credit, rival, explained, has, allvecs, keys, scopes, run, now,
-                           guessed if unguessed is not None else None, unguessed)
+            m.guessed = guessed
+            m.fit_unguessed = functools.partial(
+                self._model, targets[k], weights[k], times[k], credit[k], rival[k],
+                None if explained is None else explained[k], has[k], allvecs[k],
+                tuple(x for x, y in zip(keys, k) if y), tuple(x for x, y in zip(scopes, k) if y), run, now)
+        return m
+
+    def unguessed_of(self, m: _Model) -> _Model | None:
+        """The fit of ``m``'s record without its guessed failures (None: it has none); fitted once."""
+        if m.unguessed is None and m.fit_unguessed is not None:
+            m.unguessed = m.fit_unguessed()
+        return m.unguessed
 
     def _model(self, targets: np.ndarray, weights: np.ndarray, times: np.ndarray, credit: np.ndarray,
                rival: np.ndarray, explained: np.ndarray | None, has: np.ndarray, allvecs: np.ndarray,
-               keys: tuple[str | None, ...], scopes: tuple[frozenset[str] | None, ...], run: int, now: float,
-               guessed: np.ndarray | None = None, unguessed: _Model | None = None) -> _Model:
+               keys: tuple[str | None, ...], scopes: tuple[frozenset[str] | None, ...], run: int, now: float) -> _Model:
         cfg = self.cfg
         vecs = allvecs[has]
         vw = weights[has]
@@ -454,7 +463,7 @@ class OutcomeModel:
                       vec_weights=vw, vec_targets=targets[has], vec_full=credit[has] >= FULL_CREDIT, novec_weight=nw,
                       novec_target=nt, run=run, built_at=now, credit=credit, rival=rival, explained=explained, keys=keys,
                       vec_keys=tuple(k for k, h in zip(keys, has) if h),
-                      vec_scopes=tuple(s for s, h in zip(scopes, has) if h), guessed=guessed, unguessed=unguessed)
+                      vec_scopes=tuple(s for s, h in zip(scopes, has) if h))
 
     def success_closeness(self, m: _Model, sims: np.ndarray) -> float | None:
         """How close the memory's successes come to the query: a soft maximum (log-sum-exp at
@@ -524,8 +533,8 @@ class OutcomeModel:
             fail = mass_v * (1 - p_v) + m.novec_weight * (1 - m.novec_target)
             alpha, beta = cfg.prior + succ, cfg.prior + fail
         mean, sd = beta_mean_sd(alpha, beta)
-        clean = self.assess_model(m.unguessed, qvec, prior_mean, False, None, closest, key) \
-            if unguessed and m.unguessed is not None else None
+        without = self.unguessed_of(m) if unguessed else None
+        clean = None if without is None else self.assess_model(without, qvec, prior_mean, False, None, closest, key)
         scale = {"newcomer": cfg.newcomer_bonus, "passed-over": cfg.passed_over_bonus}.get(untried or "", cfg.explore_bonus)
         bonus = scale * sd if explore else 0.0
         u = min(1.0, mean + bonus)
@@ -600,10 +609,11 @@ class OutcomeModel:
 
 
 def _placed(m: _Model, q: np.ndarray) -> _Model:
-    """A model fitted at one point (OutcomeModel.named), its rows placed at query ``q``."""
+    """A model fitted at one point (OutcomeModel.named), its rows placed at query ``q`` (its fit without
+    guesses too: fitted before, never refitted from the placed rows)."""
     at = np.asarray(q, dtype=np.float32)
     unguessed = None if m.unguessed is None else _placed(m.unguessed, q)
-    return dataclasses.replace(m, vectors=np.tile(at, (m.vectors.shape[0], 1)), unguessed=unguessed)
+    return dataclasses.replace(m, vectors=np.tile(at, (m.vectors.shape[0], 1)), unguessed=unguessed, fit_unguessed=None)
 
 
 def created_at(session: Session, ids: Sequence[int]) -> dict[int, float]:
