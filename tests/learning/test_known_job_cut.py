@@ -3,8 +3,10 @@ read on each memory's record without the failures a report that named nothing cr
 
 import numpy as np
 
+from recallite_core import Recallite
 from recallite_core.learning.learner import Assessment, LearningConfig, OutcomeModel
-from recallite_core.retrieval.cutting import KNOWN_JOB_EVIDENCE, KNOWN_JOB_SCORE, keep_ratios
+from recallite_core.retrieval.cutting import KNOWN_JOB_EVIDENCE, KNOWN_JOB_SCORE, keep_ratios, known_job
+from tests.learning.test_task_names import CFG
 
 FACTORS = (1.0, 1.0, 1.0, 1.0, 1.0)
 
@@ -43,3 +45,42 @@ def test_a_needed_memory_blamed_by_a_guess_was_cut_from_a_known_jobs_context():
     thin = Assessment(outcomes=1, nearest=0.9, mean=0.45, failures=0.2, unguessed_mean=0.45, unguessed_failures=0.2)
     assert keep_ratios([used, other], None, {2: thin}, vouched={1}, named={1})[2] > 0.0  # too little evidence
 
+
+
+def _deploy_worked_unnamed():
+    """A job that worked once under its name, its report naming no memory; another task's procedure
+    that worked there, and a note that task passed over."""
+    m = Recallite.open(None, embedder="hash", config=CFG)
+    proc = m.remember("Deploy the api service with the release script: make release.", type="procedure")
+    note = m.remember("The api service database password lives in vault.", type="procedure")
+    rotate = m.remember("Rotate the api service database password with the vault script.", type="procedure")
+    for q in ("rotate the api database password", "rotate api service db password"):
+        r = m.build_context(q, task="rotate password", min_score_ratio=0.05, limit=10)
+        m.feedback(r.retrieval_id, "success", used_memory_ids=[rotate.id])
+    r = m.build_context("deploy the api service with make release", task="deploy api", min_score_ratio=0.05, limit=1)
+    assert r.memory_ids == [proc.id]
+    m.feedback(r.retrieval_id, "success")  # names no memory: credit shared by rank over what was served
+    return m, proc, note, rotate
+
+
+def test_a_job_whose_success_named_no_memory_served_other_tasks_memories():
+    """Agent day, outsider's set, tasks named: a job whose reports named no memory was never a known
+    job, so its contexts kept other tasks' procedures and notes they had passed over on a small score
+    (18 of the 21 judged memories served outside what its last success was credited to)."""
+    m, proc, note, rotate = _deploy_worked_unnamed()
+    assert m.build_context("deploy the api service", task="deploy api", min_score_ratio=0.05, limit=10).memory_ids == [proc.id]
+    got = m.build_context("api service deploy with the script", task="deploy api", min_score_ratio=0.05, limit=10)
+    assert rotate.id not in got.memory_ids and got.memory_ids == [proc.id]  # another task's procedure: cut
+    # without the name, or under another, nothing is known: the passed-over note keeps its match
+    assert m.build_context("deploy the api service", min_score_ratio=0.05, limit=10).memory_ids == [proc.id, note.id]
+    assert note.id in m.build_context("deploy the api service", task="other job", min_score_ratio=0.05, limit=10).memory_ids
+
+
+def test_a_known_job_on_a_guess_spares_what_its_success_was_credited_to():
+    used, other = (10.0, "mem_1", 1, 8.0, FACTORS), (10.0 * KNOWN_JOB_SCORE / 2, "mem_2", 2, 8.0, FACTORS)
+    judged = {2: Assessment(outcomes=1, nearest=0.9, mean=0.5)}
+    assert known_job(frozenset({1}), frozenset({1, 2})) == {1}  # what the agent named comes first
+    assert known_job(frozenset(), frozenset({1, 2})) == {1, 2}
+    assert keep_ratios([used, other], None, judged, vouched={1, 2}, known=known_job(frozenset(), frozenset({1, 2})))[2] > 0.0
+    assert keep_ratios([used, other], None, judged, vouched={1}, known=known_job(frozenset(), frozenset({1})))[2] == 0.0
+    assert keep_ratios([used, other], None, judged, vouched={1})[2] > 0.0  # nothing named, nothing known: kept

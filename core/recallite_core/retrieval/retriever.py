@@ -35,7 +35,7 @@ from recallite_core.retrieval.conversation_ranking import (
     named_speakers,
     quiet_replies,
 )
-from recallite_core.retrieval.cutting import keep_ratios
+from recallite_core.retrieval.cutting import keep_ratios, known_job
 from recallite_core.retrieval.distinct import distinct_texts
 from recallite_core.retrieval.fusion import (
     VECTOR_STD_FLOOR,
@@ -683,7 +683,7 @@ class Retriever:
                 self._task_pending = self._task_pending if aside else (query, task)  # log() hands it to the learner
             # A job with a success under its name explores no further: a newcomer's bonus led it (docs/learning.md, Session 34).
             learned = self._assess(session, qvec if task is None else task, columns, explore and not proven, flagged, task_name,
-                                   bool(named))
+                                   bool(known_job(named, proven)))
             scored: list[tuple[float, str, int, float, tuple]] = []
             for mid, mtype, status, confidence, usefulness, importance in columns:
                 judged = learned.get(mid)
@@ -709,7 +709,7 @@ class Retriever:
                 scored = [t for t in scored if t[0] >= min_score]
             if min_score_ratio and scored:
                 gain = self.learning.gain if learned and self.learning is not None else None
-                floors = keep_ratios(scored, cut_base, learned, gain, proven, named)  # the relative cut
+                floors = keep_ratios(scored, cut_base, learned, gain, proven, named, known_job(named, proven))  # the relative cut
                 self._cut_pending = (query, floors)
                 scored = [t for t in scored if floors[t[2]] >= min_score_ratio]
             scored, memories = distinct_texts(scored, limit, session.memories.load)
