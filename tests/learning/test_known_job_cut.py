@@ -66,7 +66,7 @@ def _deploy_worked_unnamed():
 def test_a_job_whose_success_named_no_memory_served_other_tasks_memories():
     """Agent day, outsider's set, tasks named: a job whose reports named no memory was never a known
     job, so its contexts kept other tasks' procedures and notes they had passed over on a small score
-    (18 of the 21 judged memories served outside what its last success was credited to)."""
+    (18 of the 19 judged memories served outside what its last success was credited to)."""
     m, proc, note, rotate = _deploy_worked_unnamed()
     assert m.build_context("deploy the api service", task="deploy api", min_score_ratio=0.05, limit=10).memory_ids == [proc.id]
     got = m.build_context("api service deploy with the script", task="deploy api", min_score_ratio=0.05, limit=10)
@@ -84,3 +84,22 @@ def test_a_known_job_on_a_guess_spares_what_its_success_was_credited_to():
     assert keep_ratios([used, other], None, judged, vouched={1, 2}, known=known_job(frozenset(), frozenset({1, 2})))[2] > 0.0
     assert keep_ratios([used, other], None, judged, vouched={1}, known=known_job(frozenset(), frozenset({1})))[2] == 0.0
     assert keep_ratios([used, other], None, judged, vouched={1})[2] > 0.0  # nothing named, nothing known: kept
+
+
+def test_a_wordy_request_kept_an_untried_memo_beside_a_known_jobs_procedure():
+    """Agent day, outsider's set, tasks named: "could you take the networking change ... and get it
+    into the real account?" matched a memo of the data team's Airflow move (never judged) on flat
+    vector similarities alone, and the known job kept it on its match beside its proven procedure."""
+    used, memo = (10.0, "mem_1", 1, 6.0, FACTORS), (10.0 * KNOWN_JOB_SCORE / 2, "mem_2", 2, 8.0, FACTORS)
+    assert keep_ratios([used, memo], None, {}, vouched={1}, named={1})[2] > 0.0  # no keyword channel: its match
+    assert keep_ratios([used, memo], None, {}, vouched={1}, named={1}, worded={1})[2] == 0.0
+    assert keep_ratios([used, memo], None, {}, vouched={1}, named={1}, worded={1, 2})[2] > 0.0  # a new rule in its words
+    assert keep_ratios([used, memo], None, {}, worded={1})[2] > 0.0  # an unknown job: its match keeps it
+
+
+def test_worded_is_what_the_request_words_match_above_average():
+    from recallite_core.retrieval.candidates import Fused
+
+    fused = Fused(ids=np.array([1, 2, 3]), score=np.zeros(3), kz=np.array([1.2, 0.0, -0.5]), vz=np.zeros(3))
+    assert fused.worded([1, 2, 3]) == {1}
+    assert Fused(ids=np.array([1]), score=np.zeros(1), vz=np.zeros(1)).worded([1]) is None  # vectors only

@@ -59,6 +59,14 @@ class Fused:
                     d[mid] = float(arr[k])
         return out
 
+    def worded(self, ids: list[int]) -> frozenset[int] | None:
+        """Which of ``ids`` the request's words match better than the candidates' average (keyword z
+        above 0); None when the keyword channel did not run."""
+        if self.kz is None:
+            return None
+        kz = self.about(ids)[0]
+        return frozenset(i for i in ids if kz.get(i, 0.0) > 0.0)
+
 
 def flags_of(mem: Memory) -> list[str]:
     """The injection flags the engine recorded on a memory (metadata "flagged")."""

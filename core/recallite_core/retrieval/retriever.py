@@ -709,7 +709,7 @@ class Retriever:
                 scored = [t for t in scored if t[0] >= min_score]
             if min_score_ratio and scored:
                 gain = self.learning.gain if learned and self.learning is not None else None
-                floors = keep_ratios(scored, cut_base, learned, gain, proven, named, known_job(named, proven))  # the relative cut
+                floors = keep_ratios(scored, cut_base, learned, gain, proven, named, known_job(named, proven), fz.worded(pool_ids))  # the relative cut
                 self._cut_pending = (query, floors)
                 scored = [t for t in scored if floors[t[2]] >= min_score_ratio]
             scored, memories = distinct_texts(scored, limit, session.memories.load)
