@@ -232,6 +232,7 @@ class _Model:
     keys: tuple[str | None, ...]  # the task key its retrieval was named with
     vec_keys: tuple[str | None, ...] = ()  # the keys of the rows in ``vectors``
     vec_scopes: tuple[frozenset[str] | None, ...] = ()  # the scopes their retrievals searched (None: all)
+    has: np.ndarray | None = None  # per row: whether it has a query vector (its row in ``vectors``)
     guessed: np.ndarray | None = None  # per row: a failure credited on a guess (None: none is)
     unguessed: _Model | None = None  # the same record without those rows, once fitted
     fit_unguessed: Callable[[], _Model] | None = None  # fits it (OutcomeModel.unguessed_of)
@@ -255,6 +256,7 @@ class OutcomeModel:
         self.gain = cfg.gain if cfg.gain is not None else gain
         self._cache: OrderedDict[int, _Model] = OrderedDict()
         self._named: OrderedDict[tuple[int, str], tuple[_Model, _Model]] = OrderedDict()  # (source, fit under a name)
+        self._elsewhere: OrderedDict[tuple[int, str], tuple[_Model, _Model | None]] = OrderedDict()  # (source, elsewhere())
         self._offered: set[int] = set()  # memories known to have been passed over (offered())
         # task key -> (outcome mark, (memory id, scopes searched, named) of what worked last under it)
         self._proven: OrderedDict[str, tuple[tuple[int, int | None], tuple[tuple[int, frozenset[str] | None, bool], ...]]] \
@@ -283,6 +285,7 @@ class OutcomeModel:
     def invalidate(self) -> None:
         self._cache.clear()
         self._named.clear()
+        self._elsewhere.clear()
         self._proven.clear()
         self._offered.clear()
         self._seen_rowid = -1
@@ -370,6 +373,34 @@ class OutcomeModel:
             while len(self._named) > self.cfg.cache_size:
                 self._named.popitem(last=False)
         return _placed(hit[1], q)
+
+    def elsewhere(self, mid: int, m: _Model, key: str, now: float) -> _Model | None:
+        """The model of memory ``mid``, which has no outcome under task name ``key``, as seen by a job of
+        that name that has a record: without its successes under other names. What worked for another
+        job is no evidence it does this one (it led this job's asks: the issue's loop, voices-fresh-dev
+        named, one attempt, seeds 1-6: 66 of the family-rounds the oracle won and we lost); what it
+        failed or was passed over for there still counts, and so do unnamed outcomes. None: nothing is
+        left, the memory was judged for other jobs only."""
+        hit = self._elsewhere.get((mid, key))
+        if hit is None or hit[0] is not m:
+            keep = ~((m.targets >= 0.5) & np.array([k is not None for k in m.keys], dtype=bool))
+            fit: _Model | None = m
+            if not keep.all():
+                has = m.has if m.has is not None else np.zeros(m.n, dtype=bool)
+                allvecs = np.zeros((m.n, self.dimensions))
+                allvecs[has] = m.vectors
+                where = iter(m.vec_scopes)
+                scopes = tuple(next(where) if h else None for h in has)
+                fit = None if not keep.any() else self._fit_rows(
+                    m.targets[keep], m.credit[keep], m.times[keep], m.rival[keep],
+                    None if m.explained is None else m.explained[keep], has[keep], allvecs[keep],
+                    tuple(k for k, y in zip(m.keys, keep) if y), now, tuple(x for x, y in zip(scopes, keep) if y),
+                    None if m.guessed is None else m.guessed[keep])
+            hit = (m, fit)
+            self._elsewhere[(mid, key)] = hit
+            while len(self._elsewhere) > self.cfg.cache_size:
+                self._elsewhere.popitem(last=False)
+        return hit[1]
 
     def proven(self, session: Session, key: str, scopes: Sequence[str] | None) -> tuple[frozenset[int], frozenset[int]]:
         """(memories whose latest outcome under task name ``key``, in a retrieval within ``scopes``,
@@ -463,7 +494,7 @@ class OutcomeModel:
                       vec_weights=vw, vec_targets=targets[has], vec_full=credit[has] >= FULL_CREDIT, novec_weight=nw,
                       novec_target=nt, run=run, built_at=now, credit=credit, rival=rival, explained=explained, keys=keys,
                       vec_keys=tuple(k for k, h in zip(keys, has) if h),
-                      vec_scopes=tuple(s for s, h in zip(scopes, has) if h))
+                      vec_scopes=tuple(s for s, h in zip(scopes, has) if h), has=has)
 
     def success_closeness(self, m: _Model, sims: np.ndarray) -> float | None:
         """How close the memory's successes come to the query: a soft maximum (log-sum-exp at
@@ -565,14 +596,22 @@ class OutcomeModel:
         now = time.time() if now is None else now
         models = self.models(session, list(candidates), now)
         q = None if qvec is None else np.asarray(qvec, dtype=np.float32)
+        others_only: dict[int, int] = {}  # judged for other jobs alone: id -> its outcomes
         if task_key is not None and q is not None:
+            if any(task_key in m.keys for m in models.values()):  # the name has a record here
+                for mid, m in list(models.items()):
+                    if m.n and task_key not in m.keys:
+                        fit = self.elsewhere(mid, m, task_key, now)
+                        models[mid] = self._empty if fit is None else fit
+                        if fit is None:
+                            others_only[mid] = m.n
             models = {mid: self.named(mid, m, task_key, q, now) for mid, m in models.items()}
         # Never tried: a newcomer (created after its rivals started being judged, never offered in
         # a retrieval that succeeded since), passed over (shown where other memories did the job), or
         # just untried.
         judged = [float(m.times.min()) for m in models.values() if m.n]
         since = min(judged) if judged else None
-        untried = [mid for mid in candidates if models.get(mid, self._empty).n == 0]
+        untried = [mid for mid in candidates if models.get(mid, self._empty).n == 0 and mid not in others_only]
         # (no outcome row in the store: no feedback credited anything, nothing was passed over)
         offered = self.offered(session, untried) if explore and untried and self._seen_rowid > 0 else set()
         created = created_at(session, [i for i in untried if i not in offered]) if explore and since is not None else {}
@@ -585,7 +624,9 @@ class OutcomeModel:
             m = models.get(mid, self._empty)
             status = None
             ex = explore and mid not in unexplored
-            if m.n == 0:
+            if mid in others_only:  # judged, but nothing said about this job: even, and not explored
+                out[mid] = dataclasses.replace(self.assess_model(m, q, 0.5, False, None, closest), outcomes=others_only[mid])
+            elif m.n == 0:
                 if ex:
                     if mid in offered:
                         status = "passed-over"
