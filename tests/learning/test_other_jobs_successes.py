@@ -1,6 +1,7 @@
-"""What worked for another job is no evidence for this one (learning/learner.py, OutcomeModel.elsewhere):
-once a task name has a record, a memory with no outcome under it is seen without its successes under
-other names; its failures and 'unused' marks there, and its unnamed outcomes, still count."""
+"""What worked for another job is weak evidence for this one (learning/learner.py, OutcomeModel.elsewhere):
+once a task name has a record, a memory with no outcome under it is seen with its successes under
+other names at LearningConfig.other_names_weight of their credit; its failures and 'unused' marks
+there, and its unnamed outcomes, count in full."""
 
 from recallite_core import Recallite
 from recallite_core.text.task_names import task_key
@@ -39,12 +40,22 @@ def test_another_jobs_successes_still_count_without_a_name_or_under_a_new_one():
     assert m.recall("restart the api gateway pods", limit=3, task="restart gateway").memories[0].memory.id == restart.id
 
 
-def test_a_memory_judged_for_other_jobs_alone_stays_judged():
+def test_another_jobs_successes_weigh_less_for_a_named_job_with_a_record():
     m, restart, scale, _ = _two_jobs()
-    q, ids = m.core.retriever.query_vector(AGAIN), {int(restart.id[4:]): 0.5, int(scale.id[4:]): 0.5}
+    q, mine = m.core.retriever.query_vector(AGAIN), int(restart.id[4:])
     with m.core.store.reading() as s:
-        got = m.core.learning.outcomes.assess(s, q, ids, True, task_key=task_key("stale gateway"))
-        alone = m.core.learning.outcomes.assess(s, q, {int(restart.id[4:]): 0.5}, True, task_key=task_key("stale gateway"))
-    a = got[int(restart.id[4:])]
-    assert a.outcomes == 2 and a.mean == 0.5 and a.bonus == 0.0  # judged, but nothing said about this job
-    assert alone[int(restart.id[4:])].mean > 0.5  # the name's record is not among the candidates: as before
+        named = m.core.learning.outcomes.assess(s, q, {mine: 0.5, int(scale.id[4:]): 0.5}, True,
+                                                task_key=task_key("stale gateway"))[mine]
+        alone = m.core.learning.outcomes.assess(s, q, {mine: 0.5}, True, task_key=task_key("stale gateway"))[mine]
+    assert named.outcomes == alone.outcomes == 2
+    assert 0.5 < named.mean < alone.mean  # the name's record is not among the candidates alone: as before
+    assert named.successes < alone.successes
+
+
+def test_other_names_weight_is_a_share_of_credit():
+    import pytest
+
+    from recallite_core.learning.learner import LearningConfig
+
+    with pytest.raises(ValueError, match="other_names_weight"):
+        LearningConfig(other_names_weight=1.5)

@@ -131,6 +131,13 @@ class LearningConfig:
     repeat_failures: int = 2
     same_task: float = 0.9
     failed_here_usefulness: float = 0.05
+    # What worked for another job (a success under another task name) counts at this share of its
+    # credit for a named job that has a record and has not used the memory (OutcomeModel.elsewhere).
+    # 0 dropped it: an agent naming its asks consistently gained most (the issue's loop, voices-fresh-
+    # dev named, one attempt, seeds 1-6: clean r10 .78 -> .83), but one that used a second name for
+    # half of them lost what that name had proven (voices-dev --task-names 0.5: regressions .022 ->
+    # .056); at .3, .022 -> .023 there, and voices-dev named noise r6-r10 .834 -> .850.
+    other_names_weight: float = 0.3
     cache_size: int = 4096  # memories whose fitted outcome model is kept in memory
     cache_seconds: float = 3600.0  # refit after this long (time decay moves)
     # recallite_context auto-tuning: (limit, min score as a fraction of the best hit's score), the
@@ -155,6 +162,8 @@ class LearningConfig:
     def __post_init__(self) -> None:
         if self.repeat_failures < 0:
             raise ValueError(f"repeat_failures must be 0 (off) or more, got {self.repeat_failures}")
+        if not 0.0 <= self.other_names_weight <= 1.0:
+            raise ValueError(f"other_names_weight is a share of credit in [0, 1], got {self.other_names_weight}")
         if not 0.0 < self.same_task <= 1.0:
             raise ValueError(f"same_task is a cosine in (0, 1], got {self.same_task}")
         if not 0.0 <= self.failed_here_usefulness <= 0.5:
@@ -256,7 +265,7 @@ class OutcomeModel:
         self.gain = cfg.gain if cfg.gain is not None else gain
         self._cache: OrderedDict[int, _Model] = OrderedDict()
         self._named: OrderedDict[tuple[int, str], tuple[_Model, _Model]] = OrderedDict()  # (source, fit under a name)
-        self._elsewhere: OrderedDict[tuple[int, str], tuple[_Model, _Model | None]] = OrderedDict()  # (source, elsewhere())
+        self._elsewhere: OrderedDict[tuple[int, str], tuple[_Model, _Model]] = OrderedDict()  # (source, elsewhere())
         self._offered: set[int] = set()  # memories known to have been passed over (offered())
         # task key -> (outcome mark, (memory id, scopes searched, named) of what worked last under it)
         self._proven: OrderedDict[str, tuple[tuple[int, int | None], tuple[tuple[int, frozenset[str] | None, bool], ...]]] \
@@ -374,28 +383,25 @@ class OutcomeModel:
                 self._named.popitem(last=False)
         return _placed(hit[1], q)
 
-    def elsewhere(self, mid: int, m: _Model, key: str, now: float) -> _Model | None:
+    def elsewhere(self, mid: int, m: _Model, key: str, now: float) -> _Model:
         """The model of memory ``mid``, which has no outcome under task name ``key``, as seen by a job of
-        that name that has a record: without its successes under other names. What worked for another
-        job is no evidence it does this one (it led this job's asks: the issue's loop, voices-fresh-dev
-        named, one attempt, seeds 1-6: 66 of the family-rounds the oracle won and we lost); what it
-        failed or was passed over for there still counts, and so do unnamed outcomes. None: nothing is
-        left, the memory was judged for other jobs only."""
+        that name that has a record: its successes under other names at ``other_names_weight`` of their
+        credit. What worked for another job is weak evidence it does this one (it led this job's asks:
+        the issue's loop, voices-fresh-dev named, one attempt, seeds 1-6: 66 of the family-rounds the
+        oracle won and we lost); what it failed or was passed over for there, and its unnamed
+        outcomes, count in full."""
         hit = self._elsewhere.get((mid, key))
         if hit is None or hit[0] is not m:
-            keep = ~((m.targets >= 0.5) & np.array([k is not None for k in m.keys], dtype=bool))
-            fit: _Model | None = m
-            if not keep.all():
+            other = (m.targets >= 0.5) & np.array([k is not None for k in m.keys], dtype=bool)
+            fit = m
+            if other.any() and self.cfg.other_names_weight < 1.0:
                 has = m.has if m.has is not None else np.zeros(m.n, dtype=bool)
                 allvecs = np.zeros((m.n, self.dimensions))
                 allvecs[has] = m.vectors
                 where = iter(m.vec_scopes)
-                scopes = tuple(next(where) if h else None for h in has)
-                fit = None if not keep.any() else self._fit_rows(
-                    m.targets[keep], m.credit[keep], m.times[keep], m.rival[keep],
-                    None if m.explained is None else m.explained[keep], has[keep], allvecs[keep],
-                    tuple(k for k, y in zip(m.keys, keep) if y), now, tuple(x for x, y in zip(scopes, keep) if y),
-                    None if m.guessed is None else m.guessed[keep])
+                credit = np.where(other, m.credit * self.cfg.other_names_weight, m.credit)
+                fit = self._fit_rows(m.targets, credit, m.times, m.rival, m.explained, has, allvecs, m.keys, now,
+                                     tuple(next(where) if h else None for h in has), m.guessed)
             hit = (m, fit)
             self._elsewhere[(mid, key)] = hit
             while len(self._elsewhere) > self.cfg.cache_size:
@@ -596,22 +602,17 @@ class OutcomeModel:
         now = time.time() if now is None else now
         models = self.models(session, list(candidates), now)
         q = None if qvec is None else np.asarray(qvec, dtype=np.float32)
-        others_only: dict[int, int] = {}  # judged for other jobs alone: id -> its outcomes
         if task_key is not None and q is not None:
             if any(task_key in m.keys for m in models.values()):  # the name has a record here
-                for mid, m in list(models.items()):
-                    if m.n and task_key not in m.keys:
-                        fit = self.elsewhere(mid, m, task_key, now)
-                        models[mid] = self._empty if fit is None else fit
-                        if fit is None:
-                            others_only[mid] = m.n
+                models = {mid: self.elsewhere(mid, m, task_key, now) if m.n and task_key not in m.keys else m
+                          for mid, m in models.items()}
             models = {mid: self.named(mid, m, task_key, q, now) for mid, m in models.items()}
         # Never tried: a newcomer (created after its rivals started being judged, never offered in
         # a retrieval that succeeded since), passed over (shown where other memories did the job), or
         # just untried.
         judged = [float(m.times.min()) for m in models.values() if m.n]
         since = min(judged) if judged else None
-        untried = [mid for mid in candidates if models.get(mid, self._empty).n == 0 and mid not in others_only]
+        untried = [mid for mid in candidates if models.get(mid, self._empty).n == 0]
         # (no outcome row in the store: no feedback credited anything, nothing was passed over)
         offered = self.offered(session, untried) if explore and untried and self._seen_rowid > 0 else set()
         created = created_at(session, [i for i in untried if i not in offered]) if explore and since is not None else {}
@@ -624,9 +625,7 @@ class OutcomeModel:
             m = models.get(mid, self._empty)
             status = None
             ex = explore and mid not in unexplored
-            if mid in others_only:  # judged, but nothing said about this job: even, and not explored
-                out[mid] = dataclasses.replace(self.assess_model(m, q, 0.5, False, None, closest), outcomes=others_only[mid])
-            elif m.n == 0:
+            if m.n == 0:
                 if ex:
                     if mid in offered:
                         status = "passed-over"
