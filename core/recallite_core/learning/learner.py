@@ -239,9 +239,9 @@ class _Model:
     rival: np.ndarray
     explained: np.ndarray | None
     keys: tuple[str | None, ...]  # the task key its retrieval was named with
+    has: np.ndarray  # per row: whether it has a query vector (its row in ``vectors``)
     vec_keys: tuple[str | None, ...] = ()  # the keys of the rows in ``vectors``
     vec_scopes: tuple[frozenset[str] | None, ...] = ()  # the scopes their retrievals searched (None: all)
-    has: np.ndarray | None = None  # per row: whether it has a query vector (its row in ``vectors``)
     guessed: np.ndarray | None = None  # per row: a failure credited on a guess (None: none is)
     unguessed: _Model | None = None  # the same record without those rows, once fitted
     fit_unguessed: Callable[[], _Model] | None = None  # fits it (OutcomeModel.unguessed_of)
@@ -395,13 +395,12 @@ class OutcomeModel:
             other = (m.targets >= 0.5) & np.array([k is not None for k in m.keys], dtype=bool)
             fit = m
             if other.any() and self.cfg.other_names_weight < 1.0:
-                has = m.has if m.has is not None else np.zeros(m.n, dtype=bool)
                 allvecs = np.zeros((m.n, self.dimensions))
-                allvecs[has] = m.vectors
-                where = iter(m.vec_scopes)
+                allvecs[m.has] = m.vectors
+                where = iter(m.vec_scopes)  # scopes matter only where a row has a vector
                 credit = np.where(other, m.credit * self.cfg.other_names_weight, m.credit)
-                fit = self._fit_rows(m.targets, credit, m.times, m.rival, m.explained, has, allvecs, m.keys, now,
-                                     tuple(next(where) if h else None for h in has), m.guessed)
+                fit = self._fit_rows(m.targets, credit, m.times, m.rival, m.explained, m.has, allvecs, m.keys, now,
+                                     tuple(next(where) if h else None for h in m.has), m.guessed)
             hit = (m, fit)
             self._elsewhere[(mid, key)] = hit
             while len(self._elsewhere) > self.cfg.cache_size:

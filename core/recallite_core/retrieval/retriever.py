@@ -682,8 +682,8 @@ class Retriever:
                 task = self.task_vector(session, qvec, pool)
                 self._task_pending = self._task_pending if aside else (query, task)  # log() hands it to the learner
             # A job with a success under its name explores no further: a newcomer's bonus led it (docs/learning.md, Session 34).
-            learned = self._assess(session, qvec if task is None else task, columns, explore and not proven, flagged, task_name,
-                                   bool(known_job(named, proven)))
+            known = known_job(named, proven)
+            learned = self._assess(session, qvec if task is None else task, columns, explore and not proven, flagged, task_name, bool(known))
             scored: list[tuple[float, str, int, float, tuple]] = []
             for mid, mtype, status, confidence, usefulness, importance in columns:
                 judged = learned.get(mid)
@@ -709,7 +709,7 @@ class Retriever:
                 scored = [t for t in scored if t[0] >= min_score]
             if min_score_ratio and scored:
                 gain = self.learning.gain if learned and self.learning is not None else None
-                floors = keep_ratios(scored, cut_base, learned, gain, proven, named, known_job(named, proven), fz.worded(pool_ids))  # the relative cut
+                floors = keep_ratios(scored, cut_base, learned, gain, proven, named, known, fz.worded(pool_ids) if known else None)  # the relative cut
                 self._cut_pending = (query, floors)
                 scored = [t for t in scored if floors[t[2]] >= min_score_ratio]
             scored, memories = distinct_texts(scored, limit, session.memories.load)
