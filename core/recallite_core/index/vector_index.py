@@ -420,6 +420,11 @@ def stats_moments(stats: tuple[int, int, int]) -> tuple[float, float]:
     return mean, var ** 0.5
 
 
+def unexpired(ids: np.ndarray, sims: np.ndarray, expired: set[int], depth: int) -> list[tuple[int, float]]:
+    """A scan's (id, cosine) pairs without expired memories, cut to depth."""
+    return [(i, s) for i, s in zip(ids.tolist(), sims.tolist()) if i not in expired][:depth]
+
+
 def merge_top(parts: Iterable[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
     """Merge several top-k lists (e.g. from shards) into one, same tie order as a single scan."""
     parts = list(parts)

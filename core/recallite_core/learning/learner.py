@@ -426,6 +426,17 @@ class OutcomeModel:
         here = [(mid, by_name) for mid, where, by_name in hit[1] if within(where, scopes)]
         return frozenset(mid for mid, _ in here), frozenset(mid for mid, by_name in here if by_name)
 
+    def arrivals(self, session: Session, key: str, known: AbstractSet[int], ids: Sequence[int],
+                 now: float | None = None) -> list[int]:
+        """Which of ``ids`` were written after the job named ``key`` first worked with the memories it is
+        known by (``known``): after the earliest success under ``key`` in their outcome rows."""
+        models = self.models(session, list(known), time.time() if now is None else now)
+        worked = [float(t) for m in models.values() for t, k, y in zip(m.times, m.keys, m.targets) if k == key and y >= 0.5]
+        if not worked or not ids:
+            return []
+        created = created_at(session, ids)
+        return [i for i in ids if created.get(i, 0.0) > min(worked)]
+
     def names_near(self, ids: Sequence[int], q: np.ndarray | None, key: str | None, scopes: Sequence[str] | None,
                    limit: int = 3) -> list[str]:
         """Task names under which memories ``ids`` worked in retrievals within ``scopes`` (another

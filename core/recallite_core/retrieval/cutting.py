@@ -4,6 +4,7 @@ Pure functions over the ranked tuples and the learner's assessments; imports pol
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import TypeGuard
 
@@ -44,6 +45,16 @@ KNOWN_JOB_SCORE = 0.3
 # .752 -> .764, dev .949 -> .956, needed-memory recall the same; on the whole record, guesses in,
 # fresh-dev recall .871 -> .863). Held out: holdout .922 -> .925, fresh-holdout .776 -> .786.
 KNOWN_JOB_EVIDENCE = 0.25
+# A known job serves a memory written after it first worked, that nobody judged yet, only when it
+# lies near what did the job (cosine of stored vectors to the nearest memory known_job spares): a
+# memo that shares a word of the request (a colleague's name, "invoice") is about something else
+# than the job's procedure, a replacement procedure lies near what it replaces (.36-.92 in the
+# learning catalogs' drift families). Rules are not asked (retriever: they hold for a job whatever
+# their words). Agent day named, dev and fresh-dev, 4 seeds, days 2-5: of the memories a known job's
+# context served for the first time, 26 of the 31 off the task lay below .3 of what did the job, and
+# 1 of the 10 on it, not a needed one. Asking it of every memory nobody judged also cut what a job
+# needed and had never been shown (held out: a signing constraint beside the release procedure).
+NEAR_KNOWN = 0.3
 
 
 def relative_cut(scored: list, cut_base: dict[int, float] | None, ratio: float, learned: dict,
@@ -65,7 +76,8 @@ def relative_cut(scored: list, cut_base: dict[int, float] | None, ratio: float, 
 
 def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict, gain: float | None = None,
                 vouched: AbstractSet[int] = frozenset(), named: AbstractSet[int] = frozenset(),
-                known: AbstractSet[int] | None = None, worded: AbstractSet[int] | None = None) -> dict[int, float]:
+                known: AbstractSet[int] | None = None, worded: AbstractSet[int] | None = None,
+                kin: Mapping[int, float] | None = None) -> dict[int, float]:
     """id -> the largest relative floor at which relative_cut keeps the memory (1 for the first hit,
     which is never cut; 0 for one no floor keeps). The retrieval log keeps these for a context that
     was cut: the context tuner replays a stricter floor on the log (an arm serves what has at least
@@ -90,7 +102,8 @@ def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict, 
     and nothing else, beside the job's proven procedure: agent day named, dev and fresh-dev, 4 seeds,
     days 2-5, 20 of the 21 newcomers not worded that known jobs kept were off the task, and the one
     on it kept its score; precision fresh-dev .772 -> .779, dev .961 the same, recall the same; held
-    out, run once: fresh-holdout .797 -> .801, holdout .937 the same)."""
+    out, run once: fresh-holdout .797 -> .801, holdout .937 the same). ``kin``: the cosine of what the
+    job has not judged to the nearest of ``known`` (kinship), for those asked (NEAR_KNOWN)."""
     known = named if known is None else known
     fused, final = _legs(scored, cut_base)
     first = scored[0][2]  # never cut: a correction ranked first may score below what it replaced
@@ -108,10 +121,9 @@ def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict, 
         match_leg = share if not judged_poor(a) and not passed_over_here(a) and share >= match_ratio(a, 0.0) else 0.0
         helped = a is not None and a.helped_here and (share >= MATCH_FLOOR or i in named)
         out[i] = 1.0 if i == first or helped else min(1.0, max(score_leg, match_leg))
-        if known and i not in known and i != first and not helped and score_leg < KNOWN_JOB_SCORE \
-                and (judged(a) or share < MATCH_RATIO or (worded is not None and i not in worded)):
-            out[i] = 0.0
-        if known and i not in known and i != first and not helped and below_even_unguessed(a):
+        if known and i not in known and i != first and not helped and (
+                (score_leg < KNOWN_JOB_SCORE and (judged(a) or share < MATCH_RATIO or (worded is not None and i not in worded)))
+                or below_even_unguessed(a) or (not judged(a) and (kin or {}).get(i, 1.0) < NEAR_KNOWN)):
             out[i] = 0.0
     if vouched & out.keys():
         out[max(vouched & out.keys(), key=lambda i: (final[i], -i))] = 1.0
@@ -128,6 +140,16 @@ def known_job(named: frozenset[int], vouched: frozenset[int]) -> frozenset[int]:
     .908). Treating that credit as named (kept whatever its match while it helped here) measured
     fresh-dev .775 / .875, dev .960 / 1.000: the agent's word keeps its own meaning. Empty: unknown."""
     return named or vouched
+
+
+def kinship(known: AbstractSet[int], resemblance: Callable[[int], Mapping[int, float]]) -> dict[int, float]:
+    """id -> its cosine to the nearest of ``known`` (``resemblance(mid)``: memory mid's cosines to the
+    memories asked about; one without a vector has none)."""
+    kin: dict[int, float] = {}
+    for mid in known:
+        for i, c in resemblance(mid).items():
+            kin[i] = max(kin.get(i, -1.0), c)
+    return kin
 
 
 def _legs(scored: list, cut_base: dict[int, float] | None) -> tuple[dict[int, float], dict[int, float]]:

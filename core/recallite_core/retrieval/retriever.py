@@ -17,7 +17,7 @@ from recallite_core.config import RecalliteConfig
 from recallite_core.conversation.episodes import ChunkIndex, chunk_channel, needs_id_list
 from recallite_core.embedding.embedder import Embedder
 from recallite_core.errors import ScanError, WorkerTimeoutError
-from recallite_core.index.vector_index import ScanFilter, VectorIndex, exact_scores, stats_moments
+from recallite_core.index.vector_index import ScanFilter, VectorIndex, exact_scores, stats_moments, unexpired
 from recallite_core.learning.fitting import blend_task
 from recallite_core.learning.learner import Assessment, OutcomeModel, outcome_reasons
 from recallite_core.models import RecallHit, ScoreBreakdown
@@ -35,7 +35,7 @@ from recallite_core.retrieval.conversation_ranking import (
     named_speakers,
     quiet_replies,
 )
-from recallite_core.retrieval.cutting import keep_ratios, known_job
+from recallite_core.retrieval.cutting import keep_ratios, kinship, known_job
 from recallite_core.retrieval.distinct import distinct_texts
 from recallite_core.retrieval.fusion import (
     VECTOR_STD_FLOOR,
@@ -223,7 +223,7 @@ class Retriever:
         self.refresh_inline(session)
         expired = self.expired_ids(session, flt.valid_at)
         ids, sims, stats = self.index.search_with_stats(qvec, depth + len(expired), scan_filter_for(session, flt))
-        return _drop(ids, sims, expired, depth), stats
+        return unexpired(ids, sims, expired, depth), stats
 
     def refresh_inline(self, session: Session) -> None:
         """Bring the in-memory matrix up to date with the store (corrections scan it on writes)."""
@@ -258,7 +258,7 @@ class Retriever:
             future = self._scan_thread.submit(self.index.search_with_stats, qvec, k, sflt)
             kw = self.keyword_channel(session, query, flt, depth)
             ids, sims, stats = future.result()
-        return kw, _drop(ids, sims, expired, depth), stats
+        return kw, unexpired(ids, sims, expired, depth), stats
 
     def close(self) -> None:
         if self._scan_thread is not None:
@@ -323,7 +323,7 @@ class Retriever:
         self._counted = (res.vector_count, res.seq)
         if self.index.seq >= 0:
             self.index.reset()  # the workers hold the vectors now: free the inline copy
-        return _drop(res.ids, res.sims, self.expired_ids(session, flt.valid_at), depth), res.stats
+        return unexpired(res.ids, res.sims, self.expired_ids(session, flt.valid_at), depth), res.stats
 
     def similarities(self, session: Session, qvec: np.ndarray, ids: list[int]) -> dict[int, float]:
         """Exact cosine for candidates the vector top-k did not include (keyword-only hits)."""
@@ -709,7 +709,11 @@ class Retriever:
                 scored = [t for t in scored if t[0] >= min_score]
             if min_score_ratio and scored:
                 gain = self.learning.gain if learned and self.learning is not None else None
-                floors = keep_ratios(scored, cut_base, learned, gain, proven, named, known, fz.worded(pool_ids) if known else None)  # the relative cut
+                # written after the job first worked: asked how near they lie to what did it (rules hold for a job whatever their words)
+                late = self.learning.arrivals(session, task_name, known, [c[0] for c in columns if c[1] not in policy.RULE_TYPES]) \
+                    if known and task_name and self.learning is not None else []
+                floors = keep_ratios(scored, cut_base, learned, gain, proven, named, known, fz.worded(pool_ids) if known else None,
+                                     kinship(known, lambda mid: self.resemblance(session, mid, late)))
                 self._cut_pending = (query, floors)
                 scored = [t for t in scored if floors[t[2]] >= min_score_ratio]
             scored, memories = distinct_texts(scored, limit, session.memories.load)
@@ -793,8 +797,3 @@ class Retriever:
         if ids:
             session.memories.record_access(ids, now)
         return rid
-
-
-def _drop(ids: np.ndarray, sims: np.ndarray, expired: set[int], depth: int) -> list[tuple[int, float]]:
-    """The scan's (id, cosine) pairs without expired memories, cut to depth."""
-    return [(i, s) for i, s in zip(ids.tolist(), sims.tolist()) if i not in expired][:depth]

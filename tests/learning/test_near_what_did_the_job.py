@@ -1,0 +1,91 @@
+"""A known job serves what was written after it worked only near what did the job (retrieval/cutting.py,
+NEAR_KNOWN; learner.OutcomeModel.arrivals)."""
+
+import time
+
+from recallite_core import Recallite
+from recallite_core.learning.learner import Assessment
+from recallite_core.retrieval.cutting import NEAR_KNOWN, keep_ratios, kinship
+from recallite_core.text.task_names import task_key
+from tests.learning.test_task_names import CFG
+
+FACTORS = (1.0, 1.0, 1.0, 1.0, 1.0)
+JOB = "feature backfill"
+ASK = "backfill the dwell time feature for last month"
+
+
+def _backfill_worked(before=()):
+    """A job that worked under its name, the agent naming the procedure it used, among other jobs'
+    procedures (and ``before``: (text, type) written before it worked, kept out of that context)."""
+    m = Recallite.open(None, embedder="hash", config=CFG)
+    proc = m.remember("Backfill the dwell time feature in the feature store: run feast materialize over the "
+                      "date range from the backfill runner.", type="procedure")
+    for other in ("Deploy the api service with the release script: make release.",
+                  "Rotate the orders database password through vault, then restart the pods.",
+                  "Silence a noisy alert with an alertmanager silence that expires in two weeks.",
+                  "Train the ranker on the gpu box with the ray submit script."):
+        m.remember(other, type="procedure")
+    old = [m.remember(text, type=kind) for text, kind in before]
+    r = m.build_context(ASK, task=JOB, min_score_ratio=0.1, limit=1)
+    assert r.memory_ids == [proc.id]
+    m.feedback(r.retrieval_id, "success", used_memory_ids=[proc.id], task=JOB)
+    return m, proc, old
+
+
+def test_a_known_job_served_a_memo_that_shared_only_a_name_with_the_request():
+    """Agent day, outsider's set, tasks named: "Kofi is vegetarian", written after the backfill job had
+    worked, sat beside its procedure because the request named Kofi (a newcomer in the request's words)."""
+    m, proc, _ = _backfill_worked()
+    memo = m.remember("Kofi is vegetarian: order the veggie option for team lunches.", type="observation")
+    ask = "Kofi needs last month populated"
+    assert memo.id in m.build_context(ask, min_score_ratio=0.1, limit=10).memory_ids  # no job named: it matches
+    assert m.build_context(ask, task=JOB, min_score_ratio=0.1, limit=10).memory_ids == [proc.id]
+    assert memo.id in m.build_context(ask, task="lunch order", min_score_ratio=0.1, limit=10).memory_ids
+
+
+def test_a_known_job_keeps_a_newcomer_that_reads_like_what_did_it():
+    """A replacement procedure lies near the one it replaces: it comes in to be tried."""
+    m, proc, _ = _backfill_worked()
+    new = m.remember("Backfill the dwell time feature in the feature store: feast materialize is gone, run the "
+                     "backfill runner's incremental job over the date range.", type="procedure")
+    got = m.build_context("backfill the dwell time feature with the incremental job", task=JOB, min_score_ratio=0.1, limit=10)
+    assert set(got.memory_ids) == {proc.id, new.id}
+
+
+def test_a_known_job_cut_what_it_needed_and_had_never_been_shown():
+    """Held out, a first version asked it of every memory nobody judged: a note the job needed, there
+    before the job worked but never shown to it, lay far from its procedure and was never served.
+    Only what was written after the job worked is asked; rules, whenever written, never are."""
+    m, proc, (note,) = _backfill_worked(before=[("Kofi keeps last month's raw clicks in the scratch bucket.", "fact")])
+    rule = m.remember("Kofi signs off every backfill longer than a week.", type="constraint")
+    got = m.build_context("dwell time backfill for Kofi: last month, signed off", task=JOB, min_score_ratio=0.1, limit=10)
+    assert got.memory_ids[0] == proc.id and {note.id, rule.id} <= set(got.memory_ids)
+
+
+def test_arrivals_are_what_was_written_after_the_job_first_worked():
+    m, proc, (old,) = _backfill_worked(before=[("The scratch bucket empties every thirty days.", "fact")])
+    time.sleep(0.01)  # created_at and outcome times are wall-clock seconds
+    new = m.remember("The office is closed on Friday.", type="fact")
+    learning = m.core.learning.outcomes
+    with m.core.store.reading() as session:
+        assert learning.arrivals(session, task_key(JOB), {int(proc.id[4:])}, [int(old.id[4:]), int(new.id[4:])]) \
+            == [int(new.id[4:])]
+        assert learning.arrivals(session, task_key("never worked"), {int(proc.id[4:])}, [int(new.id[4:])]) == []
+
+
+def test_kin_cuts_what_nobody_judged_far_from_the_known_job():
+    best, other = (10.0, "mem_1", 1, 8.0, FACTORS), (9.0, "mem_2", 2, 8.0, FACTORS)
+    assert keep_ratios([best, other], None, {}, named={1}, kin={2: NEAR_KNOWN - 0.01})[2] == 0.0
+    assert keep_ratios([best, other], None, {}, named={1}, kin={2: NEAR_KNOWN})[2] > 0.0
+    assert keep_ratios([best, other], None, {}, kin={2: 0.0})[2] > 0.0  # no known job: no cut
+    assert keep_ratios([best, other], None, {}, named={1})[2] > 0.0  # not asked: no cut
+    judged = Assessment(outcomes=1, nearest=0.5, mean=0.6, successes=0.5)
+    assert keep_ratios([best, other], None, {2: judged}, named={1}, kin={2: 0.0})[2] > 0.0  # judged: its record decides
+    assert keep_ratios([other, best], None, {}, named={1}, kin={2: 0.0})[2] == 1.0  # the first hit is never cut
+    assert keep_ratios([best, other], None, {}, named={1, 2}, kin={2: 0.0})[2] > 0.0  # a known memory is spared
+
+
+def test_kinship_is_the_cosine_to_the_nearest_known_memory():
+    near = {1: {3: 0.2, 4: 0.9}, 2: {3: 0.5}}
+    assert kinship({1, 2}, near.__getitem__) == {3: 0.5, 4: 0.9}
+    assert kinship(set(), near.__getitem__) == {}
