@@ -426,12 +426,17 @@ class OutcomeModel:
         here = [(mid, by_name) for mid, where, by_name in hit[1] if within(where, scopes)]
         return frozenset(mid for mid, _ in here), frozenset(mid for mid, by_name in here if by_name)
 
-    def arrivals(self, session: Session, key: str, known: AbstractSet[int], ids: Sequence[int],
-                 now: float | None = None) -> list[int]:
-        """Which of ``ids`` were written after the job named ``key`` first worked with the memories it is
-        known by (``known``): after the earliest success under ``key`` in their outcome rows."""
+    def arrivals(self, session: Session, key: str | None, known: AbstractSet[int], ids: Sequence[int],
+                 q: np.ndarray | None = None, now: float | None = None) -> list[int]:
+        """Which of ``ids`` were written after the job first worked with the memories it is known by
+        (``known``): after the earliest success in their outcome rows under task name ``key``, or
+        without one on this very task (task cosine to ``q`` at least ``same_task``)."""
         models = self.models(session, list(known), time.time() if now is None else now)
-        worked = [float(t) for m in models.values() for t, k, y in zip(m.times, m.keys, m.targets) if k == key and y >= 0.5]
+        if key is not None:
+            worked = [float(t) for m in models.values() for t, k, y in zip(m.times, m.keys, m.targets) if k == key and y >= 0.5]
+        else:
+            worked = [float(t) for m in models.values() if q is not None and m.vectors.shape[0] for t, s, y in
+                      zip(m.times[m.has], (m.vectors @ q).tolist(), m.vec_targets) if s >= self.cfg.same_task and y >= 0.5]
         if not worked or not ids:
             return []
         created = created_at(session, ids)

@@ -709,11 +709,12 @@ class Retriever:
                 scored = [t for t in scored if t[0] >= min_score]
             if min_score_ratio and scored:
                 gain = self.learning.gain if learned and self.learning is not None else None
-                # written after the job first worked: asked how near they lie to what did it (rules hold for a job whatever their words)
-                late = self.learning.arrivals(session, task_name, known, [c[0] for c in columns if c[1] not in policy.RULE_TYPES]) \
-                    if known and task_name and self.learning is not None else []
+                # what came after the job worked is asked how near it lies to what did it (rules hold whatever their words)
+                job = known or frozenset(i for i, a in learned.items() if a.helped_here)
+                late = self.learning.arrivals(session, task_name if known else None, job, [c[0] for c in columns if c[1] not in
+                                              policy.RULE_TYPES], task) if job and self.learning is not None else []
                 floors = keep_ratios(scored, cut_base, learned, gain, proven, named, known, fz.worded(pool_ids) if known else None,
-                                     kinship(known, lambda mid: self.resemblance(session, mid, late)))
+                                     kinship(job, lambda mid: self.resemblance(session, mid, late)))
                 self._cut_pending = (query, floors)
                 scored = [t for t in scored if floors[t[2]] >= min_score_ratio]
             scored, memories = distinct_texts(scored, limit, session.memories.load)
