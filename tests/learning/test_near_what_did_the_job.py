@@ -3,7 +3,7 @@ NEAR_KNOWN; learner.OutcomeModel.arrivals)."""
 
 import time
 
-from recallite_core import Recallite
+from recallite_core import Recallite, RecalliteConfig
 from recallite_core.learning.learner import Assessment
 from recallite_core.retrieval.cutting import NEAR_KNOWN, keep_ratios, kinship
 from recallite_core.text.task_names import task_key
@@ -12,6 +12,11 @@ from tests.learning.test_task_names import CFG
 FACTORS = (1.0, 1.0, 1.0, 1.0, 1.0)
 JOB = "feature backfill"
 ASK = "backfill the dwell time feature for last month"
+
+
+def _after():
+    """created_at and outcome times are wall-clock seconds: let the clock move on a coarse timer."""
+    time.sleep(0.02)
 
 
 def _backfill_worked(before=()):
@@ -29,6 +34,7 @@ def _backfill_worked(before=()):
     r = m.build_context(ASK, task=JOB, min_score_ratio=0.1, limit=1)
     assert r.memory_ids == [proc.id]
     m.feedback(r.retrieval_id, "success", used_memory_ids=[proc.id], task=JOB)
+    _after()
     return m, proc, old
 
 
@@ -62,15 +68,52 @@ def test_a_known_job_cut_what_it_needed_and_had_never_been_shown():
     assert got.memory_ids[0] == proc.id and {note.id, rule.id} <= set(got.memory_ids)
 
 
+def _mid(mem):
+    return int(mem.id[4:])
+
+
 def test_arrivals_are_what_was_written_after_the_job_first_worked():
     m, proc, (old,) = _backfill_worked(before=[("The scratch bucket empties every thirty days.", "fact")])
-    time.sleep(0.01)  # created_at and outcome times are wall-clock seconds
-    new = m.remember("The office is closed on Friday.", type="fact")
+    between = m.remember("The office is closed on Friday.", type="fact")
+    _after()
+    r = m.build_context(ASK, task=JOB, min_score_ratio=0.1, limit=1)  # the job works again
+    m.feedback(r.retrieval_id, "success", used_memory_ids=[proc.id], task=JOB)
+    ids = [_mid(old), _mid(between), _mid(proc)]
     learning = m.core.learning.outcomes
     with m.core.store.reading() as session:
-        assert learning.arrivals(session, task_key(JOB), {int(proc.id[4:])}, [int(old.id[4:]), int(new.id[4:])]) \
-            == [int(new.id[4:])]
-        assert learning.arrivals(session, task_key("never worked"), {int(proc.id[4:])}, [int(new.id[4:])]) == []
+        assert learning.arrivals(session, task_key(JOB), {_mid(proc)}, ids) == [_mid(between)]  # since it first worked
+        assert learning.arrivals(session, task_key("never worked"), {_mid(proc)}, ids) == []
+
+
+def test_arrivals_without_a_name_count_successes_on_this_very_task_only():
+    m = Recallite.open(None, embedder="hash", config=CFG)
+    proc = m.remember("Backfill the dwell time feature with feast materialize.", type="procedure")
+    r = m.build_context(ASK, min_score_ratio=0.1, limit=10)
+    m.feedback(r.retrieval_id, "success", used_memory_ids=[proc.id])
+    _after()
+    memo = m.remember("Kofi is vegetarian: order the veggie option for team lunches.", type="observation")
+    learning = m.core.learning.outcomes
+    here, elsewhere = (m.core.retriever.query_vector(q) for q in (ASK, "rotate the orders database password"))
+    with m.core.store.reading() as session:
+        assert learning.arrivals(session, None, {_mid(proc)}, [_mid(memo)], here) == [_mid(memo)]
+        assert learning.arrivals(session, None, {_mid(proc)}, [_mid(memo)], elsewhere) == []
+        assert learning.arrivals(session, None, {_mid(proc)}, [_mid(memo)]) == []  # no task vector: nothing is known
+
+
+def test_a_keyword_only_store_never_asked_what_came_after_a_task_worked():
+    """Without the vector channel a recall has no task vector; the learner judges on the query's own
+    vector, and what helped here was found, but its successes were looked for at no vector at all."""
+    m = Recallite.open(None, embedder="hash", config=RecalliteConfig(channels="keyword", learning=CFG.learning))
+    proc = m.remember("Backfill the dwell time feature in the feature store: run feast materialize over the "
+                      "date range from the backfill runner.", type="procedure")
+    ask = "Kofi needs the dwell time feature backfilled for last month"
+    r = m.build_context(ask, min_score_ratio=0.1, limit=10)
+    m.feedback(r.retrieval_id, "success", used_memory_ids=[proc.id])
+    _after()
+    memo = m.remember("Kofi is vegetarian: order the veggie option for team lunches.", type="observation")
+    assert memo.id in m.build_context("Kofi needs last month", min_score_ratio=0.1, limit=10).memory_ids
+    got = m.build_context(ask, min_score_ratio=0.1, limit=10)
+    assert proc.id in got.memory_ids and memo.id not in got.memory_ids
 
 
 def test_an_unnamed_task_that_worked_here_served_a_newcomer_about_something_else():
@@ -82,6 +125,7 @@ def test_an_unnamed_task_that_worked_here_served_a_newcomer_about_something_else
     ask = "Kofi needs the dwell time feature backfilled for last month"
     r = m.build_context(ask, min_score_ratio=0.1, limit=10)
     m.feedback(r.retrieval_id, "success", used_memory_ids=[proc.id])
+    _after()
     memo = m.remember("Kofi is vegetarian: order the veggie option for team lunches.", type="observation")
     got = m.build_context(ask, min_score_ratio=0.1, limit=10)
     assert proc.id in got.memory_ids and memo.id not in got.memory_ids

@@ -426,21 +426,24 @@ class OutcomeModel:
         here = [(mid, by_name) for mid, where, by_name in hit[1] if within(where, scopes)]
         return frozenset(mid for mid, _ in here), frozenset(mid for mid, by_name in here if by_name)
 
-    def arrivals(self, session: Session, key: str | None, known: AbstractSet[int], ids: Sequence[int],
+    def arrivals(self, session: Session, key: str | None, job: AbstractSet[int], ids: Sequence[int],
                  q: np.ndarray | None = None, now: float | None = None) -> list[int]:
-        """Which of ``ids`` were written after the job first worked with the memories it is known by
-        (``known``): after the earliest success in their outcome rows under task name ``key``, or
-        without one on this very task (task cosine to ``q`` at least ``same_task``)."""
-        models = self.models(session, list(known), time.time() if now is None else now)
+        """Which of ``ids``, nobody judged yet, were written after the job first worked with the memories
+        that did it (``job``): after the earliest success (named or shared by rank) in their outcome
+        rows, under task name ``key`` or, when ``key`` is None, at task cosine ``same_task`` or more
+        to ``q``. Only the rows a model keeps count (``max_outcomes`` per memory): for a long-used job
+        "first" is the earliest success still on record. Empty without such a success."""
+        now = time.time() if now is None else now
+        models = self.models(session, list(job), now)
         if key is not None:
             worked = [float(t) for m in models.values() for t, k, y in zip(m.times, m.keys, m.targets) if k == key and y >= 0.5]
         else:
-            worked = [float(t) for m in models.values() if q is not None and m.vectors.shape[0] for t, s, y in
-                      zip(m.times[m.has], (m.vectors @ q).tolist(), m.vec_targets) if s >= self.cfg.same_task and y >= 0.5]
-        if not worked or not ids:
-            return []
-        created = created_at(session, ids)
-        return [i for i in ids if created.get(i, 0.0) > min(worked)]
+            at = None if q is None else np.asarray(q, dtype=np.float32)
+            worked = [float(t) for m in models.values() if at is not None and m.vectors.shape[0] for t, s, y in
+                      zip(m.times[m.has], (m.vectors @ at).tolist(), m.vec_targets) if s >= self.cfg.same_task and y >= 0.5]
+        fresh = [i for i, m in self.models(session, ids, now).items() if m.n == 0] if worked else []
+        created = created_at(session, fresh) if fresh else {}
+        return [i for i in fresh if created.get(i, 0.0) > min(worked)]
 
     def names_near(self, ids: Sequence[int], q: np.ndarray | None, key: str | None, scopes: Sequence[str] | None,
                    limit: int = 3) -> list[str]:

@@ -46,15 +46,16 @@ KNOWN_JOB_SCORE = 0.3
 # fresh-dev recall .871 -> .863). Held out: holdout .922 -> .925, fresh-holdout .776 -> .786.
 KNOWN_JOB_EVIDENCE = 0.25
 # A job serves a memory written after it first worked, that nobody judged yet, only when it lies
-# near what did the job (cosine of stored vectors to the nearest memory known_job spares, or without
-# a name to what helped on this very task, Assessment.helped_here): a memo that shares a word of the
-# request (a colleague's name, "invoice") is about something else than the job's procedure, a
-# replacement procedure lies near what it replaces (.36-.92 in the learning catalogs' drift families). Rules are not asked (retriever: they hold for a job whatever
-# their words). Agent day named, dev and fresh-dev, 4 seeds, days 2-5: of the memories a known job's
-# context served for the first time, 26 of the 31 off the task lay below .3 of what did the job, and
-# 1 of the 10 on it, not a needed one. Asking it of every memory nobody judged also cut what a job
-# needed and had never been shown (held out: a signing constraint beside the release procedure).
-# Without names, 4 seeds: precision dev .829 -> .837, fresh-dev .561 -> .579, recall the same.
+# near what did the job (cosine of stored vectors): the memories a known job is known by
+# (known_job), or without one those that helped on this very task (Assessment.helped_here). A memo
+# that shares a word of the request (a colleague's name, "invoice") is about something else than
+# the job's procedure; a replacement procedure lies near what it replaces (.36-.92 in the learning
+# catalogs' drift families). Rules are not asked: they hold for a job whatever their words. Agent
+# day named, dev and fresh-dev, 4 seeds, days 2-5: of the memories a known job's context served for
+# the first time, 26 of the 31 off the task lay below .3 of what did the job, and 1 of the 10 on it,
+# not a needed one. Asking it of every memory nobody judged also cut what a job needed and had never
+# been shown (held out: a signing constraint beside the release procedure). Without a known job,
+# 4 seeds: precision dev .829 -> .837, fresh-dev .561 -> .579, needed-memory recall the same.
 NEAR_KNOWN = 0.3
 
 
@@ -104,8 +105,8 @@ def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict, 
     days 2-5, 20 of the 21 newcomers not worded that known jobs kept were off the task, and the one
     on it kept its score; precision fresh-dev .772 -> .779, dev .961 the same, recall the same; held
     out, run once: fresh-holdout .797 -> .801, holdout .937 the same). ``kin``: the cosine of each memory
-    written after the job worked to the nearest memory that did it (kinship); nobody judged one below
-    NEAR_KNOWN: it is cut."""
+    asked (written after the job worked, nobody judged, not a rule) to the nearest memory that did it
+    (kinship); one below NEAR_KNOWN is cut, unless it is the first hit. Ids not in ``kin`` are not asked."""
     known = named if known is None else known
     fused, final = _legs(scored, cut_base)
     first = scored[0][2]  # never cut: a correction ranked first may score below what it replaced
@@ -146,11 +147,11 @@ def known_job(named: frozenset[int], vouched: frozenset[int]) -> frozenset[int]:
     return named or vouched
 
 
-def kinship(known: AbstractSet[int], resemblance: Callable[[int], Mapping[int, float]]) -> dict[int, float]:
-    """id -> its cosine to the nearest of ``known`` (``resemblance(mid)``: memory mid's cosines to the
+def kinship(job: AbstractSet[int], resemblance: Callable[[int], Mapping[int, float]]) -> dict[int, float]:
+    """id -> its cosine to the nearest of ``job`` (``resemblance(mid)``: memory mid's cosines to the
     memories asked about; one without a vector has none)."""
     kin: dict[int, float] = {}
-    for mid in known:
+    for mid in job:
         for i, c in resemblance(mid).items():
             kin[i] = max(kin.get(i, -1.0), c)
     return kin

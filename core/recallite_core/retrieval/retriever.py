@@ -709,10 +709,10 @@ class Retriever:
                 scored = [t for t in scored if t[0] >= min_score]
             if min_score_ratio and scored:
                 gain = self.learning.gain if learned and self.learning is not None else None
-                # what came after the job worked is asked how near it lies to what did it (rules hold whatever their words)
-                job = known or frozenset(i for i, a in learned.items() if a.helped_here)
-                late = self.learning.arrivals(session, task_name if known else None, job, [c[0] for c in columns if c[1] not in
-                                              policy.RULE_TYPES], task) if job and self.learning is not None else []
+                job = known or frozenset(i for i, a in learned.items() if a.helped_here)  # cutting.NEAR_KNOWN
+                asked = [c[0] for c in columns if c[1] not in policy.RULE_TYPES] if job else []
+                late = self.learning.arrivals(session, task_name if known else None, job, asked, qvec if task is None else task) \
+                    if asked and self.learning is not None else []
                 floors = keep_ratios(scored, cut_base, learned, gain, proven, named, known, fz.worded(pool_ids) if known else None,
                                      kinship(job, lambda mid: self.resemblance(session, mid, late)) if late else None)
                 self._cut_pending = (query, floors)
