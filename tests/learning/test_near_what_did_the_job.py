@@ -3,6 +3,9 @@ NEAR_KNOWN; learner.OutcomeModel.arrivals)."""
 
 import time
 
+import numpy as np
+import pytest
+
 from recallite_core import Recallite, RecalliteConfig
 from recallite_core.learning.learner import Assessment
 from recallite_core.retrieval.cutting import NEAR_KNOWN, keep_ratios, kinship
@@ -143,6 +146,8 @@ def test_kin_cuts_what_nobody_judged_far_from_what_did_the_job():
 
 
 def test_kinship_is_the_cosine_to_the_nearest_known_memory():
-    near = {1: {3: 0.2, 4: 0.9}, 2: {3: 0.5}}
-    assert kinship({1, 2}, near.__getitem__) == {3: 0.5, 4: 0.9}
-    assert kinship(set(), near.__getitem__) == {}
+    job = [np.array([1.0, 0.0, 0.0], dtype=np.float32), np.array([0.0, 1.0, 0.0], dtype=np.float32)]
+    asked = {3: np.array([0.2, 0.5, 0.8426], dtype=np.float32), 4: np.array([0.9, 0.0, 0.4359], dtype=np.float32)}
+    assert kinship(job, asked) == {3: pytest.approx(0.5), 4: pytest.approx(0.9)}
+    assert kinship([], asked) == {}  # what did the job has no vector: nothing is asked
+    assert kinship(job, {}) == {}

@@ -1,13 +1,17 @@
 """How much of a ranked list a context keeps: the relative cut, and what counts as judged poor.
-Pure functions over the ranked tuples and the learner's assessments; imports policy and learning."""
+Pure functions over the ranked tuples and the learner's assessments; imports policy, learning and
+the index's cosine."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import TypeGuard
 
+import numpy as np
+
+from recallite_core.index.vector_index import exact_scores
 from recallite_core.learning.learner import Assessment
 from recallite_core.policy import rules as policy
 
@@ -147,14 +151,15 @@ def known_job(named: frozenset[int], vouched: frozenset[int]) -> frozenset[int]:
     return named or vouched
 
 
-def kinship(job: AbstractSet[int], resemblance: Callable[[int], Mapping[int, float]]) -> dict[int, float]:
-    """id -> its cosine to the nearest of ``job`` (``resemblance(mid)``: memory mid's cosines to the
-    memories asked about; one without a vector has none)."""
-    kin: dict[int, float] = {}
-    for mid in job:
-        for i, c in resemblance(mid).items():
-            kin[i] = max(kin.get(i, -1.0), c)
-    return kin
+def kinship(job: Iterable[np.ndarray], asked: Mapping[int, np.ndarray]) -> dict[int, float]:
+    """id -> the cosine of its stored vector (``asked``) to the nearest of the job's (``job``). Each
+    vector is read once: with the scan in worker processes they come from the store."""
+    tops = [v.astype(np.float64) for v in job]
+    if not tops or not asked:
+        return {}
+    ids = list(asked)
+    rows = np.stack([asked[i] for i in ids])
+    return dict(zip(ids, np.max([exact_scores(rows, v) for v in tops], axis=0).tolist()))
 
 
 def _legs(scored: list, cut_base: dict[int, float] | None) -> tuple[dict[int, float], dict[int, float]]:

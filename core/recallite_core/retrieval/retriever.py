@@ -714,7 +714,7 @@ class Retriever:
                 late = self.learning.arrivals(session, task_name if known else None, job, asked, qvec if task is None else task) \
                     if asked and self.learning is not None else []
                 floors = keep_ratios(scored, cut_base, learned, gain, proven, named, known, fz.worded(pool_ids) if known else None,
-                                     kinship(job, lambda mid: self.resemblance(session, mid, late)) if late else None)
+                                     kinship(self.vectors_of(session, list(job)).values(), self.vectors_of(session, late)) if late else None)
                 self._cut_pending = (query, floors)
                 scored = [t for t in scored if floors[t[2]] >= min_score_ratio]
             scored, memories = distinct_texts(scored, limit, session.memories.load)
