@@ -55,7 +55,7 @@ from typing import Any
 from .seeds import seed_list
 
 CATALOGS = Path(__file__).resolve().parent / "catalogs"
-SETS = ("dev", "holdout", "fresh-dev", "fresh-holdout")
+SETS = ("dev", "holdout", "fresh-dev", "fresh-holdout", "blind")
 TARGET_FROM_DAY = 3
 TARGET_PRECISION = 0.80
 TARGET_RECALL = 0.95
@@ -600,7 +600,7 @@ def seeds_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="recallite-mcp bench --agent-day", description=__doc__.split("\n\n")[0])
     p.add_argument("--set", dest="set_name", choices=SETS, default="dev",
-                   help="dev: for tuning; holdout: for the final report only; fresh-dev: a set written by a writer who never saw the engine, for checking; fresh-holdout: its held-out twin, for final reports only")
+                   help="dev: for tuning; holdout: for the final report only; fresh-dev: a set written by a writer who never saw the engine, for checking; fresh-holdout: its held-out twin, for final reports only; blind: a third writer's, never run before its first report")
     p.add_argument("--days", type=int, default=5)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--seeds", type=seed_list, default=None, metavar="S1,S2,...",
