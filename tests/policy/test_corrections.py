@@ -1551,3 +1551,33 @@ def test_the_gazetteer_is_well_formed():
     assert named == {k for kinds in alias_kind.values() for k in kinds}
     assert all(n.strip() == n and n for n in (*loose, *exact, *alias_kind))
     assert {a for a in alias_kind if a in loose and not alias_kind[a] & loose[a]} == set()
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Use Python 3.11 for the backend.", "The backend uses Python 3.11; 3.10 is no longer supported."),
+    ("The staging server is staging.shop.internal, HTTPS on port 9443; healthcheck at /healthz.",
+     "The staging server now listens on port 9443 (moved from 8443)."),
+    ("The API listens on port 9090.", "The API was on port 8080, now 9090."),
+])
+def test_a_memory_that_confirmed_the_value_superseded_the_older_fuller_one(mem, old, new):
+    """The new text keeps the old one's value and names another only as the one that was left:
+    the old memory was superseded, noted "3.11 -> 3.10" and "9443 -> 8443", and its hostname and
+    healthcheck path dropped out of contexts (found by a new user's trial)."""
+    from recallite_core.policy.corrections import compare
+
+    assert compare(old, new) is None
+    a, b = store(mem, old, new)
+    assert not b.supersedes and mem.get(a.id).status != "superseded"
+
+
+@pytest.mark.parametrize("old, new, why", [
+    ("The staging server listens on port 8443.", "The staging server now listens on port 9443 (moved from 8443).",
+     "8443 -> 9443"),
+    ("The backend uses Python 3.10.", "The backend uses Python 3.11; 3.10 is no longer supported.", "3.10 -> 3.11"),
+    ("Our CI runs on CircleCI.", "CircleCI was replaced by Buildkite.", "CircleCI -> Buildkite"),
+])
+def test_a_change_that_names_the_value_it_left_is_still_one(old, new, why):
+    from recallite_core.policy.corrections import compare
+
+    v = compare(old, new)
+    assert v is not None and why in v.why

@@ -381,6 +381,28 @@ def choice(text: str) -> tuple[frozenset[str], frozenset[str], str] | None:
     return None
 
 
+# A value a text names as the one that was left: "moved from 8443", "3.10 is no longer supported",
+# "instead of Jenkins", "was on port 8080".
+_LEFT_BEFORE = re.compile(r"(?:\b(?:moved|changed|migrated|switched|went|upgraded|downgraded|relocated|bumped|up|down|"
+                          r"raised|lowered|renamed)\s+from|\b(?:was|were|previously|formerly|instead of|rather than|"
+                          r"used to be))\s+(?:(?:on|at|in|the|port|version|v)\s+){0,2}$"
+                          r"|\b(?:no longer|stopped)\s+(?:\S+\s+){0,2}$", re.IGNORECASE)
+_LEFT_AFTER = re.compile(r"^\s*(?:(?:(?:is|are|was|were|has been|have been|got)\s+)?(?:no longer|not supported|"
+                         r"unsupported|deprecated|retired|dropped|removed)|(?:was|were|has been|have been|got)\s+replaced)\b",
+                         re.IGNORECASE)
+
+
+def left_in(text: str, value: str) -> bool | None:
+    """How ``text`` names ``value`` (as written): True only as the value that was left ("moved from
+    8443", "3.10 is no longer supported"), False as one that holds somewhere, None not at all."""
+    found = None
+    for m in re.finditer(r"(?<![\w.])" + re.escape(value) + r"(?!\w)", text, re.IGNORECASE):
+        if not (_LEFT_BEFORE.search(text[max(0, m.start() - 40):m.start()]) or _LEFT_AFTER.match(text[m.end():])):
+            return False
+        found = True
+    return found
+
+
 _NO_LONGER = re.compile(r"\bno longer\s+(?P<gone>[^;,.]+)[;,]\s*", re.IGNORECASE)
 
 

@@ -33,6 +33,7 @@ from recallite_core.policy.correction_words import (
     exclusive,
     has_cue,
     holder_voice,
+    left_in,
     named_instead,
     negated,
     words,
@@ -72,6 +73,8 @@ def compare(old: str, new: str) -> Verdict | None:
     its own ("staging is Postgres 14; production is Postgres 16" -> "production was upgraded to
     Postgres 17") is only partly out of date: unsure, so both stay live and linked."""
     v = _compare(old, new)
+    if v is not None and _turned_round(new, v.why):
+        return None
     found = _parts(old, new)
     hits = [x for _, x in found if x is not None]
     if not hits:
@@ -80,6 +83,14 @@ def compare(old: str, new: str) -> Verdict | None:
     if any(x is None and any(w.value and w.key not in nset for w in words(part)) for part, x in found):
         return Verdict(False, hits[0].why)
     return v or hits[0]
+
+
+def _turned_round(new: str, why: str) -> bool:
+    """The finding reads the change backwards: the new text still states the old text's value ("uses
+    Python 3.11") and names the one found as new only as the value that was left ("3.10 is no longer
+    supported", "moved from 8443"). The old text is then confirmed, not changed."""
+    gone, _, came = why.partition(" -> ")
+    return bool(came) and left_in(new, came) is True and left_in(new, gone) is False
 
 
 def asks_untouched(old: str, new: str, asked: set[str]) -> bool:
