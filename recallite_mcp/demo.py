@@ -39,6 +39,7 @@ def run_demo(settings: Settings, rounds: int = 3) -> None:
     settings.scope = DEMO_SCOPE
     with open_memory(settings) as mem:
         old = _clear(mem)
+        start = mem.stats(scope=DEMO_SCOPE)  # earlier runs' retrievals and feedback stay in the log
         click.echo(f"database: {mem.store.path or ':memory:'}   scope: {DEMO_SCOPE}   embedder: {mem.embedder.name}")
         if old:
             click.echo(f"(cleared {counted(len(old), 'memory', 'memories')} from an earlier demo run)")
@@ -79,9 +80,10 @@ def run_demo(settings: Settings, rounds: int = 3) -> None:
         final = mem.build_context(TASKS[0], max_tokens=400, scope=DEMO_SCOPE)
         click.echo(f"\n5. context for the same task now:\n\n{final.context}")
         s = mem.stats(scope=DEMO_SCOPE)
-        fb_counts = ", ".join(f"{n} {k}" for k, n in s.feedback.items() if n) or "none"
-        click.echo(f"stats: {s.memories} memories, {s.retrievals} retrievals, feedback ({fb_counts}), "
-                   f"{s.tokens_served} tokens served in {s.context_calls} context calls")
+        fb_counts = ", ".join(f"{n - start.feedback.get(k, 0)} {k}" for k, n in s.feedback.items()
+                              if n - start.feedback.get(k, 0)) or "none"
+        click.echo(f"this run: {s.memories} memories, {s.retrievals - start.retrievals} retrievals, feedback ({fb_counts}), "
+                   f"{s.tokens_served - start.tokens_served} tokens served in {s.context_calls - start.context_calls} context calls")
         moved = after[works] < before[works] or after[works] == 1
         click.echo("\nThe working procedure " + ("now ranks first." if after[works] == 1 else
                                                   "moved up." if moved else "did not move (see reasons with `recallite-mcp recall`)."))

@@ -3,6 +3,7 @@
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -122,6 +123,13 @@ def test_demo_shows_the_ranking_change(run):
     assert "now ranks first" in res.output
     again = run("demo")  # rerunnable: clears only its own memories
     assert "cleared 5 memories" in again.output and "now ranks first" in again.output
+
+
+def test_the_demos_closing_counts_added_up_every_earlier_run(run):
+    """A new user's trial: the second run printed the retrievals and feedback of both runs as its own."""
+    first = re.search(r"this run: .*", run("demo").output).group()
+    assert re.search(r"this run: .*", run("demo").output).group() == first
+    assert "5 memories" in first and "1 failure" in first
 
 
 def test_the_demo_left_its_memories_in_the_users_store_with_no_way_to_remove_them(run):

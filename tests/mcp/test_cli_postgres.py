@@ -115,7 +115,7 @@ def test_export_then_import_into_another_database(url, postgres_db_url, tmp_path
 
 
 def test_demo_runs_on_postgres(url):
-    assert "stats:" in run(url, "demo", "--rounds", "1").output
+    assert "this run:" in run(url, "demo", "--rounds", "1").output
 
 
 def test_ui_serves_the_browser_on_postgres(url, monkeypatch):

@@ -195,3 +195,17 @@ def test_a_doubted_confidence_just_under_the_usual_read_as_the_usual():
     assert "(69% conf, validated)" in m.build_context("deploy the api").context
     assert 'confidence="0.69"' in m.build_context("deploy the api", format="xml").context
     assert mem.confidence == 0.698
+
+
+def test_a_compact_line_cut_the_short_memory_it_only_had_to_print():
+    """A new user's trial: the compact line of a memory without a title of its own was the title cut
+    from its first sentence ("... run the unit tests…"), so the detail that mattered (`TZ=UTC`) was
+    left out of a line that had room for all of it. A long memory still gets its title."""
+    m = Recallite.open(None, embedder="hash")
+    said = "The date tests fail on laptops set to other time zones: run the unit tests with TZ=UTC make test."
+    short = m.remember(said, type="lesson")
+    long = m.remember("Run the integration tests with make itest; " + "they need the local stack up first. " * 6,
+                      type="procedure")
+    text = m.build_context("run the tests", format="compact").context
+    assert f"- {short.id} [LESSON] {said}" in text
+    assert f"- {long.id} [PROCEDURE] {long.title}\n" in text

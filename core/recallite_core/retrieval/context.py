@@ -258,6 +258,10 @@ class _Plain:
         return f"({left_out(omitted)} for the token budget)\n"
 
 
+# A memory whose title only repeats its start is printed whole in the compact format up to this length.
+COMPACT_WHOLE_CHARS = 160
+
+
 class _Compact:
     """One line per memory: id, type, title, confidence when doubted, warnings. About twice the memories
     for the same tokens; the full text is fetched by id when needed."""
@@ -267,7 +271,9 @@ class _Compact:
 
     def item(self, hit: RecallHit, content: str) -> str:
         m = hit.memory
-        label = m.title if m.title else content
+        title, said = _said(m, content)
+        # A title cut from a short text would only drop its end ("Run the tests with…" lost `TZ=UTC`).
+        label = said if title is None and len(said) <= COMPACT_WHOLE_CHARS else (m.title or content)
         if content.endswith(TRUNCATED):  # budget cut: shorten the label, not a body we do not show
             label = content
         flags = ([f"{percent(m)}%"] if doubted(m) else []) + (["failed here last time"] if failed_last(hit) else [])
