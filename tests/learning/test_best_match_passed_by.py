@@ -47,3 +47,6 @@ def test_only_the_best_match_in_the_requests_words_that_never_misled_is_spared()
     assert keep_ratios([leader, best], None, misled, worded=frozenset({2}))[2] < 0.1
     second = (1.2, "mem_2", 2, 3.9, FACTORS)  # not the best match
     assert keep_ratios([leader, second], None, judged, worded=frozenset({2}))[2] < 0.1
+    # a known job's own cut decides there, as before
+    assert keep_ratios([leader, best], None, judged, named=frozenset({1, 2}), known=frozenset({1, 2}),
+                       worded=frozenset({2}))[2] < 0.1

@@ -1558,6 +1558,13 @@ def test_the_gazetteer_is_well_formed():
     ("The staging server is staging.shop.internal, HTTPS on port 9443; healthcheck at /healthz.",
      "The staging server now listens on port 9443 (moved from 8443)."),
     ("The API listens on port 9090.", "The API was on port 8080, now 9090."),
+    ("Staging runs Postgres 16.", "Staging runs Postgres 16, migrated from Postgres 14."),
+    ("The backend uses Python 3.11.", "The backend uses Python 3.11 (moved from Python 3.10)."),
+    ("Staging listens on port 9443.", "Staging listens on 9443 now; it used to listen on 8443."),
+    ("The API listens on port 9090.", "The API listens on 9090 now; 8080 was the old port."),
+    # an old text of two statements: the backwards finding came back through the part that changed
+    ("Use Python 3.11 for the backend. Deploys go through GitHub Actions.",
+     "The backend uses Python 3.11; 3.10 is no longer supported."),
 ])
 def test_a_memory_that_confirmed_the_value_superseded_the_older_fuller_one(mem, old, new):
     """The new text keeps the old one's value and names another only as the one that was left:
@@ -1575,6 +1582,13 @@ def test_a_memory_that_confirmed_the_value_superseded_the_older_fuller_one(mem, 
      "8443 -> 9443"),
     ("The backend uses Python 3.10.", "The backend uses Python 3.11; 3.10 is no longer supported.", "3.10 -> 3.11"),
     ("Our CI runs on CircleCI.", "CircleCI was replaced by Buildkite.", "CircleCI -> Buildkite"),
+    ("Staging runs Postgres 14.", "Staging runs Postgres 16, migrated from Postgres 14.", "14 -> 16"),
+    ("The API listens on port 8080.", "The API listens on 9090 now; 8080 was the old port.", "8080 -> 9090"),
+    # "no longer in beta" says the new value holds
+    ("Use Python 3.10 for the backend.", "Python 3.11 is no longer in beta, so the backend moves off 3.10.",
+     "3.10 -> 3.11"),
+    ("Deploys run on Jenkins.", "GitHub Actions is no longer experimental here, so deploys leave Jenkins for it.",
+     "Jenkins -> GitHub Actions"),
 ])
 def test_a_change_that_names_the_value_it_left_is_still_one(old, new, why):
     from recallite_core.policy.corrections import compare

@@ -381,14 +381,16 @@ def choice(text: str) -> tuple[frozenset[str], frozenset[str], str] | None:
     return None
 
 
-# A value a text names as the one that was left: "moved from 8443", "3.10 is no longer supported",
-# "instead of Jenkins", "was on port 8080".
+# A value a text names as the one that was left: "moved from 8443", "migrated from Postgres 14",
+# "3.10 is no longer supported", "instead of Jenkins", "was on port 8080", "used to listen on 8443",
+# "8080 was the old port". Not "3.11 is no longer in beta": that one holds.
 _LEFT_BEFORE = re.compile(r"(?:\b(?:moved|changed|migrated|switched|went|upgraded|downgraded|relocated|bumped|up|down|"
                           r"raised|lowered|renamed)\s+from|\b(?:was|were|previously|formerly|instead of|rather than|"
-                          r"used to be))\s+(?:(?:on|at|in|the|port|version|v)\s+){0,2}$"
+                          r"used to be|used to \w+))\s+(?:(?:on|at|in|the|port|version|v|(?-i:[A-Z][\w.+#-]*))\s+){0,2}$"
                           r"|\b(?:no longer|stopped)\s+(?:\S+\s+){0,2}$", re.IGNORECASE)
-_LEFT_AFTER = re.compile(r"^\s*(?:(?:(?:is|are|was|were|has been|have been|got)\s+)?(?:no longer|not supported|"
-                         r"unsupported|deprecated|retired|dropped|removed)|(?:was|were|has been|have been|got)\s+replaced)\b",
+_LEFT_AFTER = re.compile(r"^\s*(?:(?:(?:is|are|was|were|has been|have been|got)\s+)?(?:no longer(?!\s+(?:in\s+)?(?:an?\s+)?"
+                         r"(?:beta|alpha|preview|experimental|behind|pending|new))|not supported|unsupported|deprecated|"
+                         r"retired|dropped|removed)|(?:was|were|has been|have been|got)\s+replaced|(?:is|was) the old)\b",
                          re.IGNORECASE)
 
 

@@ -74,8 +74,8 @@ def compare(old: str, new: str) -> Verdict | None:
     Postgres 17") is only partly out of date: unsure, so both stay live and linked."""
     v = _compare(old, new)
     if v is not None and _turned_round(new, v.why):
-        return None
-    found = _parts(old, new)
+        v = None
+    found = [(part, None if x is None or _turned_round(new, x.why) else x) for part, x in _parts(old, new)]
     hits = [x for _, x in found if x is not None]
     if not hits:
         return v

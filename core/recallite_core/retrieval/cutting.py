@@ -111,8 +111,8 @@ def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict, 
     out, run once: fresh-holdout .797 -> .801, holdout .937 the same). ``kin``: the cosine of each memory
     asked (written after the job worked, nobody judged, not a rule) to the nearest memory that did it
     (kinship); one below NEAR_KNOWN is cut, unless it is the first hit. Ids not in ``kin`` are not asked.
-    A memory judged poor keeps its match leg when the request matches it best, in the request's words
-    (``worded``), and it never misled when acted on (best_match_passed_by)."""
+    Outside a known job, a memory judged poor keeps its match leg when the request matches it best, in
+    the request's words (``worded``), and it never misled when acted on (best_match_passed_by)."""
     known = named if known is None else known
     fused, final = _legs(scored, cut_base)
     first = scored[0][2]  # never cut: a correction ranked first may score below what it replaced
@@ -127,8 +127,8 @@ def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict, 
         share = fused[i] / top_fused
         score_leg = final[i] / top if share >= MATCH_FLOOR else 0.0
         a = learned.get(i)
-        kept_on_match = (not judged_poor(a) or best_match_passed_by(a, fused[i] >= top_fused, worded, i)) \
-            and not passed_over_here(a)
+        spared = not known and best_match_passed_by(a, fused[i] >= top_fused, worded, i)
+        kept_on_match = (not judged_poor(a) or spared) and not passed_over_here(a)
         match_leg = share if kept_on_match and share >= match_ratio(a, 0.0) else 0.0
         helped = a is not None and a.helped_here and (share >= MATCH_FLOOR or i in named)
         out[i] = 1.0 if i == first or helped else min(1.0, max(score_leg, match_leg))

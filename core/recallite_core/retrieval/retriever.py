@@ -713,7 +713,7 @@ class Retriever:
                 asked = [c[0] for c in columns if c[1] not in policy.RULE_TYPES] if job else []
                 late = self.learning.arrivals(session, task_name if known else None, job, asked, qvec if task is None else task) \
                     if asked and self.learning is not None else []
-                floors = keep_ratios(scored, cut_base, learned, gain, proven, named, known, fz.worded(pool_ids),
+                floors = keep_ratios(scored, cut_base, learned, gain, proven, named, known, fz.worded(pool_ids) if use_kw else None,
                                      kinship(self.vectors_of(session, list(job)).values(), self.vectors_of(session, late)) if late else None)
                 self._cut_pending = (query, floors)
                 scored = [t for t in scored if floors[t[2]] >= min_score_ratio]
