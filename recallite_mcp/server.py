@@ -5,6 +5,7 @@ beside the structured result, lean advertised schemas. It only translates; the e
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import sys
@@ -83,6 +84,12 @@ class RecalliteServer(MCPServer):
         if tool is None and name in EXTRA_TOOLS:
             raise ToolError(f"{name} is one of the extra tools, off on this server: start it with --tools all "
                             "(or RECALLITE_TOOLS=all).")
+        if tool is None:  # the SDK's own answer names no tool that exists
+            offered = sorted(t.name for t in self._tool_manager.list_tools())
+            stem = {o.removeprefix("recallite_"): o for o in offered}  # the shared prefix made every name "close"
+            near = [stem[n] for n in difflib.get_close_matches(name.removeprefix("recallite_"), list(stem), n=1)]
+            raise ToolError(f"Unknown tool {name!r}{f'; did you mean {near[0]}?' if near else '.'} "
+                            f"This server offers {', '.join(offered)}.")
         if tool is not None:
             fields = tool.fn_metadata.arg_model.model_fields
             accepted = {f.alias or n for n, f in fields.items()} | set(fields)

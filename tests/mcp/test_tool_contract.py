@@ -141,6 +141,16 @@ async def test_an_extra_tool_on_the_core_set_says_how_to_get_it():
     assert "--tools all" in text and "RECALLITE_TOOLS=all" in text
 
 
+async def test_an_unknown_tool_got_the_sdks_bare_message():
+    """A new user's trial: "Unknown tool: recallite_search", naming nothing the server offers."""
+    async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False))) as c:
+        text = await error_text(c, "recallite_search", query="x")
+    assert "\n" not in text and "Unknown tool 'recallite_search'" in text
+    assert all(name in text for name in CONTRACT)
+    async with Client(build_server(Settings(db=":memory:", embedder="hash", warm_embedder=False))) as c:
+        assert "did you mean recallite_recall?" in await error_text(c, "recallite_recal", query="x")
+
+
 def test_agent_rules_copy_is_identical():
     from pathlib import Path
 
