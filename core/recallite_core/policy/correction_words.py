@@ -384,11 +384,11 @@ def choice(text: str) -> tuple[frozenset[str], frozenset[str], str] | None:
 # A value a text names as the one that was left: "moved from 8443", "migrated from Postgres 14",
 # "3.10 is no longer supported", "instead of Jenkins", "was on port 8080", "used to listen on 8443",
 # "8080 was the old port". Not "3.11 is no longer in beta": that one holds.
-_LEFT_BEFORE = re.compile(r"(?:\b(?:moved|changed|migrated|switched|went|upgraded|downgraded|relocated|bumped|up|down|"
+_LEAVING_BEFORE = re.compile(r"(?:\b(?:moved|changed|migrated|switched|went|upgraded|downgraded|relocated|bumped|up|down|"
                           r"raised|lowered|renamed)\s+from|\b(?:was|were|previously|formerly|instead of|rather than|"
                           r"used to be|used to \w+))\s+(?:(?:on|at|in|the|port|version|v|(?-i:[A-Z][\w.+#-]*))\s+){0,2}$"
                           r"|\b(?:no longer|stopped)\s+(?:\S+\s+){0,2}$", re.IGNORECASE)
-_LEFT_AFTER = re.compile(r"^\s*(?:(?:(?:is|are|was|were|has been|have been|got)\s+)?(?:no longer(?!\s+(?:in\s+)?(?:an?\s+)?"
+_LEAVING_AFTER = re.compile(r"^\s*(?:(?:(?:is|are|was|were|has been|have been|got)\s+)?(?:no longer(?!\s+(?:in\s+)?(?:an?\s+)?"
                          r"(?:beta|alpha|preview|experimental|behind|pending|new))|not supported|unsupported|deprecated|"
                          r"retired|dropped|removed)|(?:was|were|has been|have been|got)\s+replaced|(?:is|was) the old)\b",
                          re.IGNORECASE)
@@ -399,7 +399,7 @@ def left_in(text: str, value: str) -> bool | None:
     8443", "3.10 is no longer supported"), False as one that holds somewhere, None not at all."""
     found = None
     for m in re.finditer(r"(?<![\w.])" + re.escape(value) + r"(?!\w)", text, re.IGNORECASE):
-        if not (_LEFT_BEFORE.search(text[max(0, m.start() - 40):m.start()]) or _LEFT_AFTER.match(text[m.end():])):
+        if not (_LEAVING_BEFORE.search(text[max(0, m.start() - 40):m.start()]) or _LEAVING_AFTER.match(text[m.end():])):
             return False
         found = True
     return found

@@ -127,8 +127,8 @@ def keep_ratios(scored: list, cut_base: dict[int, float] | None, learned: dict, 
         share = fused[i] / top_fused
         score_leg = final[i] / top if share >= MATCH_FLOOR else 0.0
         a = learned.get(i)
-        spared = not known and best_match_passed_by(a, fused[i] >= top_fused, worded, i)
-        kept_on_match = (not judged_poor(a) or spared) and not passed_over_here(a)
+        kept_on_match = not passed_over_here(a) and (not judged_poor(a) or not known and best_match_passed_by(
+            a, fused[i] >= top_fused, worded is None or i in worded))
         match_leg = share if kept_on_match and share >= match_ratio(a, 0.0) else 0.0
         helped = a is not None and a.helped_here and (share >= MATCH_FLOOR or i in named)
         out[i] = 1.0 if i == first or helped else min(1.0, max(score_leg, match_leg))
@@ -216,15 +216,15 @@ def judged_poor(a: Assessment | None) -> bool:
     return judged(a) and a.mean < 0.5 and a.failures >= policy.POOR_EVIDENCE
 
 
-def best_match_passed_by(a: Assessment | None, best: bool, worded: AbstractSet[int] | None, i: int) -> bool:
+def best_match_passed_by(a: Assessment | None, best: bool, in_words: bool) -> bool:
     """The request matches this memory best (``best``), in its words when the keyword channel ran
-    (``worded``), and its record is only of being passed over or shared blame, never of misleading
+    (``in_words``), and its record is only of being passed over or shared blame, never of misleading
     when acted on: judged poor on other requests, it keeps its match on this one. A lesson about
     migrations, passed over on three deploys without one, was cut from "deploy; this release includes
     a database migration" (a new user's trial of the demo). Agent day without names, 4 seeds:
     precision dev .837 -> .833, fresh-dev .579 -> .578, needed-memory recall the same; in known jobs
     too, named fresh-dev .810 -> .799, so a known job's cut still decides there."""
-    return best and judged(a) and not a.acted_failures and (worded is None or i in worded)
+    return best and in_words and judged(a) and not a.acted_failures
 
 
 def below_even_unguessed(a: Assessment | None) -> bool:
